@@ -1,0 +1,76 @@
+"""Fallback chains: the ordered hops a request may visit, and where they end.
+
+ADR-006 gives two chains. General requests go ``ollama → gemini → claude → static``; tool-calling
+requests go ``nemotron → gemini → claude → refuse`` (a refusal, never a made-up tool result). Routing
+picks the first hop and its model; the chain continues in ADR order after it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+PROVIDERS = ("ollama", "nemotron", "gemini", "claude")
+#: Terminal hops: answered by the pool itself, never by a model.
+STATIC = "static"
+REFUSE = "refuse"
+TERMINALS = (STATIC, REFUSE)
+
+GENERAL_CHAIN = ("ollama", "gemini", "claude")
+TOOL_CHAIN = ("nemotron", "gemini", "claude")
+
+_DEFAULT_MODELS = {
+    "ollama": "llama3.2:3b",
+    "nemotron": "nvidia/llama-3.3-nemotron-super-49b-v1",
+    "gemini": "gemini-2.5-flash",
+    "claude": "claude-sonnet-5",
+}
+
+
+def default_model(provider: str) -> str:
+    """The model a provider uses when the route names none (``AIPOOL_MODEL_<PROVIDER>``)."""
+    if provider in TERMINALS:
+        return provider
+    return os.environ.get(f"AIPOOL_MODEL_{provider.upper()}", _DEFAULT_MODELS[provider])
+
+
+@dataclass(frozen=True)
+class Hop:
+    """One stop on a chain: a provider and the model to ask there."""
+
+    provider: str
+    model: str
+
+    @property
+    def terminal(self) -> bool:
+        return self.provider in TERMINALS
+
+    def to_dict(self) -> dict[str, str]:
+        return {"provider": self.provider, "model": self.model}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Hop:
+        return cls(provider=str(data["provider"]), model=str(data["model"]))
+
+    def __str__(self) -> str:
+        return self.provider if self.terminal else f"{self.provider}:{self.model}"
+
+
+def build_chain(first: Hop | None, *, tools: bool) -> tuple[Hop, ...]:
+    """The ADR chain for a request, starting at ``first`` when routing chose one.
+
+    The hops after ``first`` follow ADR order from the position of ``first``'s provider; the
+    providers that order passed over come last, before the terminal, because any model's answer
+    beats the static apology (a critical request starting at claude still tries ollama and gemini).
+    """
+    order = TOOL_CHAIN if tools else GENERAL_CHAIN
+    terminal = Hop(REFUSE, REFUSE) if tools else Hop(STATIC, STATIC)
+    if first is None:
+        return (*(Hop(p, default_model(p)) for p in order), terminal)
+    if first.provider in order:
+        at = order.index(first.provider)
+        rest = order[at + 1 :] + order[:at]
+    else:
+        rest = order
+    return (first, *(Hop(p, default_model(p)) for p in rest), terminal)

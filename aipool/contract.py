@@ -1,0 +1,294 @@
+"""The producer contract (v1): what a request may hold and what a completion carries.
+
+A request arrives as plain JSON (``{"request": {...}}`` in the ``ai.generate`` kwargs). ``parse_request``
+turns it into a :class:`Request` or raises :class:`~aipool.errors.InvalidRequest` with a code the
+producer can act on. Nothing here touches the network.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from aipool.errors import InvalidRequest
+from aipool.tokens import estimate_tokens
+
+ROLES = ("system", "user", "assistant", "tool")
+DEFAULT_MAX_TOKENS = 1024
+MAX_OUTPUT_TOKENS = 32_768
+#: Requests above this many estimated prompt tokens are refused before any provider sees them.
+MAX_PROMPT_TOKENS = int(os.environ.get("AIPOOL_MAX_PROMPT_TOKENS", "32000"))
+MAX_TOOLS = 64
+PRIORITIES = ("low", "normal", "high", "critical")
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A model's request to run a tool; ``arguments`` is already-parsed JSON."""
+
+    name: str
+    arguments: dict[str, Any]
+    id: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+
+@dataclass(frozen=True)
+class Message:
+    """One turn of the conversation.
+
+    ``tool`` messages carry a tool's result: ``name`` is the tool, ``tool_call_id`` the call it
+    answers. ``assistant`` messages may carry the ``tool_calls`` the model made.
+    """
+
+    role: str
+    content: str
+    name: str = ""
+    tool_call_id: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A function the model may call; ``parameters`` is a JSON Schema object."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Request:
+    """A validated inference request, provider-neutral."""
+
+    messages: tuple[Message, ...]
+    system: str = ""
+    tools: tuple[Tool, ...] = ()
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    temperature: float | None = None
+    intent: str | None = None
+    priority: str = "normal"
+    deadline_s: float | None = None
+    user_id: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def wants_tools(self) -> bool:
+        return bool(self.tools)
+
+    def text(self) -> str:
+        """All prompt text (system and messages), for estimates and classification."""
+        parts = [self.system] if self.system else []
+        parts.extend(m.content for m in self.messages)
+        return "\n".join(parts)
+
+    def last_user_text(self) -> str:
+        for message in reversed(self.messages):
+            if message.role == "user":
+                return message.content
+        return ""
+
+    def estimated_input_tokens(self) -> int:
+        tool_text = json.dumps([asdict(t) for t in self.tools], ensure_ascii=False) if self.tools else ""
+        return estimate_tokens(self.text()) + estimate_tokens(tool_text) + 4 * len(self.messages)
+
+    def estimated_total_tokens(self) -> int:
+        """What a call could cost at most: the prompt plus the full output allowance."""
+        return self.estimated_input_tokens() + self.max_tokens
+
+
+@dataclass
+class Completion:
+    """What a provider answered, normalised."""
+
+    text: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    finish_reason: str = "stop"
+    latency_ms: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "model": self.model,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "tool_calls": [c.to_dict() for c in self.tool_calls],
+            "finish_reason": self.finish_reason,
+            "latency_ms": self.latency_ms,
+        }
+
+
+def _fail(code: str, message: str) -> InvalidRequest:
+    return InvalidRequest(code, message)
+
+
+def _parse_tool_calls(raw: Any, where: str) -> tuple[ToolCall, ...]:
+    if raw in (None, []):
+        return ()
+    if not isinstance(raw, list):
+        raise _fail("invalid_message", f"{where}.tool_calls must be a list")
+    calls = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            raise _fail("invalid_message", f"{where}.tool_calls[{i}] needs a string 'name'")
+        args = item.get("arguments", {})
+        if isinstance(args, str):
+            try:
+                args = json.loads(args or "{}")
+            except ValueError:
+                raise _fail(
+                    "invalid_message", f"{where}.tool_calls[{i}].arguments is not JSON"
+                ) from None
+        if not isinstance(args, dict):
+            raise _fail("invalid_message", f"{where}.tool_calls[{i}].arguments must be an object")
+        calls.append(ToolCall(name=item["name"], arguments=args, id=str(item.get("id") or "")))
+    return tuple(calls)
+
+
+def _parse_messages(payload: dict[str, Any]) -> tuple[list[Message], str]:
+    raw_messages = payload.get("messages")
+    prompt = payload.get("prompt")
+    system = payload.get("system") or ""
+    if not isinstance(system, str):
+        raise _fail("invalid_system", "'system' must be a string")
+    if raw_messages is None and prompt is None:
+        raise _fail("missing_messages", "the request needs 'messages' or 'prompt'")
+    if prompt is not None:
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise _fail("invalid_prompt", "'prompt' must be a non-empty string")
+        if raw_messages:
+            raise _fail("ambiguous_input", "send either 'messages' or 'prompt', not both")
+        return [Message(role="user", content=prompt)], system
+    if not isinstance(raw_messages, list) or not raw_messages:
+        raise _fail("missing_messages", "'messages' must be a non-empty list")
+    messages: list[Message] = []
+    for i, raw in enumerate(raw_messages):
+        where = f"messages[{i}]"
+        if not isinstance(raw, dict):
+            raise _fail("invalid_message", f"{where} must be an object with 'role' and 'content'")
+        role = raw.get("role")
+        if role not in ROLES:
+            raise _fail("unknown_role", f"{where}.role must be one of {', '.join(ROLES)}")
+        content = raw.get("content", "")
+        if content is None:
+            content = ""
+        if not isinstance(content, str):
+            raise _fail("invalid_message", f"{where}.content must be a string")
+        if role == "system":
+            # System turns are folded into the one system prompt every provider understands.
+            system = f"{system}\n{content}".strip() if system else content
+            continue
+        tool_calls = _parse_tool_calls(raw.get("tool_calls"), where) if role == "assistant" else ()
+        name = raw.get("name") or ""
+        if role == "tool" and not (name or raw.get("tool_call_id")):
+            raise _fail("invalid_message", f"{where}: a tool message needs 'name' or 'tool_call_id'")
+        if not content and not tool_calls and role != "tool":
+            raise _fail("invalid_message", f"{where}.content is empty")
+        messages.append(
+            Message(
+                role=role,
+                content=content,
+                name=str(name),
+                tool_call_id=str(raw.get("tool_call_id") or ""),
+                tool_calls=tool_calls,
+            )
+        )
+    if not messages:
+        raise _fail("missing_messages", "'messages' holds only system turns")
+    return messages, system
+
+
+def _parse_tools(raw: Any) -> tuple[Tool, ...]:
+    if raw in (None, []):
+        return ()
+    if not isinstance(raw, list):
+        raise _fail("invalid_tools", "'tools' must be a list")
+    if len(raw) > MAX_TOOLS:
+        raise _fail("invalid_tools", f"at most {MAX_TOOLS} tools per request")
+    tools = []
+    seen: set[str] = set()
+    for i, item in enumerate(raw):
+        where = f"tools[{i}]"
+        # Accept the OpenAI wrapper {"type": "function", "function": {...}} as a courtesy.
+        if isinstance(item, dict) and isinstance(item.get("function"), dict):
+            item = item["function"]
+        if not isinstance(item, dict):
+            raise _fail("invalid_tools", f"{where} must be an object")
+        name = item.get("name")
+        if not isinstance(name, str) or not name or not name.replace("_", "").replace("-", "").isalnum():
+            raise _fail("invalid_tools", f"{where}.name must be letters, digits, '_' or '-'")
+        if name in seen:
+            raise _fail("invalid_tools", f"{where}.name {name!r} is used twice")
+        seen.add(name)
+        params = item.get("parameters", item.get("input_schema"))
+        if not isinstance(params, dict):
+            raise _fail("tool_without_schema", f"{where} needs 'parameters' as a JSON Schema object")
+        if params.get("type", "object") != "object":
+            raise _fail("tool_without_schema", f"{where}.parameters must be of type 'object'")
+        description = item.get("description") or ""
+        if not isinstance(description, str):
+            raise _fail("invalid_tools", f"{where}.description must be a string")
+        tools.append(Tool(name=name, description=description, parameters=params))
+    return tuple(tools)
+
+
+def _number(payload: dict[str, Any], key: str, lo: float, hi: float, integer: bool) -> Any:
+    value = payload.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or (
+        integer and not isinstance(value, int)
+    ):
+        kind = "an integer" if integer else "a number"
+        raise _fail(f"invalid_{key}", f"'{key}' must be {kind}")
+    if not lo <= value <= hi:
+        raise _fail(f"invalid_{key}", f"'{key}' must be between {lo:g} and {hi:g}")
+    return value
+
+
+def parse_request(payload: Any) -> Request:
+    """Validate a producer's request dict; raise :class:`InvalidRequest` on the first problem."""
+    if not isinstance(payload, dict):
+        raise _fail("invalid_request", "the request must be a JSON object")
+    messages, system = _parse_messages(payload)
+    tools = _parse_tools(payload.get("tools"))
+    max_tokens = _number(payload, "max_tokens", 1, MAX_OUTPUT_TOKENS, integer=True)
+    temperature = _number(payload, "temperature", 0, 2, integer=False)
+    deadline_s = _number(payload, "deadline_s", 0.001, 3600, integer=False)
+    intent = payload.get("intent")
+    if intent is not None and (not isinstance(intent, str) or not intent):
+        raise _fail("invalid_intent", "'intent' must be a non-empty string")
+    priority = payload.get("priority") or "normal"
+    if priority not in PRIORITIES:
+        raise _fail("invalid_priority", f"'priority' must be one of {', '.join(PRIORITIES)}")
+    user_id = payload.get("user_id")
+    if user_id is not None and not isinstance(user_id, str | int):
+        raise _fail("invalid_user_id", "'user_id' must be a string")
+    metadata = payload.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise _fail("invalid_metadata", "'metadata' must be an object")
+    request = Request(
+        messages=tuple(messages),
+        system=system,
+        tools=tools,
+        max_tokens=max_tokens or DEFAULT_MAX_TOKENS,
+        temperature=float(temperature) if temperature is not None else None,
+        intent=intent.upper() if intent else None,
+        priority=priority,
+        deadline_s=float(deadline_s) if deadline_s is not None else None,
+        user_id=str(user_id) if user_id is not None else None,
+        metadata=metadata,
+    )
+    if request.estimated_input_tokens() > MAX_PROMPT_TOKENS:
+        raise _fail(
+            "prompt_too_large",
+            f"the prompt is about {request.estimated_input_tokens()} tokens; "
+            f"the limit is {MAX_PROMPT_TOKENS}",
+        )
+    return request

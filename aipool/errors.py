@@ -1,0 +1,143 @@
+"""The one error tree of aipool.
+
+Every failure the pool can meet is one of these, so deciding what to do next is one ``isinstance``::
+
+    AipoolError
+    ├── InvalidRequest          the request's own fault: answered as status "error", never retried,
+    │                           never charged, never counted against a provider
+    ├── ProviderError           a model call failed; the request moves to the next hop
+    │   ├── ProviderRejected    400-class answer (validation, unknown model, context too long):
+    │   │                       the provider is healthy, so it does not trip the breaker
+    │   └── ProviderFailure     counts against the provider's breaker
+    │       ├── ProviderTimeout         no answer within the timeout
+    │       ├── ProviderUnreachable     connection refused / reset / DNS
+    │       ├── ProviderRateLimited     HTTP 429 (carries ``retry_after`` when the provider sent one)
+    │       ├── ProviderOverloaded      HTTP 529 (Anthropic's "overloaded")
+    │       ├── ProviderServerError     HTTP 5xx
+    │       ├── ProviderAuthError       HTTP 401/403: the pool's key is wrong, not the request
+    │       └── ProviderBadResponse     an answer we cannot parse
+    └── HopSkipped              the hop was not attempted at all
+        ├── CircuitOpen         the breaker refused the call
+        ├── QuotaExceeded       the quota had no room for the reservation
+        └── DeadlineExceeded    the request's latency budget ran out while it waited
+
+SDK exceptions are mapped into this tree in exactly one place per adapter (``map_error``).
+"""
+
+from __future__ import annotations
+
+
+class AipoolError(Exception):
+    """Base of every error aipool raises on purpose."""
+
+    #: Short machine-readable code; appears in results and the ``attempts`` trail.
+    code = "aipool_error"
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(message or self.code)
+        self.message = message or self.code
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class InvalidRequest(AipoolError):
+    """The request itself is malformed; the producer must fix it."""
+
+    code = "invalid_request"
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class ProviderError(AipoolError):
+    """A call to a model provider failed."""
+
+    code = "provider_error"
+    #: Whether this failure is evidence that the provider is unhealthy (trips the breaker).
+    counts_against_provider = True
+
+    def __init__(self, message: str = "", *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class ProviderRejected(ProviderError):
+    """The provider refused this particular request (HTTP 400-class other than 401/403/429)."""
+
+    code = "rejected"
+    counts_against_provider = False
+
+
+class ProviderFailure(ProviderError):
+    """The provider failed in a way that says it is unhealthy right now."""
+
+    code = "provider_failure"
+
+
+class ProviderTimeout(ProviderFailure):
+    code = "timeout"
+
+
+class ProviderUnreachable(ProviderFailure):
+    code = "unreachable"
+
+
+class ProviderRateLimited(ProviderFailure):
+    code = "rate_limited"
+
+    def __init__(
+        self, message: str = "", *, status: int | None = 429, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message, status=status)
+        self.retry_after = retry_after
+
+
+class ProviderOverloaded(ProviderFailure):
+    code = "overloaded"
+
+
+class ProviderServerError(ProviderFailure):
+    code = "server_error"
+
+
+class ProviderAuthError(ProviderFailure):
+    code = "auth_error"
+
+
+class ProviderBadResponse(ProviderFailure):
+    code = "bad_response"
+
+
+class HopSkipped(AipoolError):
+    """A hop was skipped without calling its model."""
+
+    code = "skipped"
+
+
+class CircuitOpen(HopSkipped):
+    code = "circuit_open"
+
+
+class QuotaExceeded(HopSkipped):
+    code = "quota_exceeded"
+
+
+class DeadlineExceeded(HopSkipped):
+    code = "deadline"
+
+
+def status_error(status: int, message: str, retry_after: float | None = None) -> ProviderError:
+    """Classify an HTTP status code the same way for every provider."""
+    if status == 429:
+        return ProviderRateLimited(message, status=status, retry_after=retry_after)
+    if status == 529:
+        return ProviderOverloaded(message, status=status)
+    if status in (401, 403):
+        return ProviderAuthError(message, status=status)
+    if status == 408:
+        return ProviderTimeout(message, status=status)
+    if 400 <= status < 500:
+        return ProviderRejected(message, status=status)
+    return ProviderServerError(message, status=status)
