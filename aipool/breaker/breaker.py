@@ -1,0 +1,173 @@
+"""A circuit breaker per provider, shared by every worker process of the pool through Redis."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from aipool.breaker.listeners import Listener, notify
+from aipool.breaker.state import BreakerState, BreakerTransition, Permit
+from aipool.breaker.storage import BreakerStore
+from aipool.errors import CircuitOpen
+from aipool.limits import BreakerSettings, ProviderLimits, load_limits
+
+#: How long a half-open trial slot stays taken without an outcome before it is presumed dead.
+#: Longer than the slowest provider call the pool allows (Nemotron answers within ~45 s), so a live
+#: trial is never counted twice; short enough that a crashed holder cannot wedge the breaker.
+DEFAULT_TRIAL_TIMEOUT = 120.0
+
+
+class Breaker:
+    """One provider's breaker: CLOSED → OPEN → HALF_OPEN → CLOSED, atomically for the pool.
+
+    - CLOSED admits every call. ``failure_threshold`` consecutive counted failures open it; a
+      success resets the count.
+    - OPEN refuses every call (``CircuitOpen``) until ``recovery_timeout`` has passed since it opened.
+    - The first ``acquire()`` after that moves it to HALF_OPEN, where at most
+      ``half_open_max_calls`` trial calls are in flight across the whole pool. The **first trial
+      success closes it** (pybreaker's rule, ``success_threshold=1``, with ADR-006's three probes
+      allowed at once); **any trial failure reopens it** with a fresh recovery window. Outcomes of
+      the other trials of that round are then ignored. A trial slot whose holder never reports
+      back is reclaimed after ``trial_timeout`` seconds.
+
+    Every transition happens inside a Lua script that also says whether it happened, so each is
+    delivered to ``listeners`` exactly once in the pool, by the process that caused it.
+    """
+
+    def __init__(
+        self,
+        redis_client: Any,
+        provider: str,
+        settings: BreakerSettings,
+        clock: Callable[[], float] = time.time,
+        listeners: Iterable[Listener] = (),
+        *,
+        trial_timeout: float = DEFAULT_TRIAL_TIMEOUT,
+    ) -> None:
+        self.provider = provider
+        self.settings = settings
+        self.clock = clock
+        self.listeners = tuple(listeners)
+        self.trial_timeout = trial_timeout
+        self._store = BreakerStore(redis_client, provider)
+
+    def acquire(self) -> Permit:
+        """Admit one call or raise ``CircuitOpen`` saying when the breaker next admits one."""
+        now = self.clock()
+        token = uuid.uuid4().hex
+        admission = self._store.acquire(
+            now,
+            self.settings.recovery_timeout,
+            max(1, self.settings.half_open_max_calls),
+            self.trial_timeout,
+            token,
+        )
+        if admission.transitioned_from is not None:
+            self._emit(admission.transitioned_from, admission.state, now, "recovery timeout passed")
+        if not admission.admitted:
+            raise CircuitOpen(self._refusal(admission.state, admission.retry_at, now))
+        # Only a trial holds a slot; the token is that slot's name in Redis.
+        trial = admission.state is BreakerState.HALF_OPEN
+        return Permit(self.provider, admission.generation, token if trial else None)
+
+    def record_success(self, permit: Permit) -> bool:
+        """Report a successful call; returns whether it counted (it was of the current episode)."""
+        return self._record("success", permit)
+
+    def record_failure(self, permit: Permit) -> bool:
+        """Report a failure that counts against the provider; returns whether it counted.
+
+        The caller decides what counts (``ProviderError.counts_against_provider``); anything else
+        goes to ``release``.
+        """
+        return self._record("failure", permit)
+
+    def release(self, permit: Permit) -> None:
+        """Hand back a permit whose call proved nothing about the provider (e.g. a 400-class
+        rejection, or a quota refusal before the call): frees its trial slot, changes no state."""
+        self._record("release", permit)
+
+    def is_open(self) -> bool:
+        """True only while OPEN and the recovery window has not passed; one read, no slot taken."""
+        state, opened_at = self._store.peek_open()
+        if state is not BreakerState.OPEN or opened_at is None:
+            return False
+        return self.clock() < opened_at + self.settings.recovery_timeout
+
+    def snapshot(self) -> dict[str, Any]:
+        """The stored state, JSON-serialisable.
+
+        Keys: ``state`` ("closed" | "open" | "half_open"), ``consecutive_failures``, ``opened_at``
+        and ``retry_at`` (epoch seconds while OPEN, else None), ``half_open_in_flight`` (live trial
+        slots while HALF_OPEN, else 0). An OPEN breaker whose window has passed reads "open" until
+        the next ``acquire()`` moves it.
+        """
+        stored = self._store.read(self.clock(), self.trial_timeout)
+        is_open = stored.state is BreakerState.OPEN and stored.opened_at is not None
+        return {
+            "state": stored.state.value,
+            "consecutive_failures": stored.consecutive_failures,
+            "opened_at": stored.opened_at if is_open else None,
+            "retry_at": (
+                stored.opened_at + self.settings.recovery_timeout
+                if is_open and stored.opened_at is not None
+                else None
+            ),
+            "half_open_in_flight": stored.half_open_in_flight,
+        }
+
+    def _record(self, outcome: str, permit: Permit) -> bool:
+        now = self.clock()
+        result = self._store.record(
+            outcome, now, permit.generation, permit.trial_token, self.settings.failure_threshold
+        )
+        if result.transitioned_from is not None:
+            reason = _REASONS[(result.transitioned_from, result.state)]
+            if (
+                result.state is BreakerState.OPEN
+                and result.transitioned_from is BreakerState.CLOSED
+            ):
+                reason = f"{result.consecutive_failures} consecutive failures"
+            self._emit(result.transitioned_from, result.state, now, reason)
+        return result.counted
+
+    def _emit(self, old: BreakerState, new: BreakerState, at: float, reason: str) -> None:
+        notify(self.listeners, BreakerTransition(self.provider, old, new, at, reason))
+
+    def _refusal(self, state: BreakerState, retry_at: float | None, now: float) -> str:
+        if retry_at is None:
+            return f"{self.provider} circuit {state.value}"
+        when = datetime.fromtimestamp(retry_at, UTC).isoformat(timespec="seconds")
+        wait = max(0.0, retry_at - now)
+        if state is BreakerState.HALF_OPEN:
+            return (
+                f"{self.provider} circuit half-open and all trial slots are taken; a slot frees "
+                f"when a trial reports back, at the latest {when} (in {wait:.1f} s)"
+            )
+        return f"{self.provider} circuit open; retries at {when} (in {wait:.1f} s)"
+
+
+_REASONS: Mapping[tuple[BreakerState, BreakerState], str] = {
+    (BreakerState.CLOSED, BreakerState.OPEN): "consecutive failures",
+    (BreakerState.HALF_OPEN, BreakerState.CLOSED): "trial call succeeded",
+    (BreakerState.HALF_OPEN, BreakerState.OPEN): "trial call failed",
+}
+
+
+def breakers_for(
+    redis_client: Any,
+    limits: Mapping[str, ProviderLimits] | None = None,
+    listeners: Iterable[Listener] = (),
+    *,
+    clock: Callable[[], float] = time.time,
+) -> dict[str, Breaker]:
+    """One ``Breaker`` per provider, from ``limits`` (default: ``load_limits()``)."""
+    chosen = load_limits() if limits is None else limits
+    shared = tuple(listeners)
+    return {
+        provider: Breaker(redis_client, provider, pl.breaker, clock, shared)
+        for provider, pl in chosen.items()
+    }

@@ -1,0 +1,42 @@
+"""Lua scripts shipped as package files, registered once per Redis client.
+
+Each script is loaded from a ``.lua`` file next to the Python that runs it and registered with
+``register_script``, so every call is one EVALSHA (redis-py reloads the script by itself if the
+server lost it, e.g. after a restart).
+"""
+
+from __future__ import annotations
+
+import weakref
+from importlib import resources
+from typing import Any
+
+from redis.commands.core import Script
+
+
+class LuaScripts:
+    """The named ``.lua`` files of one package, registered lazily and once per client."""
+
+    def __init__(self, package: str, *names: str) -> None:
+        self._sources = {
+            name: resources.files(package).joinpath(f"{name}.lua").read_text(encoding="utf-8")
+            for name in names
+        }
+        self._registered: weakref.WeakKeyDictionary[Any, dict[str, Script]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def for_client(self, client: Any) -> dict[str, Script]:
+        """The scripts bound to ``client``; the same objects on every call for one client."""
+        scripts = self._registered.get(client)
+        if scripts is None:
+            scripts = {name: client.register_script(src) for name, src in self._sources.items()}
+            self._registered[client] = scripts
+        return scripts
+
+
+def text(value: Any) -> str:
+    """A Redis reply as ``str`` whether or not the client decodes responses."""
+    if isinstance(value, bytes):
+        return value.decode()
+    return str(value)

@@ -1,0 +1,58 @@
+-- Record the outcome of a call admitted by acquire.lua, atomically for the whole pool.
+--
+-- KEYS[1]  state hash (see acquire.lua)
+-- KEYS[2]  trial slots
+-- ARGV[1]  outcome: 'success' | 'failure' | 'release' (the call proved nothing about the provider)
+-- ARGV[2]  now (epoch seconds)
+-- ARGV[3]  generation the permit was issued in
+-- ARGV[4]  trial slot token, '' for a permit issued while CLOSED
+-- ARGV[5]  failure_threshold
+--
+-- Returns {counted (0|1), state_after, transitioned_from, consecutive_failures}.
+-- Every transition bumps the generation, so an outcome from an earlier episode (a call admitted
+-- before the breaker opened, a trial whose round already ended) never moves the state again.
+local outcome = ARGV[1]
+local fields = redis.call('HMGET', KEYS[1], 'state', 'gen', 'failures')
+local state = fields[1] or 'closed'
+local gen = tonumber(fields[2]) or 0
+local failures = tonumber(fields[3]) or 0
+
+if ARGV[4] ~= '' then
+  redis.call('ZREM', KEYS[2], ARGV[4])
+end
+if outcome == 'release' or tonumber(ARGV[3]) ~= gen then
+  return {0, state, '', failures}
+end
+
+if state == 'closed' then
+  if outcome == 'success' then
+    if failures > 0 then
+      redis.call('HSET', KEYS[1], 'failures', 0)
+    end
+    return {1, state, '', 0}
+  end
+  failures = failures + 1
+  if failures >= tonumber(ARGV[5]) then
+    redis.call('HSET', KEYS[1], 'state', 'open', 'gen', gen + 1, 'failures', failures,
+      'opened_at', ARGV[2], 'changed_at', ARGV[2])
+    return {1, 'open', 'closed', failures}
+  end
+  redis.call('HSET', KEYS[1], 'failures', failures)
+  return {1, state, '', failures}
+end
+
+if state == 'half_open' then
+  redis.call('DEL', KEYS[2])
+  if outcome == 'success' then
+    redis.call('HSET', KEYS[1], 'state', 'closed', 'gen', gen + 1, 'failures', 0,
+      'changed_at', ARGV[2])
+    return {1, 'closed', 'half_open', 0}
+  end
+  failures = failures + 1
+  redis.call('HSET', KEYS[1], 'state', 'open', 'gen', gen + 1, 'failures', failures,
+    'opened_at', ARGV[2], 'changed_at', ARGV[2])
+  return {1, 'open', 'half_open', failures}
+end
+
+-- OPEN: no permit of the current generation exists, so nothing to count.
+return {0, state, '', failures}

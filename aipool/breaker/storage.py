@@ -1,0 +1,116 @@
+"""Where a provider's breaker lives: two Redis keys, changed only by the Lua scripts.
+
+``aipool:breaker:{provider}:state`` is a hash (state, gen, failures, opened_at, changed_at);
+``aipool:breaker:{provider}:trials`` is a sorted set of the half-open trial slots in use, scored by
+when each was taken. Every transition runs inside one script, so the whole pool sees one order of
+events; reads for dispatch and reports are plain commands that never change anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from aipool.breaker.lua import LuaScripts, text
+from aipool.breaker.state import BreakerState
+
+_SCRIPTS = LuaScripts("aipool.breaker", "acquire", "record")
+
+
+@dataclass(frozen=True)
+class Admission:
+    """What ``acquire.lua`` decided."""
+
+    admitted: bool
+    state: BreakerState
+    generation: int
+    retry_at: float | None
+    transitioned_from: BreakerState | None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What ``record.lua`` did with a reported outcome."""
+
+    counted: bool
+    state: BreakerState
+    transitioned_from: BreakerState | None
+    consecutive_failures: int
+
+
+@dataclass(frozen=True)
+class StoredState:
+    """The breaker's keys as read, without any transition applied."""
+
+    state: BreakerState
+    consecutive_failures: int
+    opened_at: float | None
+    half_open_in_flight: int
+
+
+def _state(value: Any) -> BreakerState | None:
+    name = text(value)
+    return BreakerState(name) if name else None
+
+
+class BreakerStore:
+    """The Redis side of one provider's breaker."""
+
+    def __init__(self, redis_client: Any, provider: str) -> None:
+        self.redis = redis_client
+        self.state_key = f"aipool:breaker:{provider}:state"
+        self.trials_key = f"aipool:breaker:{provider}:trials"
+        scripts = _SCRIPTS.for_client(redis_client)
+        self._acquire = scripts["acquire"]
+        self._record = scripts["record"]
+
+    def acquire(
+        self, now: float, recovery_timeout: float, max_trials: int, trial_timeout: float, token: str
+    ) -> Admission:
+        admitted, state, gen, retry_at, moved = self._acquire(
+            keys=[self.state_key, self.trials_key],
+            args=[repr(now), repr(recovery_timeout), max_trials, repr(trial_timeout), token],
+        )
+        retry = text(retry_at)
+        return Admission(
+            admitted=int(admitted) == 1,
+            state=BreakerState(text(state)),
+            generation=int(gen),
+            retry_at=float(retry) if retry else None,
+            transitioned_from=_state(moved),
+        )
+
+    def record(
+        self, outcome: str, now: float, generation: int, token: str | None, threshold: int
+    ) -> Outcome:
+        counted, state, moved, failures = self._record(
+            keys=[self.state_key, self.trials_key],
+            args=[outcome, repr(now), generation, token or "", threshold],
+        )
+        return Outcome(
+            counted=int(counted) == 1,
+            state=BreakerState(text(state)),
+            transitioned_from=_state(moved),
+            consecutive_failures=int(failures),
+        )
+
+    def read(self, now: float, trial_timeout: float) -> StoredState:
+        """One round trip: the state hash and the live trial slots."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.hmget(self.state_key, ["state", "failures", "opened_at"])
+        pipe.zcount(self.trials_key, f"({now - trial_timeout!r}", "+inf")
+        (state, failures, opened_at), in_flight = pipe.execute()
+        current = _state(state) if state is not None else None
+        current = current or BreakerState.CLOSED
+        return StoredState(
+            state=current,
+            consecutive_failures=int(failures or 0),
+            opened_at=float(opened_at) if opened_at is not None else None,
+            half_open_in_flight=int(in_flight) if current is BreakerState.HALF_OPEN else 0,
+        )
+
+    def peek_open(self) -> tuple[BreakerState, float | None]:
+        """The stored state and when it last opened, in one command."""
+        state, opened_at = self.redis.hmget(self.state_key, ["state", "opened_at"])
+        current = _state(state) if state is not None else None
+        return current or BreakerState.CLOSED, float(opened_at) if opened_at is not None else None
