@@ -92,7 +92,9 @@ class Request:
         return ""
 
     def estimated_input_tokens(self) -> int:
-        tool_text = json.dumps([asdict(t) for t in self.tools], ensure_ascii=False) if self.tools else ""
+        tool_text = (
+            json.dumps([asdict(t) for t in self.tools], ensure_ascii=False) if self.tools else ""
+        )
         return estimate_tokens(self.text()) + estimate_tokens(tool_text) + 4 * len(self.messages)
 
     def estimated_total_tokens(self) -> int:
@@ -187,7 +189,9 @@ def _parse_messages(payload: dict[str, Any]) -> tuple[list[Message], str]:
         tool_calls = _parse_tool_calls(raw.get("tool_calls"), where) if role == "assistant" else ()
         name = raw.get("name") or ""
         if role == "tool" and not (name or raw.get("tool_call_id")):
-            raise _fail("invalid_message", f"{where}: a tool message needs 'name' or 'tool_call_id'")
+            raise _fail(
+                "invalid_message", f"{where}: a tool message needs 'name' or 'tool_call_id'"
+            )
         if not content and not tool_calls and role != "tool":
             raise _fail("invalid_message", f"{where}.content is empty")
         messages.append(
@@ -221,14 +225,20 @@ def _parse_tools(raw: Any) -> tuple[Tool, ...]:
         if not isinstance(item, dict):
             raise _fail("invalid_tools", f"{where} must be an object")
         name = item.get("name")
-        if not isinstance(name, str) or not name or not name.replace("_", "").replace("-", "").isalnum():
+        if (
+            not isinstance(name, str)
+            or not name
+            or not name.replace("_", "").replace("-", "").isalnum()
+        ):
             raise _fail("invalid_tools", f"{where}.name must be letters, digits, '_' or '-'")
         if name in seen:
             raise _fail("invalid_tools", f"{where}.name {name!r} is used twice")
         seen.add(name)
         params = item.get("parameters", item.get("input_schema"))
         if not isinstance(params, dict):
-            raise _fail("tool_without_schema", f"{where} needs 'parameters' as a JSON Schema object")
+            raise _fail(
+                "tool_without_schema", f"{where} needs 'parameters' as a JSON Schema object"
+            )
         if params.get("type", "object") != "object":
             raise _fail("tool_without_schema", f"{where}.parameters must be of type 'object'")
         description = item.get("description") or ""
@@ -242,8 +252,10 @@ def _number(payload: dict[str, Any], key: str, lo: float, hi: float, integer: bo
     value = payload.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or (
-        integer and not isinstance(value, int)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or (integer and not isinstance(value, int))
     ):
         kind = "an integer" if integer else "a number"
         raise _fail(f"invalid_{key}", f"'{key}' must be {kind}")

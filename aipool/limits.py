@@ -57,9 +57,7 @@ class ProviderLimits:
 
 DEFAULTS: dict[str, ProviderLimits] = {
     "ollama": ProviderLimits(BreakerSettings(3, 30.0, 3), QuotaLimits()),
-    "gemini": ProviderLimits(
-        BreakerSettings(5, 60.0, 3), QuotaLimits(10, 500, 100_000, 2_000_000)
-    ),
+    "gemini": ProviderLimits(BreakerSettings(5, 60.0, 3), QuotaLimits(10, 500, 100_000, 2_000_000)),
     "claude": ProviderLimits(BreakerSettings(5, 60.0, 3), QuotaLimits(5, 200, 50_000, 500_000)),
     # NVIDIA's free tier is metered per key; the site sets its numbers (ADR-006 §8).
     "nemotron": ProviderLimits(BreakerSettings(5, 60.0, 3), QuotaLimits()),

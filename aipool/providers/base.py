@@ -1,0 +1,82 @@
+"""The one interface every model provider implements, and helpers they share.
+
+An adapter turns a provider-neutral :class:`~aipool.contract.Request` into its SDK's call, and the
+SDK's answer back into a :class:`~aipool.contract.Completion`. SDK exceptions are mapped into
+:mod:`aipool.errors` in exactly one place per adapter (its ``map_error``), so the worker decides
+"next provider or not" with one ``isinstance``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any, Protocol
+
+from aipool.contract import Completion, Message, Request, ToolCall
+
+
+class Provider(Protocol):
+    """A model provider reached through its own SDK."""
+
+    name: str
+
+    def complete(
+        self, request: Request, model: str, *, timeout_s: float | None = None
+    ) -> Completion:
+        """Ask ``model`` to answer ``request``; raise a :class:`~aipool.errors.ProviderError`."""
+        ...
+
+
+def with_tool_call_ids(messages: tuple[Message, ...]) -> tuple[Message, ...]:
+    """Give every tool call and tool result an id, pairing results with calls by name.
+
+    A conversation may have started on a provider that names no call ids (Ollama) and continue on
+    one that requires them (Claude's ``tool_use_id``, OpenAI's ``tool_call_id``), so ids are made up
+    deterministically where missing: ``call_<n>`` in order of appearance.
+    """
+    counter = 0
+    pending: list[ToolCall] = []
+    out: list[Message] = []
+    for message in messages:
+        if message.role == "assistant" and message.tool_calls:
+            calls = []
+            for call in message.tool_calls:
+                if not call.id:
+                    call = replace(call, id=f"call_{counter}")
+                counter += 1
+                calls.append(call)
+                pending.append(call)
+            out.append(replace(message, tool_calls=tuple(calls)))
+        elif message.role == "tool":
+            match = next(
+                (c for c in pending if c.id == message.tool_call_id)
+                if message.tool_call_id
+                else (c for c in pending if c.name == message.name),
+                None,
+            )
+            if match is not None:
+                pending.remove(match)
+                message = replace(
+                    message,
+                    tool_call_id=message.tool_call_id or match.id,
+                    name=message.name or match.name,
+                )
+            elif not message.tool_call_id:
+                message = replace(message, tool_call_id=f"call_{counter}")
+                counter += 1
+            out.append(message)
+        else:
+            out.append(message)
+    return tuple(out)
+
+
+def parse_arguments(raw: Any) -> dict[str, Any]:
+    """Tool arguments arrive as a dict (Ollama, Gemini, Claude) or a JSON string (OpenAI)."""
+    if isinstance(raw, dict):
+        return raw
+    if raw in (None, ""):
+        return {}
+    value = json.loads(raw)
+    if not isinstance(value, dict):
+        raise ValueError("tool arguments are not a JSON object")
+    return value

@@ -1,0 +1,144 @@
+"""Anthropic Claude through the ``anthropic`` SDK (``/v1/messages``)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anthropic
+
+from aipool import config
+from aipool.contract import Completion, Request, ToolCall
+from aipool.errors import (
+    ProviderBadResponse,
+    ProviderError,
+    ProviderTimeout,
+    ProviderUnreachable,
+    status_error,
+)
+from aipool.providers.base import with_tool_call_ids
+from aipool.secrets import read_secret
+
+_FINISH = {
+    "end_turn": "stop",
+    "max_tokens": "length",
+    "tool_use": "tool_calls",
+    "stop_sequence": "stop",
+}
+
+
+def to_claude_messages(request: Request) -> list[dict[str, Any]]:
+    """Claude wants strictly alternating turns; tool results are ``tool_result`` blocks in a user turn."""
+    out: list[dict[str, Any]] = []
+    for m in with_tool_call_ids(request.messages):
+        if m.role == "tool":
+            role = "user"
+            blocks: list[dict[str, Any]] = [
+                {"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.content}
+            ]
+        elif m.role == "assistant":
+            role = "assistant"
+            blocks = [{"type": "text", "text": m.content}] if m.content else []
+            blocks.extend(
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+                for c in m.tool_calls
+            )
+        else:
+            role = "user"
+            blocks = [{"type": "text", "text": m.content}]
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+    return out
+
+
+def to_claude_tools(request: Request) -> list[dict[str, Any]]:
+    return [
+        {"name": t.name, "description": t.description, "input_schema": t.parameters}
+        for t in request.tools
+    ]
+
+
+def _retry_after(exc: anthropic.APIStatusError) -> float | None:
+    value = exc.response.headers.get("retry-after")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def map_error(exc: Exception) -> ProviderError:
+    """The one place anthropic SDK exceptions become aipool errors."""
+    if isinstance(exc, ProviderError):
+        return exc
+    if isinstance(exc, anthropic.APITimeoutError):
+        return ProviderTimeout("claude: no answer in time")
+    if isinstance(exc, anthropic.APIConnectionError):
+        return ProviderUnreachable("claude: cannot connect")
+    if isinstance(exc, anthropic.APIResponseValidationError):
+        return ProviderBadResponse("claude: answer does not match the Messages API")
+    if isinstance(exc, anthropic.APIStatusError):
+        kind = ""
+        if isinstance(exc.body, dict) and isinstance(exc.body.get("error"), dict):
+            kind = str(exc.body["error"].get("type", ""))
+        return status_error(
+            exc.status_code, f"claude HTTP {exc.status_code}: {kind}".strip(), _retry_after(exc)
+        )
+    if isinstance(exc, ValueError | KeyError | TypeError | AttributeError):
+        return ProviderBadResponse(f"claude: unreadable answer ({type(exc).__name__})")
+    return ProviderUnreachable(f"claude: {type(exc).__name__}")
+
+
+class ClaudeProvider:
+    """Claude, the second cloud fallback and the first hop of critical requests."""
+
+    name = "claude"
+
+    def __init__(self, endpoint: config.ProviderEndpoint | None = None) -> None:
+        self.endpoint = endpoint or config.ProviderEndpoint.for_provider("claude")
+        # max_retries=0: the breaker must see every try, and the chain is the retry policy.
+        self._client = anthropic.Anthropic(
+            api_key=read_secret("ANTHROPIC_API_KEY") or "missing-key",
+            base_url=self.endpoint.base_url,
+            max_retries=0,
+            timeout=self.endpoint.timeout_s,
+        )
+
+    def complete(
+        self, request: Request, model: str, *, timeout_s: float | None = None
+    ) -> Completion:
+        kwargs: dict[str, Any] = {}
+        if request.system:
+            kwargs["system"] = request.system
+        if request.tools:
+            kwargs["tools"] = to_claude_tools(request)
+        if request.temperature is not None:
+            kwargs["temperature"] = request.temperature
+        started = time.perf_counter()
+        try:
+            message = self._client.messages.create(
+                model=model,
+                max_tokens=request.max_tokens,
+                messages=to_claude_messages(request),  # type: ignore[arg-type]
+                timeout=timeout_s or self.endpoint.timeout_s,
+                **kwargs,
+            )
+            text = "".join(b.text for b in message.content if b.type == "text")
+            calls = [
+                ToolCall(name=b.name, arguments=dict(b.input), id=b.id)
+                for b in message.content
+                if b.type == "tool_use"
+            ]
+            reason = str(message.stop_reason or "end_turn")
+            return Completion(
+                text=text,
+                model=model,
+                input_tokens=message.usage.input_tokens,
+                output_tokens=message.usage.output_tokens,
+                tool_calls=calls,
+                finish_reason=_FINISH.get(reason, reason),
+                latency_ms=(time.perf_counter() - started) * 1000,
+            )
+        except Exception as exc:
+            raise map_error(exc) from exc

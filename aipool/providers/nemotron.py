@@ -1,0 +1,147 @@
+"""NVIDIA Nemotron through its OpenAI-compatible API (``openai`` SDK, ``/v1/chat/completions``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+import openai
+
+from aipool import config
+from aipool.contract import Completion, Request, ToolCall
+from aipool.errors import (
+    ProviderBadResponse,
+    ProviderError,
+    ProviderTimeout,
+    ProviderUnreachable,
+    status_error,
+)
+from aipool.providers.base import parse_arguments, with_tool_call_ids
+from aipool.secrets import read_secret
+
+# Nemotron's reasoning models take their mode from the system prompt; tool calling works best with
+# reasoning off (NVIDIA's model card), and it is much faster.
+_SYSTEM_PREFIX_DEFAULT = "detailed thinking off"
+
+
+def to_openai_messages(request: Request) -> list[dict[str, Any]]:
+    prefix = os.environ.get("AIPOOL_NEMOTRON_SYSTEM_PREFIX", _SYSTEM_PREFIX_DEFAULT)
+    system = "\n".join(s for s in (prefix, request.system) if s)
+    out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    for m in with_tool_call_ids(request.messages):
+        if m.role == "tool":
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
+        elif m.role == "assistant" and m.tool_calls:
+            out.append(
+                {
+                    "role": "assistant",
+                    "content": m.content or None,
+                    "tool_calls": [
+                        {
+                            "id": c.id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+                        }
+                        for c in m.tool_calls
+                    ],
+                }
+            )
+        else:
+            out.append({"role": m.role, "content": m.content})
+    return out
+
+
+def to_openai_tools(request: Request) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+        }
+        for t in request.tools
+    ]
+
+
+def _retry_after(exc: openai.APIStatusError) -> float | None:
+    value = exc.response.headers.get("retry-after")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def map_error(exc: Exception) -> ProviderError:
+    """The one place openai SDK exceptions become aipool errors."""
+    if isinstance(exc, ProviderError):
+        return exc
+    if isinstance(exc, openai.APITimeoutError):
+        return ProviderTimeout("nemotron: no answer in time")
+    if isinstance(exc, openai.APIConnectionError):
+        return ProviderUnreachable("nemotron: cannot connect")
+    if isinstance(exc, openai.APIResponseValidationError):
+        return ProviderBadResponse("nemotron: answer does not match the Chat Completions API")
+    if isinstance(exc, openai.APIStatusError):
+        return status_error(
+            exc.status_code,
+            f"nemotron HTTP {exc.status_code}: {exc.code or ''}".strip(),
+            _retry_after(exc),
+        )
+    if isinstance(exc, ValueError | KeyError | TypeError | AttributeError | IndexError):
+        return ProviderBadResponse(f"nemotron: unreadable answer ({type(exc).__name__})")
+    return ProviderUnreachable(f"nemotron: {type(exc).__name__}")
+
+
+class NemotronProvider:
+    """NVIDIA Nemotron, first hop of tool-calling requests (ADR-006 §8)."""
+
+    name = "nemotron"
+
+    def __init__(self, endpoint: config.ProviderEndpoint | None = None) -> None:
+        self.endpoint = endpoint or config.ProviderEndpoint.for_provider("nemotron")
+        self._client = openai.OpenAI(
+            api_key=read_secret("NVIDIA_API_KEY") or "missing-key",
+            base_url=self.endpoint.base_url,
+            max_retries=0,
+            timeout=self.endpoint.timeout_s,
+        )
+
+    def complete(
+        self, request: Request, model: str, *, timeout_s: float | None = None
+    ) -> Completion:
+        kwargs: dict[str, Any] = {}
+        if request.tools:
+            kwargs["tools"] = to_openai_tools(request)
+        if request.temperature is not None:
+            kwargs["temperature"] = request.temperature
+        started = time.perf_counter()
+        try:
+            response = self._client.chat.completions.create(
+                model=model,
+                messages=to_openai_messages(request),  # type: ignore[arg-type]
+                max_tokens=request.max_tokens,
+                timeout=timeout_s or self.endpoint.timeout_s,
+                **kwargs,
+            )
+            if not response.choices:
+                raise ProviderBadResponse("nemotron: answer without choices")
+            choice = response.choices[0]
+            calls = [
+                ToolCall(
+                    name=c.function.name, arguments=parse_arguments(c.function.arguments), id=c.id
+                )
+                for c in (choice.message.tool_calls or [])
+                if c.type == "function"
+            ]
+            usage = response.usage
+            return Completion(
+                text=choice.message.content or "",
+                model=model,
+                input_tokens=usage.prompt_tokens if usage else 0,
+                output_tokens=usage.completion_tokens if usage else 0,
+                tool_calls=calls,
+                finish_reason="tool_calls" if calls else (choice.finish_reason or "stop"),
+                latency_ms=(time.perf_counter() - started) * 1000,
+            )
+        except Exception as exc:
+            raise map_error(exc) from exc

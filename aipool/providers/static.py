@@ -1,0 +1,22 @@
+"""The end of every chain: an answer the pool gives without any model (ADR-006 priority 4)."""
+
+from __future__ import annotations
+
+from aipool import config
+from aipool.contract import Completion, Request
+
+
+class StaticProvider:
+    """Returns the configured apology (general chain) or a refusal (tool chain); never fails."""
+
+    name = "static"
+
+    def __init__(self, *, refuse: bool = False) -> None:
+        self.refuse = refuse
+        self.name = "refuse" if refuse else "static"
+
+    def complete(
+        self, request: Request, model: str, *, timeout_s: float | None = None
+    ) -> Completion:
+        text = config.refusal_message() if self.refuse else config.static_answer()
+        return Completion(text=text, model=self.name, finish_reason=self.name)

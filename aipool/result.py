@@ -1,0 +1,80 @@
+"""The result a producer's ``AsyncResult`` resolves to (contract v1), built in one place."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from aipool.contract import Completion
+from aipool.journey import Journey
+
+CONTRACT_VERSION = 1
+
+
+def _base(request_id: str, journey: Journey | None) -> dict[str, Any]:
+    return {
+        "v": CONTRACT_VERSION,
+        "request_id": request_id,
+        "route": journey.route.to_dict() if journey else None,
+        "attempts": [a.to_dict() for a in journey.attempts] if journey else [],
+        "latency_ms": round(journey.elapsed_s() * 1000, 2) if journey else 0.0,
+    }
+
+
+def answered(
+    request_id: str,
+    journey: Journey,
+    provider: str,
+    completion: Completion,
+    cost_usd: Decimal,
+) -> dict[str, Any]:
+    """A model answered: ``status`` ``ok``."""
+    return {
+        **_base(request_id, journey),
+        "status": "ok",
+        "content": completion.text,
+        "tool_calls": [c.to_dict() for c in completion.tool_calls],
+        "finish_reason": completion.finish_reason,
+        "provider": provider,
+        "model": completion.model,
+        "usage": {
+            "input_tokens": completion.input_tokens,
+            "output_tokens": completion.output_tokens,
+        },
+        "cost_usd": float(cost_usd),
+        "error": None,
+    }
+
+
+def terminal(request_id: str, journey: Journey, provider: str, text: str) -> dict[str, Any]:
+    """No model could answer: the static answer (``fallback``) or a tool refusal (``refused``)."""
+    return {
+        **_base(request_id, journey),
+        "status": "refused" if provider == "refuse" else "fallback",
+        "content": text,
+        "tool_calls": [],
+        "finish_reason": provider,
+        "provider": provider,
+        "model": provider,
+        "usage": {"input_tokens": 0, "output_tokens": 0},
+        "cost_usd": 0.0,
+        "error": None,
+    }
+
+
+def error(
+    request_id: str, code: str, message: str, journey: Journey | None = None
+) -> dict[str, Any]:
+    """The request could not be served as sent (``status`` ``error``); nothing was charged."""
+    return {
+        **_base(request_id, journey),
+        "status": "error",
+        "content": None,
+        "tool_calls": [],
+        "finish_reason": None,
+        "provider": None,
+        "model": None,
+        "usage": {"input_tokens": 0, "output_tokens": 0},
+        "cost_usd": 0.0,
+        "error": {"code": code, "message": message},
+    }

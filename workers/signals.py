@@ -1,0 +1,3 @@
+"""Worker life-cycle hooks."""
+
+from __future__ import annotations
