@@ -1,0 +1,29 @@
+"""Quotas shared by every worker of the pool, one per provider, kept in Redis.
+
+Use::
+
+    quota = quotas_for(redis_client)["gemini"]
+    res = quota.reserve(request_id, attempt, estimated_tokens)   # QuotaExceeded when no room
+    try:
+        answer = call()
+    except ProviderError:
+        quota.release(res)                 # the call was made: its tokens come back
+        raise
+    quota.settle(res, answer.usage.total)  # charge the real usage
+
+A reservation whose call never happens goes back whole: ``quota.release(res, called=False)``.
+"""
+
+from aipool.quota.periods import day_of, month_of, pool_timezone
+from aipool.quota.quota import DEFAULT_RESERVATION_TTL, Quota, quotas_for
+from aipool.quota.reservation import Reservation
+
+__all__ = [
+    "DEFAULT_RESERVATION_TTL",
+    "Quota",
+    "Reservation",
+    "day_of",
+    "month_of",
+    "pool_timezone",
+    "quotas_for",
+]
