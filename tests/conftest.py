@@ -1,0 +1,107 @@
+"""Shared fixtures: the test Redis database, simulated providers and real worker processes.
+
+Environment is fixed before anything imports the Celery app, because ``celeryconfig`` reads it at
+import time. Every provider base URL points at a loopback simulator; a check refuses anything else.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from urllib.parse import urlparse
+
+import pytest
+import redis
+
+TEST_REDIS_URL = os.environ.get("AIPOOL_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
+TEST_DATABASE_URL = os.environ.get(
+    "AIPOOL_TEST_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/aipool_test"
+)
+os.environ["REDIS_URL"] = TEST_REDIS_URL
+os.environ["DATABASE_URL"] = TEST_DATABASE_URL
+# Short timeouts keep the hang and slow faults quick; keys are dummies the simulator accepts.
+for _provider in ("OLLAMA", "GEMINI", "CLAUDE", "NEMOTRON"):
+    os.environ[f"AIPOOL_TIMEOUT_{_provider}"] = "2"
+os.environ.setdefault("GEMINI_API_KEY", "test-gemini-key")
+os.environ.setdefault("ANTHROPIC_API_KEY", "test-anthropic-key")
+os.environ.setdefault("NVIDIA_API_KEY", "nvapi-test-key")
+
+from aipool.simulator import Simulator  # noqa: E402
+from tests.support.pool import Worker  # noqa: E402
+
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+_ENV_FOR = {
+    "ollama": "OLLAMA_BASE_URL",
+    "gemini": "GEMINI_BASE_URL",
+    "anthropic": "ANTHROPIC_BASE_URL",
+    "openai": "NVIDIA_BASE_URL",
+}
+
+
+def assert_loopback(url: str) -> None:
+    host = urlparse(url).hostname
+    if host not in LOOPBACK:
+        raise RuntimeError(f"tests may only talk to loopback, not {url}")
+
+
+@pytest.fixture(scope="session")
+def simulator() -> Iterator[Simulator]:
+    """Simulated providers for the whole session; their URLs are exported to the environment."""
+    with Simulator() as sim:
+        for kind, env in _ENV_FOR.items():
+            url = sim.base_urls[kind]
+            assert_loopback(url)
+            os.environ[env] = url
+        yield sim
+
+
+@pytest.fixture()
+def healthy(simulator: Simulator) -> Simulator:
+    """Every simulated provider healthy and its call counters at zero."""
+    simulator.reset()
+    return simulator
+
+
+@pytest.fixture(scope="session")
+def redis_client() -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(TEST_REDIS_URL)
+    client.ping()
+    yield client
+    client.close()
+
+
+@pytest.fixture()
+def clean_redis(redis_client: redis.Redis) -> redis.Redis:
+    """The test database, emptied of breaker, quota and ledger state (not of queued tasks)."""
+    for pattern in ("aipool:*",):
+        for key in redis_client.scan_iter(pattern):
+            redis_client.delete(key)
+    return redis_client
+
+
+def worker_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    for name in ("OLLAMA_BASE_URL", "GEMINI_BASE_URL", "ANTHROPIC_BASE_URL", "NVIDIA_BASE_URL"):
+        if name in env:
+            assert_loopback(env[name])
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(scope="session")
+def celery_app(simulator: Simulator, redis_client: redis.Redis):  # type: ignore[no-untyped-def]
+    redis_client.flushdb()
+    from workers.app import app
+
+    return app
+
+
+@pytest.fixture(scope="session")
+def pool(celery_app, simulator: Simulator) -> Iterator[Worker]:  # type: ignore[no-untyped-def]
+    """One real worker process serving every queue, for the session."""
+    worker = Worker(worker_env())
+    try:
+        worker.wait_ready(celery_app)
+        yield worker
+    finally:
+        worker.stop()
