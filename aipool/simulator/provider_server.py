@@ -1,0 +1,229 @@
+"""One simulated provider on its own port: the HTTP handling every wire protocol shares.
+
+A request goes through the same steps for every provider: the fault in force (if any), then
+credentials, then parsing, then the deterministic answer rendered in the provider's format.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from aipool.simulator import listener as listeners
+from aipool.simulator.answers import compose
+from aipool.simulator.conversation import BadRequest
+from aipool.simulator.faults import Fault
+from aipool.simulator.state import ProviderState
+from aipool.simulator.wire import Reply, WireProtocol
+
+#: Largest request body read; bigger ones are refused (413) before anything is parsed.
+MAX_BODY_BYTES = 16 * 1024 * 1024
+
+
+class ProviderServer:
+    """A provider's listening socket, its serving thread and what the handler needs.
+
+    ``port`` 0 picks a free port on :meth:`start`; after that the port is fixed, so a provider
+    that goes ``down`` comes back on the same address.
+    """
+
+    def __init__(self, wire: WireProtocol, state: ProviderState, host: str, port: int) -> None:
+        self.wire = wire
+        self.state = state
+        self.host = host
+        self._port = port
+        self._lock = threading.Lock()
+        self._listener: listeners.Listener | None = None
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+
+    @property
+    def port(self) -> int:
+        """The bound port (the requested one before :meth:`start`)."""
+        return self._port
+
+    @property
+    def root_url(self) -> str:
+        """``http://host:port``."""
+        return f"http://{self.host}:{self._port}"
+
+    @property
+    def base_url(self) -> str:
+        """The base URL this provider's SDK takes."""
+        return self.wire.base_url(self.root_url)
+
+    @property
+    def is_up(self) -> bool:
+        """Whether the port is listening."""
+        with self._lock:
+            return self._listener is not None
+
+    @property
+    def stopping(self) -> bool:
+        """Whether :meth:`stop` has been called."""
+        return self._stopping
+
+    def start(self) -> None:
+        """Bind and start serving (no-op if already up)."""
+        with self._lock:
+            if self._listener is not None:
+                return
+            self._stopping = False
+            listener = listeners.bind(self.host, self._port, _Handler, self)
+            self._port = listener.server_address[1]
+            self._listener = listener
+            self._thread = listeners.serve_in_thread(listener, f"simulator-{self.wire.kind}")
+
+    def go_down(self) -> None:
+        """Close the port and drop live connections: new calls are refused until :meth:`start`."""
+        with self._lock:
+            listener, thread = self._listener, self._thread
+            self._listener, self._thread = None, None
+        if listener is not None:
+            listeners.close(listener, thread)
+
+    def stop(self) -> None:
+        """Stop for good: close the port and let go of requests held by ``hang``."""
+        self._stopping = True
+        self.state.let_go()
+        self.go_down()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Routes a request to the provider's wire protocol, applying the fault in force."""
+
+    protocol_version = "HTTP/1.1"
+    server_version = "aipool-simulator/1"
+    server: listeners.Listener
+
+    def do_GET(self) -> None:
+        self._serve("GET")
+
+    def do_HEAD(self) -> None:
+        self._serve("HEAD")
+
+    def do_POST(self) -> None:
+        self._serve("POST")
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Stay quiet: tests and the demo read the admin state instead of access logs."""
+
+    def _serve(self, method: str) -> None:
+        provider: ProviderServer = self.server.owner
+        url = urlsplit(self.path)
+        raw = self._read_body()
+        if raw is None:
+            return
+        if provider.state.take_drop():
+            # A counted ``down``: answer nothing and close, as a dying server does.
+            self.close_connection = True
+            return
+        wire = provider.wire
+        if wire.is_generation(method, url.path):
+            body = _decode(raw)
+            fault = provider.state.admit(body)
+            reply = self._generate(provider, fault, url.path, dict(parse_qsl(url.query)), body)
+        else:
+            answer = wire.probe(method, url.path)
+            if answer is None:
+                reply = wire.error("not_found", f"{method} {url.path} not found")
+            else:
+                provider.state.admit_probe()
+                reply = (
+                    Reply(200, answer.encode(), content_type="text/plain; charset=utf-8")
+                    if isinstance(answer, str)
+                    else Reply.json(200, answer)
+                )
+        if reply is None:
+            self.close_connection = True
+            return
+        self._send(reply, head_only=method == "HEAD")
+
+    def _generate(
+        self,
+        provider: ProviderServer,
+        fault: Fault | None,
+        path: str,
+        query: dict[str, str],
+        body: Any,
+    ) -> Reply | None:
+        wire = provider.wire
+        if fault is not None:
+            faulted = _apply(provider, fault)
+            if faulted is not _PROCEED:
+                return faulted if isinstance(faulted, Reply) else None
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        refused = wire.authenticate(headers, query)
+        if refused is not None:
+            return refused
+        if isinstance(body, str):
+            return wire.error("bad_request", "request body is not valid JSON")
+        try:
+            exchange = wire.parse(path, body)
+        except BadRequest as error:
+            return wire.error("bad_request", str(error))
+        return Reply.json(200, wire.render(exchange, compose(wire.kind, exchange)))
+
+    def _read_body(self) -> bytes | None:
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0 or length > MAX_BODY_BYTES:
+            self.close_connection = True
+            self._send(Reply.json(413, {"error": "request body too large or unreadable"}))
+            return None
+        return self.rfile.read(length) if length else b""
+
+    def _send(self, reply: Reply, head_only: bool = False) -> None:
+        try:
+            self.send_response(reply.status)
+            self.send_header("Content-Type", reply.content_type)
+            self.send_header("Content-Length", str(len(reply.body)))
+            for name, value in reply.headers:
+                self.send_header(name, value)
+            self.end_headers()
+            if not head_only:
+                self.wfile.write(reply.body)
+        except OSError:
+            # The client gave up (timeout) or the provider went down meanwhile: nobody to tell.
+            self.close_connection = True
+
+
+_PROCEED = object()
+
+
+def _apply(provider: ProviderServer, fault: Fault) -> Reply | object | None:
+    """The fault's effect: a reply, ``None`` for "close without answering", or ``_PROCEED``."""
+    wire = provider.wire
+    if fault.kind == "error_500":
+        return wire.error("server_error", "Internal server error (simulated fault)")
+    if fault.kind == "rate_limit":
+        reply = wire.error("rate_limit", "Rate limit exceeded (simulated fault)")
+        retry_after = f"{fault.retry_after:g}"
+        return Reply(reply.status, reply.body, (("Retry-After", retry_after),))
+    if fault.kind == "overloaded":
+        return wire.error("overloaded", "Overloaded (simulated fault)", status=fault.status)
+    if fault.kind == "malformed":
+        return wire.malformed(fault.body)
+    if fault.kind == "slow":
+        time.sleep(fault.ms / 1000)
+        return _PROCEED
+    if fault.kind == "hang":
+        provider.state.hold(fault.seconds)
+        return None if provider.stopping or not provider.is_up else _PROCEED
+    # ``down`` without ``times`` never reaches a handler; a counted one is dropped before admit.
+    return _PROCEED
+
+
+def _decode(raw: bytes) -> Any:
+    """The request body as JSON, or as text when it is not JSON (kept for the request log)."""
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        return json.loads(text) if text else {}
+    except ValueError:
+        return text

@@ -1,0 +1,135 @@
+"""Anthropic's Messages API: ``POST /v1/messages`` with ``x-api-key`` or a Bearer token."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from aipool.simulator.answers import Answer
+from aipool.simulator.conversation import (
+    BadRequest,
+    Exchange,
+    ToolResult,
+    ToolSpec,
+    optional_limit,
+    require_dict,
+    require_list,
+    text_of,
+)
+from aipool.simulator.wire.base import ErrorKind, Reply, WireProtocol
+
+_ERROR_TYPES: dict[str, str] = {
+    "bad_request": "invalid_request_error",
+    "authentication": "authentication_error",
+    "not_found": "not_found_error",
+    "rate_limit": "rate_limit_error",
+    "server_error": "api_error",
+    "overloaded": "overloaded_error",
+}
+
+
+class AnthropicWire(WireProtocol):
+    """Anthropic: ``{"type": "error", "error": {type, message}}`` errors, 529 when overloaded."""
+
+    kind = "anthropic"
+    overloaded_status = 529
+
+    def is_generation(self, method: str, path: str) -> bool:
+        return method == "POST" and path == "/v1/messages"
+
+    def authenticate(self, headers: Mapping[str, str], query: Mapping[str, str]) -> Reply | None:
+        if headers.get("x-api-key") or headers.get("authorization", "").lower().startswith(
+            "bearer "
+        ):
+            return None
+        return self.error("authentication", "x-api-key header is required")
+
+    def parse(self, path: str, body: Any) -> Exchange:
+        request = require_dict(body, "request body")
+        model = request.get("model")
+        if not isinstance(model, str) or not model:
+            raise BadRequest("model: Field required")
+        max_tokens = optional_limit(request.get("max_tokens"), "max_tokens")
+        if max_tokens is None:
+            raise BadRequest("max_tokens: Field required")
+        messages = require_list(request.get("messages"), "messages")
+        if not messages:
+            raise BadRequest("messages: at least one message is required")
+        texts = [text_of(request.get("system"))] if request.get("system") else []
+        last_user = ""
+        tool_result: ToolResult | None = None
+        tool_names: dict[str, str] = {}
+        for raw in messages:
+            message = require_dict(raw, "message")
+            content = message.get("content")
+            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+            tool_result = None
+            user_texts: list[str] = []
+            for raw_block in require_list(blocks, "message.content"):
+                block = require_dict(raw_block, "content block")
+                kind = block.get("type")
+                if kind == "text":
+                    texts.append(str(block.get("text", "")))
+                    user_texts.append(str(block.get("text", "")))
+                elif kind == "tool_use":
+                    tool_names[str(block.get("id"))] = str(block.get("name", "tool"))
+                    texts.append(str(block.get("name", "")) + text_of(block.get("input")))
+                elif kind == "tool_result":
+                    result = text_of(block.get("content"))
+                    texts.append(result)
+                    name = tool_names.get(str(block.get("tool_use_id")), "tool")
+                    tool_result = ToolResult(name=name, content=result)
+            if message.get("role") == "user" and user_texts:
+                last_user = "\n".join(user_texts)
+        return Exchange(
+            model=model,
+            texts=tuple(texts),
+            message_count=len(messages),
+            last_user_text=last_user,
+            tools=tuple(_tool(raw) for raw in require_list(request.get("tools") or [], "tools")),
+            tool_result=tool_result,
+            max_tokens=max_tokens,
+        )
+
+    def render(self, exchange: Exchange, answer: Answer) -> Any:
+        content: list[dict[str, Any]]
+        if answer.tool_calls:
+            content = [
+                {
+                    "type": "tool_use",
+                    "id": "toolu_" + call.call_id,
+                    "name": call.name,
+                    "input": call.arguments,
+                }
+                for call in answer.tool_calls
+            ]
+            stop_reason = "tool_use"
+        else:
+            content = [{"type": "text", "text": answer.text}]
+            stop_reason = "max_tokens" if answer.truncated else "end_turn"
+        return {
+            "id": "msg_" + uuid.uuid4().hex[:24],
+            "type": "message",
+            "role": "assistant",
+            "model": exchange.model,
+            "content": content,
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": {"input_tokens": answer.input_tokens, "output_tokens": answer.output_tokens},
+        }
+
+    def error_body(self, kind: ErrorKind, status: int, message: str) -> Any:
+        return {"type": "error", "error": {"type": _ERROR_TYPES[kind], "message": message}}
+
+
+def _tool(raw: Any) -> ToolSpec:
+    tool = require_dict(raw, "tool")
+    name = tool.get("name")
+    if not isinstance(name, str) or not name:
+        raise BadRequest("tools.name: Field required")
+    return ToolSpec(
+        name=name,
+        description=str(tool.get("description") or ""),
+        schema=tool.get("input_schema") or {},
+    )

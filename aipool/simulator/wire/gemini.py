@@ -1,0 +1,167 @@
+"""Gemini's REST API: ``POST /{v1,v1beta}/models/{model}:generateContent`` with an API key."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from aipool.simulator.answers import Answer
+from aipool.simulator.conversation import (
+    BadRequest,
+    Exchange,
+    ToolResult,
+    ToolSpec,
+    optional_limit,
+    require_dict,
+    require_list,
+    text_of,
+)
+from aipool.simulator.wire.base import ErrorKind, Reply, WireProtocol
+
+_PATH = re.compile(r"^/(v1|v1beta|v1alpha)/models/([^/:]+):generateContent$")
+
+# google.rpc status names, by HTTP status.
+_STATUS_NAMES: dict[int, str] = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+
+
+class GeminiWire(WireProtocol):
+    """Gemini: key in ``x-goog-api-key`` or ``?key=``, ``{"error": {code, message, status}}``."""
+
+    kind = "gemini"
+
+    def is_generation(self, method: str, path: str) -> bool:
+        return method == "POST" and _PATH.match(path) is not None
+
+    def authenticate(self, headers: Mapping[str, str], query: Mapping[str, str]) -> Reply | None:
+        if headers.get("x-goog-api-key") or query.get("key"):
+            return None
+        if headers.get("authorization", "").lower().startswith("bearer "):
+            # OAuth access tokens (Vertex-style clients) are credentials too.
+            return None
+        return self.error(
+            "authentication",
+            "Method doesn't allow unregistered callers (callers without established identity). "
+            "Please use API Key or other form of API consumer identity to call this API.",
+            status=403,
+        )
+
+    def parse(self, path: str, body: Any) -> Exchange:
+        match = _PATH.match(path)
+        if match is None:
+            raise BadRequest(f"no generateContent endpoint at {path}")
+        model = match.group(2)
+        request = require_dict(body, "request body")
+        contents = require_list(request.get("contents"), "contents")
+        if not contents:
+            raise BadRequest("contents is not specified")
+        texts: list[str] = []
+        system = request.get("systemInstruction") or request.get("system_instruction")
+        if system:
+            texts.append(text_of(require_dict(system, "systemInstruction").get("parts")))
+        last_user = ""
+        tool_result: ToolResult | None = None
+        for raw in contents:
+            content = require_dict(raw, "content")
+            parts = require_list(content.get("parts", []), "content.parts")
+            tool_result = None
+            user_texts: list[str] = []
+            for raw_part in parts:
+                part = require_dict(raw_part, "part")
+                if isinstance(part.get("text"), str):
+                    texts.append(part["text"])
+                    user_texts.append(part["text"])
+                response = part.get("functionResponse") or part.get("function_response")
+                if isinstance(response, dict):
+                    result = json.dumps(response.get("response", {}), ensure_ascii=False)
+                    texts.append(result)
+                    tool_result = ToolResult(
+                        name=str(response.get("name") or "tool"), content=result
+                    )
+                call = part.get("functionCall") or part.get("function_call")
+                if isinstance(call, dict):
+                    texts.append(json.dumps(call, ensure_ascii=False))
+            if content.get("role", "user") == "user" and user_texts:
+                last_user = "\n".join(user_texts)
+        config = require_dict(request.get("generationConfig") or {}, "generationConfig")
+        return Exchange(
+            model=model,
+            texts=tuple(texts),
+            message_count=len(contents),
+            last_user_text=last_user,
+            tools=tuple(_tools(request.get("tools") or [])),
+            tool_result=tool_result,
+            max_tokens=optional_limit(config.get("maxOutputTokens"), "maxOutputTokens"),
+        )
+
+    def render(self, exchange: Exchange, answer: Answer) -> Any:
+        parts: list[dict[str, Any]]
+        if answer.tool_calls:
+            parts = [
+                {"functionCall": {"name": call.name, "args": call.arguments}}
+                for call in answer.tool_calls
+            ]
+        else:
+            parts = [{"text": answer.text}]
+        return {
+            "candidates": [
+                {
+                    "content": {"role": "model", "parts": parts},
+                    "finishReason": "MAX_TOKENS" if answer.truncated else "STOP",
+                    "index": 0,
+                }
+            ],
+            "usageMetadata": {
+                "promptTokenCount": answer.input_tokens,
+                "candidatesTokenCount": answer.output_tokens,
+                "totalTokenCount": answer.input_tokens + answer.output_tokens,
+            },
+            "modelVersion": exchange.model,
+            "responseId": uuid.uuid4().hex[:22],
+        }
+
+    def error_body(self, kind: ErrorKind, status: int, message: str) -> Any:
+        return {
+            "error": {
+                "code": status,
+                "message": message,
+                "status": _STATUS_NAMES.get(status, "UNKNOWN"),
+            }
+        }
+
+
+def _tools(raw_tools: Any) -> list[ToolSpec]:
+    tools: list[ToolSpec] = []
+    for raw in require_list(raw_tools, "tools"):
+        tool = require_dict(raw, "tool")
+        declarations = tool.get("functionDeclarations") or tool.get("function_declarations") or []
+        for raw_declaration in require_list(declarations, "functionDeclarations"):
+            declaration = require_dict(raw_declaration, "functionDeclaration")
+            name = declaration.get("name")
+            if not isinstance(name, str) or not name:
+                raise BadRequest("functionDeclaration.name is required")
+            schema = (
+                declaration.get("parameters")
+                or declaration.get("parametersJsonSchema")
+                or declaration.get("parameters_json_schema")
+                or {}
+            )
+            tools.append(
+                ToolSpec(
+                    name=name,
+                    description=str(declaration.get("description") or ""),
+                    schema=schema,
+                )
+            )
+    return tools

@@ -1,0 +1,145 @@
+"""OpenAI's Chat Completions API (NVIDIA's is compatible): ``POST /v1/chat/completions``."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from aipool.simulator.answers import Answer
+from aipool.simulator.conversation import (
+    BadRequest,
+    Exchange,
+    ToolResult,
+    ToolSpec,
+    optional_limit,
+    require_dict,
+    require_list,
+    text_of,
+)
+from aipool.simulator.wire.base import ErrorKind, Reply, WireProtocol
+
+_ERROR_TYPES: dict[str, tuple[str, str | None]] = {
+    "bad_request": ("invalid_request_error", None),
+    "authentication": ("invalid_request_error", "invalid_api_key"),
+    "not_found": ("invalid_request_error", "not_found"),
+    "rate_limit": ("requests", "rate_limit_exceeded"),
+    "server_error": ("server_error", None),
+    "overloaded": ("server_error", "engine_overloaded"),
+}
+
+
+class OpenAIWire(WireProtocol):
+    """OpenAI-compatible: Bearer auth, ``{"error": {message, type, code}}``, arguments as a string."""
+
+    kind = "openai"
+
+    def base_url(self, root: str) -> str:
+        return root + "/v1"
+
+    def is_generation(self, method: str, path: str) -> bool:
+        return method == "POST" and path == "/v1/chat/completions"
+
+    def probe(self, method: str, path: str) -> Any | None:
+        if method in ("GET", "HEAD") and path == "/v1/models":
+            return {"object": "list", "data": []}
+        return None
+
+    def authenticate(self, headers: Mapping[str, str], query: Mapping[str, str]) -> Reply | None:
+        if headers.get("authorization", "").lower().startswith("bearer "):
+            return None
+        return self.error("authentication", "You didn't provide an API key.")
+
+    def parse(self, path: str, body: Any) -> Exchange:
+        request = require_dict(body, "request body")
+        model = request.get("model")
+        if not isinstance(model, str) or not model:
+            raise BadRequest("you must provide a model parameter")
+        messages = require_list(request.get("messages"), "messages")
+        if not messages:
+            raise BadRequest("messages must not be empty")
+        texts: list[str] = []
+        last_user = ""
+        tool_names: dict[str, str] = {}
+        for raw in messages:
+            message = require_dict(raw, "message")
+            texts.append(text_of(message.get("content")))
+            for call in message.get("tool_calls") or []:
+                if not isinstance(call, dict):
+                    raise BadRequest("tool_calls entries must be objects")
+                function = call.get("function") or {}
+                tool_names[str(call.get("id"))] = str(function.get("name", "tool"))
+                texts.append(str(function.get("name", "")) + str(function.get("arguments", "")))
+            if message.get("role") == "user":
+                last_user = text_of(message.get("content"))
+        tool_result = None
+        if messages[-1].get("role") == "tool":
+            last = messages[-1]
+            name = tool_names.get(str(last.get("tool_call_id")), str(last.get("name") or "tool"))
+            tool_result = ToolResult(name=name, content=text_of(last.get("content")))
+        limit = request.get("max_completion_tokens", request.get("max_tokens"))
+        return Exchange(
+            model=model,
+            texts=tuple(texts),
+            message_count=len(messages),
+            last_user_text=last_user,
+            tools=tuple(_tool(raw) for raw in require_list(request.get("tools") or [], "tools")),
+            tool_result=tool_result,
+            max_tokens=optional_limit(limit, "max_tokens"),
+        )
+
+    def render(self, exchange: Exchange, answer: Answer) -> Any:
+        message: dict[str, Any] = {"role": "assistant", "content": answer.text or None}
+        if answer.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": "call_" + call.call_id,
+                    "type": "function",
+                    "function": {
+                        "name": call.name,
+                        "arguments": json.dumps(call.arguments, ensure_ascii=False),
+                    },
+                }
+                for call in answer.tool_calls
+            ]
+            finish_reason = "tool_calls"
+        else:
+            finish_reason = "length" if answer.truncated else "stop"
+        return {
+            "id": "chatcmpl-" + uuid.uuid4().hex[:24],
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": exchange.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": finish_reason,
+                    "logprobs": None,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": answer.input_tokens,
+                "completion_tokens": answer.output_tokens,
+                "total_tokens": answer.input_tokens + answer.output_tokens,
+            },
+        }
+
+    def error_body(self, kind: ErrorKind, status: int, message: str) -> Any:
+        error_type, code = _ERROR_TYPES[kind]
+        return {"error": {"message": message, "type": error_type, "param": None, "code": code}}
+
+
+def _tool(raw: Any) -> ToolSpec:
+    tool = require_dict(raw, "tool")
+    function = require_dict(tool.get("function"), "tool.function")
+    name = function.get("name")
+    if not isinstance(name, str) or not name:
+        raise BadRequest("tools.function.name is required")
+    return ToolSpec(
+        name=name,
+        description=str(function.get("description") or ""),
+        schema=function.get("parameters") or {},
+    )
