@@ -1,0 +1,28 @@
+"""The usage ledger: every attempt at a provider, stored once, rolled up per day and month.
+
+Workers call ``UsageLog(redis).record(UsageRecord(...))``; a beat task calls ``drain()``; roll-ups,
+budget alerts and reports read the tables defined in ``aipool.ledger.models``.
+"""
+
+from aipool.ledger.db import database_url, make_engine, migrate
+from aipool.ledger.record import OUTCOMES, UsageRecord
+from aipool.ledger.rollup import Aggregate, aggregate, rollup_day, rollup_month
+from aipool.ledger.totals import restore_quotas, totals
+from aipool.ledger.usage_log import DrainResult, UsageLog, drain
+
+__all__ = [
+    "OUTCOMES",
+    "Aggregate",
+    "DrainResult",
+    "UsageLog",
+    "UsageRecord",
+    "aggregate",
+    "database_url",
+    "drain",
+    "make_engine",
+    "migrate",
+    "restore_quotas",
+    "rollup_day",
+    "rollup_month",
+    "totals",
+]

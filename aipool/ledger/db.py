@@ -1,0 +1,105 @@
+"""Where the ledger lives: the database URL, engines, and schema migrations.
+
+``DATABASE_URL`` names PostgreSQL through psycopg 3 (``postgresql+psycopg://...``) in production;
+unset, the ledger is a SQLite file under ``./var`` so a laptop needs no database server.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.pool import NullPool
+
+#: The embedded default when ``DATABASE_URL`` is unset.
+DEFAULT_SQLITE_PATH = Path("var") / "aipool.db"
+
+_MIGRATIONS = Path(__file__).with_name("migrations")
+# Any constant works; it only has to be the same in every process that migrates.
+_MIGRATION_LOCK_ID = 0x41495030
+
+
+def database_url(env: Mapping[str, str] | None = None) -> str:
+    """The ledger's SQLAlchemy URL: ``DATABASE_URL``, or a SQLite file under ``./var``.
+
+    A bare ``postgresql://`` or ``postgres://`` URL is taken to mean psycopg 3. The SQLite
+    file's directory is created when missing.
+    """
+    source: Mapping[str, str] = os.environ if env is None else env
+    url = source.get("DATABASE_URL", "").strip()
+    if not url:
+        DEFAULT_SQLITE_PATH.parent.mkdir(parents=True, exist_ok=True)
+        return f"sqlite:///{DEFAULT_SQLITE_PATH}"
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+def make_engine(url: str | None = None, **kwargs: object) -> Engine:
+    """An engine for ``url`` (default ``database_url()``) with settings fit for the ledger.
+
+    PostgreSQL connections fail fast (5 s connect timeout) so a down database delays a drain,
+    never a worker; SQLite gets WAL and a busy timeout so a drainer and a reader can overlap.
+    """
+    url = url or database_url()
+    parsed = make_url(url)
+    options: dict[str, object] = {"pool_pre_ping": True}
+    if parsed.get_backend_name() == "postgresql":
+        options["connect_args"] = {"connect_timeout": 5}
+    elif parsed.get_backend_name() == "sqlite":
+        options["connect_args"] = {"timeout": 15}
+    options.update(kwargs)
+    engine = create_engine(url, **options)
+    if parsed.get_backend_name() == "sqlite":
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+            cursor = dbapi_conn.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.close()
+
+    return engine
+
+
+def alembic_config(url: str | None = None) -> Config:
+    """An Alembic config pointing at the migrations shipped inside the package."""
+    config = Config()
+    config.set_main_option("script_location", str(_MIGRATIONS))
+    if url:
+        # ConfigParser treats "%" as interpolation; URL-encoded passwords contain it.
+        config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config
+
+
+def migrate(url: str | None = None, revision: str = "head") -> None:
+    """Bring the ledger schema at ``url`` (default ``database_url()``) up to ``revision``.
+
+    Safe to call from many processes at once on PostgreSQL: an advisory lock serialises them, and
+    the ones that come second find nothing left to do.
+    """
+    url = url or database_url()
+    engine = make_engine(url, poolclass=NullPool)
+    try:
+        with engine.connect() as conn:
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _MIGRATION_LOCK_ID})
+                conn.commit()
+            try:
+                config = alembic_config(url)
+                config.attributes["connection"] = conn
+                command.upgrade(config, revision)
+                conn.commit()
+            finally:
+                if conn.dialect.name == "postgresql":
+                    conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _MIGRATION_LOCK_ID})
+                    conn.commit()
+    finally:
+        engine.dispose()

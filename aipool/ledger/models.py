@@ -1,0 +1,161 @@
+"""Ledger tables as SQLAlchemy 2 typed models: raw usage, daily and monthly roll-ups, alert events.
+
+The Alembic migrations in ``aipool/ledger/migrations`` create these tables; the models describe
+them for queries. Timestamps are stored timezone-aware and always come back in UTC, SQLite included.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from typing import Any, cast
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Date,
+    DateTime,
+    Float,
+    Index,
+    Integer,
+    Numeric,
+    String,
+    Table,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+    Uuid,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+#: Money columns: six decimals hold a single cheap call's cost without rounding it to zero.
+Money = Numeric(14, 6)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timezone-aware timestamp that is written as UTC and read back as UTC.
+
+    SQLite has no time zones and returns naive values; this makes both backends behave alike.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    """Declarative base of every ledger table."""
+
+
+class UsageLogRow(Base):
+    """``ai_usage_logs``: one row per attempt at a provider (ADR-006 schema plus routing fields)."""
+
+    __tablename__ = "ai_usage_logs"
+    __table_args__ = (
+        UniqueConstraint("request_id", "attempt", name="uq_ai_usage_logs_request_attempt"),
+        Index("ix_ai_usage_logs_created_at", "created_at"),
+        Index("ix_ai_usage_logs_provider_created_at", "provider", "created_at"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    request_id: Mapped[str] = mapped_column(String(64))
+    attempt: Mapped[int] = mapped_column(Integer)
+    provider: Mapped[str] = mapped_column(String(32))
+    model: Mapped[str] = mapped_column(String(128))
+    input_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    output_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    latency_ms: Mapped[int | None] = mapped_column(Integer)
+    success: Mapped[bool] = mapped_column(Boolean)
+    error_message: Mapped[str | None] = mapped_column(Text)
+    # A plain string: the users table lives in another service, so no foreign key.
+    user_id: Mapped[str | None] = mapped_column(String(128))
+    intent: Mapped[str | None] = mapped_column(String(64))
+    complexity: Mapped[int | None] = mapped_column(Integer)
+    outcome: Mapped[str] = mapped_column(String(32))
+    fallback_position: Mapped[int] = mapped_column(Integer, default=0)
+    cost_usd: Mapped[Decimal] = mapped_column(Money, default=Decimal(0))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class _RollupColumns:
+    """Columns shared by the daily and monthly roll-ups."""
+
+    provider: Mapped[str] = mapped_column(String(32), primary_key=True)
+    model: Mapped[str] = mapped_column(String(128), primary_key=True)
+    requests: Mapped[int] = mapped_column(BigInteger)
+    successes: Mapped[int] = mapped_column(BigInteger)
+    failures: Mapped[int] = mapped_column(BigInteger)
+    fallbacks: Mapped[int] = mapped_column(BigInteger)
+    input_tokens: Mapped[int] = mapped_column(BigInteger)
+    output_tokens: Mapped[int] = mapped_column(BigInteger)
+    cost_usd: Mapped[Decimal] = mapped_column(Money)
+    avg_latency_ms: Mapped[float | None] = mapped_column(Float)
+    p95_latency_ms: Mapped[float | None] = mapped_column(Float)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class DailyUsage(_RollupColumns, Base):
+    """``ai_usage_daily``: totals per local calendar day, provider and model."""
+
+    __tablename__ = "ai_usage_daily"
+
+    day: Mapped[date] = mapped_column(Date, primary_key=True)
+
+
+class MonthlyUsage(_RollupColumns, Base):
+    """``ai_usage_monthly``: totals per local calendar month (first day of it), provider, model."""
+
+    __tablename__ = "ai_usage_monthly"
+
+    month: Mapped[date] = mapped_column(Date, primary_key=True)
+
+
+class AlertEvent(Base):
+    """``ai_alert_events``: each alert fired or resolved, once per (rule, provider, threshold, period).
+
+    The unique constraint is what makes "once" hold when two beat runs race.
+    """
+
+    __tablename__ = "ai_alert_events"
+    __table_args__ = (
+        UniqueConstraint(
+            "rule", "provider", "threshold", "period", "state", name="uq_ai_alert_events_once"
+        ),
+        Index("ix_ai_alert_events_created_at", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    rule: Mapped[str] = mapped_column(String(64))
+    # "*" for rules that are not about one provider (the monthly budget).
+    provider: Mapped[str] = mapped_column(String(32))
+    severity: Mapped[str] = mapped_column(String(16))
+    threshold: Mapped[str] = mapped_column(String(32))
+    period: Mapped[str] = mapped_column(String(32))
+    state: Mapped[str] = mapped_column(String(16))
+    message: Mapped[str] = mapped_column(Text)
+    channels: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+#: The Core tables, for bulk statements (inserts, upserts) that bypass the ORM.
+usage_logs = cast(Table, UsageLogRow.__table__)
+usage_daily = cast(Table, DailyUsage.__table__)
+usage_monthly = cast(Table, MonthlyUsage.__table__)
+alert_events = cast(Table, AlertEvent.__table__)

@@ -1,0 +1,89 @@
+"""The usage record: what a worker hands to the ledger after every attempt at a provider."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+#: Every value ``UsageRecord.outcome`` may take. ``fallback`` is the static answer, ``refused`` the
+#: tool chain's refusal; the last four are hops that never reached the provider.
+OUTCOMES = (
+    "ok",
+    "error",
+    "fallback",
+    "refused",
+    "circuit_open",
+    "quota_exceeded",
+    "deadline",
+    "skipped",
+)
+
+#: Outcomes of attempts that actually called the provider (and so count against its quota).
+CALLED_OUTCOMES = ("ok", "error", "deadline")
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class UsageRecord:
+    """One attempt at one provider, as stored in ``ai_usage_logs``.
+
+    ``(request_id, attempt)`` identifies the attempt: recording it twice (a redelivered message)
+    still stores one row. ``created_at`` is timezone-aware UTC. There is deliberately no field for
+    prompt or answer text.
+    """
+
+    request_id: str
+    attempt: int
+    provider: str
+    model: str
+    outcome: str
+    success: bool
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: int | None = None
+    error_message: str | None = None
+    user_id: str | None = None
+    intent: str | None = None
+    complexity: int | None = None
+    fallback_position: int = 0
+    cost_usd: Decimal = Decimal(0)
+    created_at: datetime = field(default_factory=_now)
+    id: uuid.UUID = field(default_factory=uuid.uuid4)
+
+    def __post_init__(self) -> None:
+        if self.outcome not in OUTCOMES:
+            raise ValueError(f"unknown outcome {self.outcome!r}; expected one of {OUTCOMES}")
+        if self.created_at.tzinfo is None:
+            raise ValueError("created_at must be timezone-aware")
+
+    def to_json(self) -> str:
+        """A compact JSON string that ``from_json`` turns back into an equal record."""
+        data: dict[str, Any] = asdict(self)
+        data["cost_usd"] = str(self.cost_usd)
+        data["created_at"] = self.created_at.astimezone(UTC).isoformat()
+        data["id"] = str(self.id)
+        return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> UsageRecord:
+        """Parse what ``to_json`` wrote; unknown keys are ignored so older readers keep working."""
+        data = json.loads(text)
+        known = set(cls.__dataclass_fields__)
+        data = {k: v for k, v in data.items() if k in known}
+        data["cost_usd"] = Decimal(str(data.get("cost_usd", "0")))
+        data["created_at"] = datetime.fromisoformat(data["created_at"]).astimezone(UTC)
+        if "id" in data:
+            data["id"] = uuid.UUID(data["id"])
+        return cls(**data)
+
+    @property
+    def tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens

@@ -1,0 +1,241 @@
+"""Recording usage without delaying answers, and draining it into the database without loss.
+
+A worker calls ``UsageLog(redis).record(rec)`` after every attempt: one LPUSH of the record's JSON,
+well under a millisecond on loopback. ``drain()`` (a beat task every few seconds) moves pending
+records into ``ai_usage_logs`` in batches:
+
+1. read the oldest ``batch`` records (LRANGE from the tail; new records arrive at the head),
+2. INSERT ... ON CONFLICT (request_id, attempt) DO NOTHING and commit,
+3. only then trim exactly those records from the list (a Lua script that trims only while the
+   drainer still owns its lock).
+
+A crash between 2 and 3 leaves the records in Redis; the next drain inserts them again and the
+unique key turns that into a no-op. A database that is down fails step 2: nothing is trimmed and
+the records wait in Redis until it is back. One drainer runs at a time (a short Redis lock).
+Records that cannot be parsed or stored move to a dead-letter list instead of blocking the rest.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from redis import Redis
+from redis.exceptions import RedisError
+from sqlalchemy import Engine, Insert
+from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
+
+from aipool.ledger.models import usage_logs
+from aipool.ledger.record import UsageRecord
+from aipool.ledger.scrub import scrub_error
+
+log = logging.getLogger(__name__)
+
+PENDING_KEY = "aipool:ledger:pending"
+DEAD_KEY = "aipool:ledger:dead"
+LOCK_KEY = "aipool:ledger:drain-lock"
+#: Long enough for one batch on a slow database; the lock is extended after every batch.
+LOCK_TTL_MS = 30_000
+
+_HERE = Path(__file__).parent
+_TRIM_IF_OWNER = (_HERE / "trim_if_owner.lua").read_text()
+_RELEASE_LOCK = (_HERE / "release_lock.lua").read_text()
+
+# Column widths of ai_usage_logs: longer values are cut rather than failing a whole batch.
+_WIDTHS = {"request_id": 64, "provider": 32, "model": 128, "user_id": 128, "intent": 64}
+
+
+class UsageLog:
+    """The write side of the ledger used by workers: append a record to a Redis list."""
+
+    def __init__(self, redis: Redis, key: str = PENDING_KEY) -> None:
+        self._redis = redis
+        self._key = key
+
+    def record(self, rec: UsageRecord) -> bool:
+        """Queue ``rec`` for the database with one LPUSH; never raises.
+
+        The error message is scrubbed before it leaves the process, so no credential sits in
+        Redis either. Returns ``False`` (and logs the record) if Redis refused it.
+        """
+        payload = _scrubbed(rec).to_json()
+        try:
+            self._redis.lpush(self._key, payload)
+        except RedisError:
+            # The answer must not fail because accounting did; the log line keeps the record.
+            log.exception("usage record not queued: %s", payload)
+            return False
+        return True
+
+    def pending(self) -> int:
+        """How many records wait to be drained."""
+        return int(self._redis.llen(self._key))
+
+
+@dataclass
+class DrainResult:
+    """What one ``drain()`` call did."""
+
+    #: Rows inserted into ai_usage_logs.
+    written: int = 0
+    #: Records removed from Redis because their (request_id, attempt) was already stored.
+    duplicates: int = 0
+    #: Records moved to the dead-letter list.
+    dead: int = 0
+    #: Records still waiting in Redis afterwards.
+    pending: int = 0
+    #: Another drainer held the lock, so this call did nothing.
+    skipped: bool = False
+    #: Why the drain stopped early (e.g. the database is unreachable), if it did.
+    error: str | None = None
+
+
+def _scrubbed(rec: UsageRecord) -> UsageRecord:
+    cleaned = scrub_error(rec.error_message)
+    return rec if cleaned == rec.error_message else replace(rec, error_message=cleaned)
+
+
+def _row(rec: UsageRecord) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "id": rec.id,
+        "request_id": rec.request_id,
+        "attempt": rec.attempt,
+        "provider": rec.provider,
+        "model": rec.model,
+        "input_tokens": rec.input_tokens,
+        "output_tokens": rec.output_tokens,
+        "latency_ms": rec.latency_ms,
+        "success": rec.success,
+        "error_message": scrub_error(rec.error_message),
+        "user_id": rec.user_id,
+        "intent": rec.intent,
+        "complexity": rec.complexity,
+        "outcome": rec.outcome,
+        "fallback_position": rec.fallback_position,
+        "cost_usd": rec.cost_usd,
+        "created_at": rec.created_at,
+    }
+    for name, width in _WIDTHS.items():
+        value = row[name]
+        if isinstance(value, str):
+            row[name] = value[:width]
+    return row
+
+
+def insert_ignoring_duplicates(engine: Engine) -> Insert:
+    """INSERT into ai_usage_logs that skips rows whose (request_id, attempt) already exists."""
+    table = usage_logs
+    if engine.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return (
+            pg_insert(table)
+            .on_conflict_do_nothing(index_elements=["request_id", "attempt"])
+            .returning(table.c.id)
+        )
+    if engine.dialect.name == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        return (
+            sqlite_insert(table)
+            .on_conflict_do_nothing(index_elements=["request_id", "attempt"])
+            .returning(table.c.id)
+        )
+    raise NotImplementedError(f"ledger does not support the {engine.dialect.name} dialect")
+
+
+def _is_connection_problem(exc: SQLAlchemyError) -> bool:
+    return isinstance(exc, OperationalError) or (
+        isinstance(exc, DBAPIError) and exc.connection_invalidated
+    )
+
+
+def _store(engine: Engine, rows: list[dict[str, Any]]) -> tuple[int, list[dict[str, Any]]]:
+    """Insert ``rows``; return (inserted, rows that the database rejected).
+
+    Connection problems propagate (the batch stays in Redis). A batch the database rejects for
+    its content is retried row by row, so one bad record cannot block the others.
+    """
+    stmt = insert_ignoring_duplicates(engine)
+    try:
+        with engine.begin() as conn:
+            return len(conn.execute(stmt, rows).all()), []
+    except SQLAlchemyError as exc:
+        if _is_connection_problem(exc):
+            raise
+        if len(rows) == 1:
+            return 0, rows
+    inserted, rejected = 0, []
+    for row in rows:
+        n, bad = _store(engine, [row])
+        inserted += n
+        rejected.extend(bad)
+    return inserted, rejected
+
+
+def drain(
+    redis: Redis,
+    engine: Engine,
+    batch: int = 500,
+    *,
+    key: str = PENDING_KEY,
+    max_batches: int = 20,
+) -> DrainResult:
+    """Move pending usage records from Redis into the database; see the module docstring.
+
+    Stops after ``max_batches`` batches so one call stays short (the next call continues), when
+    the list is empty, or at the first database connection error (the records stay in Redis).
+    Never raises for a database that is down; the error is in the result.
+    """
+    result = DrainResult()
+    token = uuid.uuid4().hex
+    lock_key = f"{key}:lock" if key != PENDING_KEY else LOCK_KEY
+    if not redis.set(lock_key, token, nx=True, px=LOCK_TTL_MS):
+        result.skipped = True
+        result.pending = int(redis.llen(key))
+        return result
+    trim = redis.register_script(_TRIM_IF_OWNER)
+    try:
+        for _ in range(max_batches):
+            raw: list[bytes] = redis.lrange(key, -batch, -1)
+            if not raw:
+                break
+            rows: list[dict[str, Any]] = []
+            dead: list[bytes | str] = []
+            # LRANGE lists the tail last; reverse so the oldest record is inserted first.
+            for item in reversed(raw):
+                try:
+                    rows.append(_row(UsageRecord.from_json(item)))
+                except (ValueError, KeyError, TypeError) as exc:
+                    log.error("unreadable usage record moved to %s: %s", DEAD_KEY, exc)
+                    dead.append(item)
+            try:
+                inserted, rejected = _store(engine, rows) if rows else (0, [])
+            except SQLAlchemyError as exc:
+                result.error = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+                log.warning("ledger drain stopped, records stay in Redis: %s", result.error)
+                break
+            for row in rejected:
+                log.error("usage record rejected by the database: %s", row["request_id"])
+                dead.append(_to_json(row))
+            if dead:
+                redis.lpush(DEAD_KEY, *dead)
+            if not trim(keys=[key, lock_key], args=[token, len(raw), LOCK_TTL_MS]):
+                result.error = "drain lock lost; another drainer continues"
+                break
+            result.written += inserted
+            result.dead += len(dead)
+            result.duplicates += len(rows) - len(rejected) - inserted
+            if len(raw) < batch:
+                break
+    finally:
+        redis.eval(_RELEASE_LOCK, 1, lock_key, token)
+        result.pending = int(redis.llen(key))
+    return result
+
+
+def _to_json(row: dict[str, Any]) -> str:
+    return UsageRecord(**row).to_json()
