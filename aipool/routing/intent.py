@@ -1,0 +1,388 @@
+"""Intent classification: what a request wants, decided by weighted keyword signals.
+
+Deterministic and local: precompiled regular expressions with weights held as data (``SIGNALS``),
+no model and no network, a few tens of microseconds per typical request.
+
+How a decision is made, in order:
+
+1. A producer's explicit ``request.intent`` wins (confidence 1.0).
+2. A request that carries tools is ``TOOL_CALL`` (confidence 1.0): only a tool-capable chain can
+   answer it, whatever the text says.
+3. Otherwise every signal that matches adds its weight to its intent. The last user message counts
+   in full; the system prompt and earlier user turns count at ``CONTEXT_WEIGHT``.
+   Signals come in two kinds:
+
+   * *ask* signals name what the user wants done (``summarize``, ``review``, ``why``, ``restart
+     the deployment``, ``幫我重啟``); they count in full.
+   * *topic* signals only say what the text is about (``CrashLoopBackOff``, ``5xx``, ``告警``);
+     their sum per intent is capped at ``TOPIC_CAP``, so a summary request that pastes an incident
+     full of alert vocabulary stays a summary.
+
+Rules that need more than a keyword, and why:
+
+* ``TOOL_CALL`` needs an *imperative* operation: a mutating verb at the start of a clause or after a
+  request marker (``please``, ``can you``, ``幫我``, ``請``, ``把 X ...``), or a mutating ``kubectl``
+  command in the prose. A symptom (``一直重啟``, ``keeps restarting``, ``got rolled back``) is not an
+  ask, and neither is a pasted command inside a code fence (that is something to review or read).
+* A *diagnostic* question (why / 為什麼 / 原因 / what's causing) or an *advice* question (should I
+  ...?) suppresses ``TOOL_CALL`` unless a request marker directly precedes the verb: "幫我看一下
+  這個 pod 為什麼一直 CrashLoopBackOff" asks why, so it is ``ALERT_TRIAGE``; "payment-api 一直 OOM，
+  幫我重啟它" asks to act, so it is ``TOOL_CALL``.
+* A *how-to* question (how do I / 怎麼 / 如何 / 指令是什麼) is ``QUERY`` even when it names an
+  operation: the user wants to learn the command, not to have it run.
+* Read-only look-ups without tools (show / list / 查一下) are ``QUERY``; only mutating operations make
+  ``TOOL_CALL``.
+* Pasted source code or config with an ask to check it is ``CODE_REVIEW``; pasted logs or command
+  output lean ``ALERT_TRIAGE`` (or ``SUMMARY`` when the ask is to summarise them).
+* Nothing matched: ``CHAT`` with low confidence (small talk is what is left when nothing else is).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+from aipool.contract import Request
+from aipool.routing.text import split_text
+
+
+class Intent(StrEnum):
+    """What a request wants; the routing rules key on these names."""
+
+    ALERT_TRIAGE = "ALERT_TRIAGE"
+    QUERY = "QUERY"
+    CODE_REVIEW = "CODE_REVIEW"
+    SUMMARY = "SUMMARY"
+    CHAT = "CHAT"
+    TOOL_CALL = "TOOL_CALL"
+
+
+#: Earlier turns and the system prompt say something about the conversation, but the last user
+#: message says what is wanted now.
+CONTEXT_WEIGHT = 0.3
+#: The most topic vocabulary can add to one intent.
+TOPIC_CAP = 2.5
+ASK = "ask"
+TOPIC = "topic"
+
+
+@dataclass(frozen=True)
+class IntentDecision:
+    """The classifier's answer: the intent, how sure it is (0..1) and why."""
+
+    intent: str
+    confidence: float
+    reasons: tuple[str, ...]
+
+
+# Mutating operations, English and Traditional Chinese. Base verb forms only: "restarting",
+# "restarted", "rolled back" describe what happened, they do not ask for anything.
+_EN_OPS = (
+    r"restart|redeploy|scale(?:\s+(?:up|down|out|in))?|roll\s?back|undo|delete|remove|drain|"
+    r"cordon|uncordon|suspend|resume|bump|kill|evict|patch|turn\s+(?:off|on)|disable|enable|"
+    r"pause|stop|shut\s+down|increase|decrease|reduce"
+)
+_ZH_OPS = (
+    r"重啟|重新啟動|重開|擴容|縮容|擴展|回滾|回退|退版|刪除|刪掉|砍掉|停掉|關掉|關閉|打開|開啟|"
+    r"暫停|恢復|執行|設成|設為|改成|調成|調到|拉到|升級|cordon|drain|uncordon|restart|scale|rollback"
+)
+_EN_MARKER = (
+    r"please|pls|plz|kindly|can\s+you|could\s+you|would\s+you|go\s+ahead\s+and|now|then|and\s+then|"
+    r"also|just"
+)
+_ZH_MARKER = r"幫我|幫忙|麻煩|請你?|給我|替我|先|再|然後|並且?|接著"
+
+#: ``(intent, kind, weight, label, pattern)``; ``pattern`` is matched case-insensitively.
+SIGNALS: tuple[tuple[Intent, str, float, str, str], ...] = (
+    # --- TOOL_CALL: imperative operations -------------------------------------------------------
+    (
+        Intent.TOOL_CALL,
+        ASK,
+        3.0,
+        "imperative operation",
+        rf"(?:^|[.!?;,:，。！？；：\n]\s*|\b(?:{_EN_MARKER})\s+)(?:{_EN_OPS})\b(?!\s+(?:is|was|does|do)\b)",
+    ),
+    (
+        Intent.TOOL_CALL,
+        ASK,
+        3.0,
+        "請/幫我 + operation",
+        rf"(?:{_ZH_MARKER})\s*(?:一下\s*)?(?:把[^，。？?！!\n]{{0,40}}?)?(?:{_ZH_OPS})",
+    ),
+    (
+        Intent.TOOL_CALL,
+        ASK,
+        3.0,
+        "把 X + operation",
+        rf"把[^，。？?！!\n]{{1,40}}?(?:{_ZH_OPS})",
+    ),
+    (
+        Intent.TOOL_CALL,
+        ASK,
+        3.0,
+        "operation verb first",
+        rf"(?:^|[，。！？；\n])\s*(?:{_ZH_OPS})\s*(?:一下|掉)?\s*[\w\-]",
+    ),
+    (
+        Intent.TOOL_CALL,
+        ASK,
+        3.0,
+        "mutating kubectl command",
+        r"\bkubectl\s+(?:rollout\s+(?:restart|undo|pause|resume)|scale|delete|drain|cordon|uncordon|"
+        r"apply|patch|edit|set|annotate|label|taint|replace)\b",
+    ),
+    # --- ALERT_TRIAGE: diagnosis of something failing ---------------------------------------------
+    (
+        Intent.ALERT_TRIAGE,
+        ASK,
+        2.0,
+        "asks why",
+        r"\bwhy\b|為什麼|為何|怎麼會|怎麼回事|什麼原因|是什麼問題|哪裡出問題|原因|what(?:'s| is) "
+        r"(?:going on|causing|wrong|happening)|what could cause|any idea|"
+        r"是不是.{0,12}(?:問題|有關)|跟.{1,20}有關嗎",
+    ),
+    (
+        Intent.ALERT_TRIAGE,
+        ASK,
+        2.0,
+        "asks to diagnose",
+        r"root\s*cause|根因|根本原因|排查|troubleshoot|diagnos|investigat|figure out|"
+        r"how (?:bad|serious)|worry|擔心|誤報|false positive|要處理嗎|is .{1,30} down\b|"
+        r"幫我看一下|幫我看看|看一下是|correlate|關聯|因果|what does this alert mean|"
+        r"how do i verify|how to confirm|要從哪裡開始查|should i (?:roll\s?back|restart|wait|scale)",
+    ),
+    (
+        Intent.ALERT_TRIAGE,
+        TOPIC,
+        1.5,
+        "failure state",
+        r"CrashLoopBackOff|OOMKilled|\bOOM\b|ImagePullBackOff|ErrImagePull|ContainerCreating|"
+        r"\bPending\b|Evicted|NotReady|PLEG|DiskPressure|MemoryPressure|nil pointer|panic:|"
+        r"Exception|too many clients|deadline exceeded|no leader|Back-off|flapping|一直重啟|"
+        r"被重啟|keeps? (?:restarting|failing|crashing|getting)",
+    ),
+    (
+        Intent.ALERT_TRIAGE,
+        TOPIC,
+        1.0,
+        "alert or incident",
+        r"告警|警報|\balerts?\b|\bfiring\b|PagerDuty|paged|\bincident\b|事故|\bP[12]\b|outage|"
+        r"\bdown\b|掛了|異常|SLO burn|error budget|critical:",
+    ),
+    (
+        Intent.ALERT_TRIAGE,
+        TOPIC,
+        1.0,
+        "error symptom",
+        r"error rate|\b5xx\b|\b50[234]\b|timeouts?\b|latency|延遲|飆|spik|\blag\b|evictions?|變慢|"
+        r"很慢|變多|errors?\b|failing|fails?\b|failed|broken|stuck|卡住|上升",
+    ),
+    (
+        Intent.ALERT_TRIAGE,
+        TOPIC,
+        1.0,
+        "alert name",
+        # Case matters here: alert names are CamelCase ("KubePodCrashLooping"), prose is not.
+        r"(?-i:\b(?:Kube|Node|Etcd|CoreDNS|Postgres|Kafka|Redis|High|Target|CertManager|"
+        r"Prometheus|Container)[A-Z]\w+)",
+    ),
+    # --- CODE_REVIEW ---------------------------------------------------------------------------
+    (
+        Intent.CODE_REVIEW,
+        ASK,
+        3.0,
+        "asks for a review",
+        r"\breview\b|code review|\blgtm\b|審查|審核|\bPR\s*#?\d*\b|pull request|/pull/\d+",
+    ),
+    (
+        Intent.CODE_REVIEW,
+        ASK,
+        1.5,
+        "asks to check it",
+        r"有沒有問題|有什麼問題|有沒有 ?bug|可以改進|改進的地方|寫法|寫對了嗎|對嗎|正確嗎|合理嗎|"
+        r"\bis (?:this|it) (?:ok|correct|right)|\bcorrect\?|any issues|problems? with|"
+        r"check (?:this|for)|security problems|performance|效能問題|檢查這|concurrency bugs?",
+    ),
+    (
+        Intent.CODE_REVIEW,
+        TOPIC,
+        1.0,
+        "code words",
+        r"\bdiff\b|\bregex\b|表示式|\bcode\b|程式碼|這段|snippet|manifest|Dockerfile|Terraform|"
+        r"\bHelm template\b|\bfunction\b|\bSQL\b",
+    ),
+    # --- SUMMARY ---------------------------------------------------------------------------------
+    (
+        Intent.SUMMARY,
+        ASK,
+        3.0,
+        "asks for a summary",
+        r"summar(?:y|ize|ise)|tl;?dr|\brecap\b|摘要|總結|整理|condense|重點|"
+        r"one-paragraph|三句話|一段話?|in \w+ sentences|release notes",
+    ),
+    (
+        Intent.SUMMARY,
+        ASK,
+        2.0,
+        "asks for a write-up",
+        r"post-?mortem|寫成|status page|for management|給主管|給客服|通報|交接|hand-?off|"
+        r"slack update|action items|meeting notes|寫一段|write (?:a|an|up)\b.{0,30}(?:summary|update|"
+        r"report|notes)",
+    ),
+    # --- QUERY -----------------------------------------------------------------------------------
+    (
+        Intent.QUERY,
+        ASK,
+        2.0,
+        "how-to or explain",
+        r"how (?:do|can|should) (?:i|we|you)|how to\b|what(?:'s| is| are) (?:a|an|the)\b|"
+        r"what does|difference|explain|compare|怎麼|如何|要怎麼|是什麼|什麼是|差在哪|差別|"
+        r"指令|command\b|runbook|有哪些|when\b.{0,40}\?|哪個|哪裡",
+    ),
+    (
+        Intent.QUERY,
+        ASK,
+        2.0,
+        "look-up",
+        r"^\s*(?:show|list|get|find|which|who(?! are you)|where)\b|show me|查一下|查詢|多少|幾個|"
+        r"write (?:a|me a) (?:promql|logql|query)|寫一個 ?(?:PromQL|LogQL|query)|\bI need the\b|"
+        r"\bper (?:endpoint|service)\b|網址|在哪",
+    ),
+    (Intent.QUERY, TOPIC, 1.0, "question", r"\?|？|請問|\bwhat\b|\bwhich\b|\bhow\b"),
+    # --- CHAT ------------------------------------------------------------------------------------
+    (
+        Intent.CHAT,
+        ASK,
+        2.0,
+        "greeting or thanks",
+        r"^\s*(?:hi|hello|hey|yo|morning|good (?:morning|night|evening))\b|早安|午安|晚安|你好|"
+        r"哈囉|在嗎|\bthanks?\b|thank you|\bthx\b|謝謝|感謝|了解|明天見|\bbrb\b",
+    ),
+    (
+        Intent.CHAT,
+        ASK,
+        2.0,
+        "small talk",
+        r"\bjoke\b|笑話|poem|短詩|詩|\blol\b|haha|哈哈|好累|coffee|awesome|who are you|你是誰|"
+        r"什麼 ?model|你覺得|\btips\b|something fun|^\s*(?:ok|okay|cool|nice|好喔|好的)\b",
+    ),
+)
+
+_COMPILED = tuple(
+    (intent, kind, weight, label, re.compile(pattern, re.IGNORECASE | re.MULTILINE))
+    for intent, kind, weight, label, pattern in SIGNALS
+)
+
+# Diagnostic, advice and how-to questions ask about an operation instead of for one.
+_ABOUT_NOT_DO = re.compile(
+    r"\bwhy\b|為什麼|為何|怎麼會|原因|\bshould (?:i|we)\b|要不要|該不該|how (?:do|can|should) "
+    r"(?:i|we)|how to\b|怎麼|如何|指令是什麼|what(?:'s| is) the command|沒有用|doesn't work",
+    re.IGNORECASE,
+)
+_MARKED_OP = re.compile(
+    rf"(?:{_ZH_MARKER})\s*(?:一下\s*)?(?:把[^，。？?！!\n]{{0,40}}?)?(?:{_ZH_OPS})|"
+    rf"\b(?:please|pls|can you|could you|go ahead and)\s+(?:{_EN_OPS})\b",
+    re.IGNORECASE,
+)
+# Blocks of source or config are evidence for a review; blocks of logs for a diagnosis.
+_CODE_BLOCK_WEIGHT = 2.0
+_LOG_BLOCK_WEIGHT = 1.0
+
+#: Order used to break exact ties, most specific first.
+_TIE_ORDER = (
+    Intent.TOOL_CALL,
+    Intent.CODE_REVIEW,
+    Intent.SUMMARY,
+    Intent.ALERT_TRIAGE,
+    Intent.QUERY,
+    Intent.CHAT,
+)
+
+
+def _score_text(text: str, factor: float, total: dict[Intent, float], why: list[str]) -> None:
+    """Add ``text``'s signals, times ``factor``, to ``total``; explain them in ``why`` at full weight."""
+    scores = dict.fromkeys(Intent, 0.0)
+    topic = dict.fromkeys(Intent, 0.0)
+    split = split_text(text)
+    prose = split.prose
+    for intent, kind, weight, label, pattern in _COMPILED:
+        match = pattern.search(prose)
+        if match is None:
+            continue
+        if kind == TOPIC:
+            room = max(0.0, TOPIC_CAP - topic[intent])
+            added = min(weight, room)
+            topic[intent] += added
+        else:
+            added = weight
+        if added:
+            scores[intent] += added * factor
+            if factor == 1.0:
+                quoted = match.group(0).strip(" \t\n.,;:!?，。！？；：")[:30]
+                why.append(f"{intent}: {label} '{quoted}'" if quoted else f"{intent}: {label}")
+    if split.blocks:
+        if split.looks_like_code():
+            scores[Intent.CODE_REVIEW] += _CODE_BLOCK_WEIGHT * factor
+            if factor == 1.0:
+                why.append(f"{Intent.CODE_REVIEW}: fenced code block")
+        elif split.looks_like_logs():
+            scores[Intent.ALERT_TRIAGE] += _LOG_BLOCK_WEIGHT * factor
+            if factor == 1.0:
+                why.append(f"{Intent.ALERT_TRIAGE}: pasted logs/output")
+    if scores[Intent.TOOL_CALL] and _ABOUT_NOT_DO.search(prose) and not _MARKED_OP.search(prose):
+        # "why does it keep restarting", "how do I scale": about an operation, not a request for one.
+        scores[Intent.TOOL_CALL] = 0.0
+        if factor == 1.0:
+            why.append("TOOL_CALL dropped: asks why/how/whether, not to act")
+    for intent, value in scores.items():
+        total[intent] += value
+
+
+def classify(request: Request) -> IntentDecision:
+    """Decide the intent of ``request``; same request, same answer."""
+    if request.intent:
+        return IntentDecision(
+            intent=request.intent.upper(),
+            confidence=1.0,
+            reasons=(f"explicit intent {request.intent.upper()} from the producer",),
+        )
+    if request.tools:
+        names = ", ".join(t.name for t in request.tools[:3])
+        more = "" if len(request.tools) <= 3 else f", +{len(request.tools) - 3}"
+        return IntentDecision(
+            intent=Intent.TOOL_CALL.value,
+            confidence=1.0,
+            reasons=(f"request carries {len(request.tools)} tool(s) ({names}{more})",),
+        )
+    return classify_text(request.last_user_text(), context=_context(request))
+
+
+def _context(request: Request) -> str:
+    user_turns = [m.content for m in request.messages if m.role == "user"]
+    earlier = user_turns[:-1] if user_turns else []
+    return "\n".join([request.system, *earlier]) if request.system or earlier else ""
+
+
+def classify_text(text: str, *, context: str = "") -> IntentDecision:
+    """Classify a user message, with ``context`` (system prompt, earlier turns) as a weaker signal."""
+    scores = dict.fromkeys(Intent, 0.0)
+    why: list[str] = []
+    _score_text(text, 1.0, scores, why)
+    if context:
+        _score_text(context, CONTEXT_WEIGHT, scores, why)
+    ranked = sorted(Intent, key=lambda i: (-scores[i], _TIE_ORDER.index(i)))
+    best, second = ranked[0], ranked[1]
+    if scores[best] <= 0:
+        return IntentDecision(
+            intent=Intent.CHAT.value, confidence=0.3, reasons=("no signal: defaults to CHAT",)
+        )
+    # The margin over the runner-up, squashed into 0..1: a lone signal is fairly sure, a near tie
+    # is not.
+    top, runner = scores[best], scores[second]
+    confidence = round(min(0.99, 0.5 + 0.5 * (top - runner) / (top + 1.0)), 2)
+    reasons = tuple(r.split(": ", 1)[1] for r in why if r.startswith(f"{best}: ")) or (
+        f"{best} scored {top:.1f}",
+    )
+    dropped = tuple(r for r in why if r.startswith("TOOL_CALL dropped"))
+    return IntentDecision(intent=best.value, confidence=confidence, reasons=reasons + dropped)

@@ -1,0 +1,174 @@
+"""The route table: ordered rules, held as data in ``routes.toml``.
+
+The packaged ``routes.toml`` holds the ADR-006 defaults; ``AIPOOL_ROUTES_FILE`` names a replacement.
+A table is validated when loaded (unknown keys, providers, intents or chains raise
+:class:`RouteTableError`), so a typo fails at start-up instead of silently routing everything to the
+last rule. Loaded tables are cached by path and modification time: an edited file is picked up
+on the next decision, an unchanged one is not parsed again.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from aipool.chains import PROVIDERS, TOOL_CHAIN, Hop, default_model
+from aipool.routing.intent import Intent
+
+ROUTES_ENV = "AIPOOL_ROUTES_FILE"
+DEFAULT_ROUTES_FILE = Path(__file__).with_name("routes.toml")
+CHAIN_KINDS = ("general", "tools")
+#: Providers that can be handed a request with tools: the tool chain's members.
+TOOL_CAPABLE = frozenset(TOOL_CHAIN)
+
+_CONDITION_KEYS = frozenset({"intents", "min_complexity", "max_complexity", "priorities", "tools"})
+_ACTION_KEYS = frozenset({"provider", "model", "chain"})
+_KEYS = _CONDITION_KEYS | _ACTION_KEYS | {"name"}
+
+
+class RouteTableError(ValueError):
+    """The route table file is malformed; the message names the rule and the key."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One routing rule: conditions that must all hold, and the first hop they choose."""
+
+    name: str
+    provider: str
+    model: str | None = None
+    chain: str | None = None
+    intents: frozenset[str] | None = None
+    min_complexity: int | None = None
+    max_complexity: int | None = None
+    priorities: frozenset[str] | None = None
+    tools: bool | None = None
+
+    def matches(self, *, intent: str, complexity: int, priority: str, has_tools: bool) -> bool:
+        """Whether every condition of this rule holds."""
+        return (
+            (self.intents is None or intent in self.intents)
+            and (self.min_complexity is None or complexity >= self.min_complexity)
+            and (self.max_complexity is None or complexity <= self.max_complexity)
+            and (self.priorities is None or priority in self.priorities)
+            and (self.tools is None or self.tools == has_tools)
+        )
+
+    def first_hop(self) -> Hop:
+        """The hop this rule starts at; without a model, the provider's current default."""
+        return Hop(self.provider, self.model or default_model(self.provider))
+
+    @property
+    def tool_capable(self) -> bool:
+        """Whether this rule may take a request that carries tools."""
+        return self.provider in TOOL_CAPABLE
+
+
+@dataclass(frozen=True)
+class RouteTable:
+    """Rules in evaluation order, and the file they came from."""
+
+    rules: tuple[Rule, ...]
+    source: str
+
+
+def _rule(raw: Any, index: int) -> Rule:
+    where = f"rules[{index}]"
+    if not isinstance(raw, dict):
+        raise RouteTableError(f"{where} must be a table")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise RouteTableError(f"{where} needs a 'name'")
+    where = f"rule {name!r}"
+    unknown = set(raw) - _KEYS
+    if unknown:
+        raise RouteTableError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+    provider = raw.get("provider")
+    if provider not in PROVIDERS:
+        raise RouteTableError(f"{where}: 'provider' must be one of {', '.join(PROVIDERS)}")
+    model = raw.get("model")
+    if model is not None and (not isinstance(model, str) or not model):
+        raise RouteTableError(f"{where}: 'model' must be a non-empty string")
+    chain = raw.get("chain")
+    if chain is not None and chain not in CHAIN_KINDS:
+        raise RouteTableError(f"{where}: 'chain' must be one of {', '.join(CHAIN_KINDS)}")
+    intents = raw.get("intents")
+    if intents is not None:
+        if not isinstance(intents, list) or not all(isinstance(i, str) for i in intents):
+            raise RouteTableError(f"{where}: 'intents' must be a list of intent names")
+        known = {i.value for i in Intent}
+        bad = [i for i in intents if i.upper() not in known]
+        if bad:
+            raise RouteTableError(f"{where}: unknown intent(s) {', '.join(bad)}")
+        intents = frozenset(i.upper() for i in intents)
+    priorities = raw.get("priorities")
+    if priorities is not None:
+        if not isinstance(priorities, list) or not all(isinstance(p, str) for p in priorities):
+            raise RouteTableError(f"{where}: 'priorities' must be a list of strings")
+        priorities = frozenset(priorities)
+    bounds = {}
+    for key in ("min_complexity", "max_complexity"):
+        value = raw.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise RouteTableError(f"{where}: {key!r} must be an integer 1-5")
+        if value is not None and not 1 <= value <= 5:
+            raise RouteTableError(f"{where}: {key!r} must be between 1 and 5")
+        bounds[key] = value
+    tools = raw.get("tools")
+    if tools is not None and not isinstance(tools, bool):
+        raise RouteTableError(f"{where}: 'tools' must be true or false")
+    return Rule(
+        name=name,
+        provider=provider,
+        model=model,
+        chain=chain,
+        intents=intents,
+        min_complexity=bounds["min_complexity"],
+        max_complexity=bounds["max_complexity"],
+        priorities=priorities,
+        tools=tools,
+    )
+
+
+def parse_table(data: dict[str, Any], source: str = "<data>") -> RouteTable:
+    """Build a table from parsed TOML (``{"rules": [...]}``); raise :class:`RouteTableError`."""
+    raw_rules = data.get("rules")
+    if not isinstance(raw_rules, list) or not raw_rules:
+        raise RouteTableError(f"{source}: needs at least one [[rules]] entry")
+    rules = tuple(_rule(raw, i) for i, raw in enumerate(raw_rules))
+    names = [r.name for r in rules]
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        raise RouteTableError(f"{source}: rule name(s) used twice: {', '.join(duplicated)}")
+    return RouteTable(rules=rules, source=source)
+
+
+@lru_cache(maxsize=8)
+def _load(path: str, mtime_ns: int) -> RouteTable:
+    # ``mtime_ns`` is only part of the cache key: an edited file is parsed again.
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise RouteTableError(f"{path}: {exc}") from None
+    return parse_table(data, source=path)
+
+
+def routes_path() -> Path:
+    """The route file in force: ``AIPOOL_ROUTES_FILE`` if set, else the packaged default."""
+    override = os.environ.get(ROUTES_ENV)
+    return Path(override) if override else DEFAULT_ROUTES_FILE
+
+
+def load_table(path: str | os.PathLike[str] | None = None) -> RouteTable:
+    """Load (or reuse) the route table at ``path``, or at :func:`routes_path` when none is given."""
+    target = Path(path) if path is not None else routes_path()
+    try:
+        mtime = target.stat().st_mtime_ns
+    except OSError as exc:
+        raise RouteTableError(f"cannot read route table {target}: {exc.strerror}") from None
+    return _load(str(target), mtime)
