@@ -26,6 +26,10 @@ class Provider(Protocol):
         """Ask ``model`` to answer ``request``; raise a :class:`~aipool.errors.ProviderError`."""
         ...
 
+    def close(self) -> None:
+        """Release connections (worker shutdown, tests)."""
+        ...
+
 
 def with_tool_call_ids(messages: tuple[Message, ...]) -> tuple[Message, ...]:
     """Give every tool call and tool result an id, pairing results with calls by name.

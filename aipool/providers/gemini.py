@@ -113,6 +113,10 @@ class GeminiProvider:
             ),
         )
 
+    def close(self) -> None:
+        """Release the SDK client's connection pool."""
+        self._client.close()
+
     def complete(
         self, request: Request, model: str, *, timeout_s: float | None = None
     ) -> Completion:

@@ -106,6 +106,10 @@ class NemotronProvider:
             timeout=self.endpoint.timeout_s,
         )
 
+    def close(self) -> None:
+        """Release the SDK client's connection pool."""
+        self._client.close()
+
     def complete(
         self, request: Request, model: str, *, timeout_s: float | None = None
     ) -> Completion:

@@ -14,6 +14,7 @@ from aipool.contract import Completion, Request, ToolCall
 from aipool.errors import (
     ProviderBadResponse,
     ProviderError,
+    ProviderRejected,
     ProviderTimeout,
     ProviderUnreachable,
     status_error,
@@ -53,6 +54,8 @@ def map_error(exc: Exception) -> ProviderError:
     """The one place Ollama client exceptions become aipool errors."""
     if isinstance(exc, ProviderError):
         return exc
+    if isinstance(exc, ollama.RequestError):
+        return ProviderRejected(f"ollama: {exc.error}")
     if isinstance(exc, ollama.ResponseError):
         if exc.status_code < 0:
             return ProviderBadResponse(f"ollama: {exc.error}")
@@ -75,6 +78,10 @@ class OllamaProvider:
         self.endpoint = endpoint or config.ProviderEndpoint.for_provider("ollama")
         # One client per process: building one costs ~20 ms, a reused one ~0.6 ms per call.
         self._client = ollama.Client(host=self.endpoint.base_url, timeout=self.endpoint.timeout_s)
+
+    def close(self) -> None:
+        """Release the SDK client's connection pool."""
+        self._client.close()
 
     def complete(
         self, request: Request, model: str, *, timeout_s: float | None = None

@@ -15,6 +15,9 @@ class StaticProvider:
         self.refuse = refuse
         self.name = "refuse" if refuse else "static"
 
+    def close(self) -> None:
+        return None
+
     def complete(
         self, request: Request, model: str, *, timeout_s: float | None = None
     ) -> Completion:

@@ -135,9 +135,18 @@ def test_a_tool_conversation_continues_on_claude_after_two_failures(healthy) -> 
             {
                 "role": "assistant",
                 "content": "",
-                "tool_calls": [{"name": "restart_deployment", "arguments": {"namespace": "prod", "name": "api"}}],
+                "tool_calls": [
+                    {
+                        "name": "restart_deployment",
+                        "arguments": {"namespace": "prod", "name": "api"},
+                    }
+                ],
             },
-            {"role": "tool", "name": "restart_deployment", "content": json.dumps({"restarted": True})},
+            {
+                "role": "tool",
+                "name": "restart_deployment",
+                "content": json.dumps({"restarted": True}),
+            },
         ],
         "tools": [WEATHER_TOOL],
     }
@@ -181,7 +190,9 @@ def test_a_passed_deadline_skips_every_model(healthy) -> None:  # type: ignore[n
         ("just a string", "invalid_request"),
     ],
 )
-def test_bad_input_comes_back_as_a_structured_error(celery_app, healthy, request_body, code) -> None:  # type: ignore[no-untyped-def]
+def test_bad_input_comes_back_as_a_structured_error(
+    celery_app, healthy, request_body, code
+) -> None:  # type: ignore[no-untyped-def]
     # When a producer sends a malformed request by name, as a non-Python service would
     async_result = celery_app.send_task("ai.generate", kwargs={"request": request_body})
     answer = async_result.get(timeout=TIMEOUT)

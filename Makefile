@@ -1,0 +1,35 @@
+# One command checks everything: `make test` runs lint, types and the whole test suite.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: install test lint types pytest bench demo
+
+$(BIN)/aipool: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[dev]"
+	touch $(BIN)/aipool
+
+install: $(BIN)/aipool
+
+test: install lint types pytest
+
+lint:
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+types:
+	$(BIN)/mypy
+
+pytest:
+	$(BIN)/pytest
+
+bench: install
+	$(BIN)/python bench/bench_roundtrip.py
+	$(BIN)/python bench/bench_guards.py
+	$(BIN)/python bench/bench_routing.py
+	$(BIN)/python bench/bench_rollup.py
+
+demo: install
+	$(BIN)/aipool demo
