@@ -50,6 +50,9 @@ class AdminServer:
 
 class _AdminHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes; with Nagle on, a keep-alive client waits for
+    # the delayed ACK (~40 ms) before the body arrives.
+    disable_nagle_algorithm = True
     server_version = "aipool-simulator-admin/1"
     server: listeners.Listener
 

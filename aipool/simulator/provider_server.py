@@ -97,6 +97,9 @@ class _Handler(BaseHTTPRequestHandler):
     """Routes a request to the provider's wire protocol, applying the fault in force."""
 
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes; with Nagle on, a keep-alive client waits for
+    # the delayed ACK (~40 ms) before the body arrives.
+    disable_nagle_algorithm = True
     server_version = "aipool-simulator/1"
     server: listeners.Listener
 

@@ -29,7 +29,7 @@ def describe(simulator: Simulator) -> list[str]:
     if simulator.admin_url:
         admin = simulator.admin_url
         lines.append(f"{'admin':<21} {admin:<30} export {ADMIN_URL_ENV}={admin}")
-    lines.append("API keys: any non-empty value is accepted (e.g. export GEMINI_API_KEY=sim).")
+    lines.append("API keys: any non-empty value is accepted by every simulated provider.")
     return lines
 
 
