@@ -269,8 +269,11 @@ SIGNALS: tuple[tuple[Intent, str, float, str, str], ...] = (
     ),
 )
 
+# ASCII word boundaries: a CJK character next to an English word ("幫我restart") is a boundary,
+# and ASCII-only case folding is several times faster than Unicode folding on long pastes.
+_FLAGS = re.IGNORECASE | re.MULTILINE | re.ASCII
 _COMPILED = tuple(
-    (intent, kind, weight, label, re.compile(pattern, re.IGNORECASE | re.MULTILINE))
+    (intent, kind, weight, label, re.compile(pattern, _FLAGS))
     for intent, kind, weight, label, pattern in SIGNALS
 )
 
@@ -278,12 +281,12 @@ _COMPILED = tuple(
 _ABOUT_NOT_DO = re.compile(
     r"\bwhy\b|為什麼|為何|怎麼會|原因|\bshould (?:i|we)\b|要不要|該不該|how (?:do|can|should) "
     r"(?:i|we)|how to\b|怎麼|如何|指令是什麼|what(?:'s| is) the command|沒有用|doesn't work",
-    re.IGNORECASE,
+    _FLAGS,
 )
 _MARKED_OP = re.compile(
     rf"(?:{_ZH_MARKER})\s*(?:一下\s*)?(?:把[^，。？?！!\n]{{0,40}}?)?(?:{_ZH_OPS})|"
     rf"\b(?:please|pls|can you|could you|go ahead and)\s+(?:{_EN_OPS})\b",
-    re.IGNORECASE,
+    _FLAGS,
 )
 # Blocks of source or config are evidence for a review; blocks of logs for a diagnosis.
 _CODE_BLOCK_WEIGHT = 2.0

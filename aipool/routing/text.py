@@ -16,7 +16,7 @@ _FENCE = re.compile(r"```[^\n`]*\n?(.*?)(?:```|\Z)", re.DOTALL)
 
 # What pasted *code* looks like, as opposed to pasted logs or command output.
 _CODE_LINE = re.compile(
-    r"(?m)^\s*(?:[+-](?![+-])\s?\S|@@|def |class |func |import |from \S+ import|return\b|if\b.*[:{]$|"
+    r"(?m)^\s*(?:[+-](?![+-])\s*\S|@@|def |class |func |import |from \S+ import|return\b|if\b.*[:{]$|"
     r"for\b.*[:{]$|try:|except\b|SELECT\b|WHERE\b|apiVersion:|kind:|spec:|resource \"|FROM \w|RUN |"
     r"CMD |COPY |[\w.]+\s*:=|const |let |var |\w+\(.*\)\s*[{;]?$|\{\{|- alert:|expr:|livenessProbe:|"
     r"resources:|rm |kubectl |\w+:\s*$)",

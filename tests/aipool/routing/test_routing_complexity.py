@@ -1,0 +1,86 @@
+"""Complexity scoring: 1-5 from what the request shows, with a reason for every point."""
+
+from __future__ import annotations
+
+from aipool.contract import Message, Request, Tool
+from aipool.routing.complexity import MAX_SCORE, score
+
+
+def _request(text: str, **kwargs: object) -> Request:
+    return Request(messages=(Message(role="user", content=text),), **kwargs)  # type: ignore[arg-type]
+
+
+def test_greeting_scores_one() -> None:
+    # Given a greeting, When scored, Then it is the lowest score with a reason
+    result = score(_request("hi"))
+    assert result.score == 1
+    assert result.reasons
+
+
+def test_short_question_scores_two() -> None:
+    # Given one short diagnostic question, When scored, Then 2 (length only)
+    assert score(_request("Why is checkout-7d9f8b6c5-x2k4q in CrashLoopBackOff?")).score == 2
+
+
+def test_cjk_length_counts_per_character() -> None:
+    # Given the same ask in Chinese and in English, When scored, Then CJK is not under-counted
+    zh = score(_request("幫我看一下這個服務為什麼最近一直很慢，延遲從兩百毫秒變成兩秒"))
+    assert any("tokens" in r for r in zh.reasons)
+    assert zh.score >= 2
+
+
+def test_multi_service_root_cause_scores_high() -> None:
+    # Given several services, a multi-step ask and a root-cause ask
+    text = (
+        "We have an incident: payment-gateway error rate 8%, inventory-service latency p99 3s, "
+        "and redis-cache evictions spiking. Correlate these, find the root cause, then tell me "
+        "what to check first."
+    )
+    # When scored
+    result = score(_request(text))
+    # Then it lands in cloud territory, and each contribution is named
+    assert result.score >= 4
+    joined = " ".join(result.reasons)
+    assert "services/pods/alerts" in joined
+    assert "multi-step" in joined
+    assert "analysis ask" in joined
+
+
+def test_chinese_multi_step_markers_count() -> None:
+    # Given a Chinese ask with 先…然後…最後
+    text = "請先查 checkout 的 error rate，然後看 payment-gateway 的 log，最後判斷要不要回滾"
+    # When scored, Then the steps are recognised
+    result = score(_request(text))
+    assert any("multi-step" in r for r in result.reasons)
+
+
+def test_pasted_code_history_and_tools_add_points() -> None:
+    # Given a code block, a long conversation and tools
+    code = "review\n```python\n" + "\n".join(f"x{i} = {i}" for i in range(30)) + "\n```"
+    history = tuple(
+        Message(role="user" if i % 2 == 0 else "assistant", content=f"turn {i}") for i in range(6)
+    )
+    request = Request(
+        messages=(*history, Message(role="user", content=code)),
+        tools=(Tool(name="t", description="", parameters={"type": "object"}),),
+    )
+    # When scored
+    result = score(request)
+    # Then each shows up in the reasons, and the score is capped at 5
+    joined = " ".join(result.reasons)
+    assert "pasted block" in joined
+    assert "user turns" in joined
+    assert "tool(s)" in joined
+    assert result.score == MAX_SCORE
+
+
+def test_one_line_block_is_just_text() -> None:
+    # Given a one-line fenced block, When scored, Then it earns no block point
+    result = score(_request("is this right?\n```\n0 9 * * *\n```"))
+    assert not any("pasted block" in r for r in result.reasons)
+
+
+def test_scores_are_deterministic() -> None:
+    # Given one request, When scored twice, Then the same score and reasons
+    request = _request("先把 payment-gateway 回滾，然後重啟 checkout-service 並確認狀態")
+    assert score(request) == score(request)

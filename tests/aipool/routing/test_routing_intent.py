@@ -1,0 +1,162 @@
+"""Intent classification: explicit intents, tools, operations versus diagnosis, languages."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from aipool.contract import Message, Request, Tool
+from aipool.routing.intent import Intent, classify, classify_text
+
+TOOL = Tool(name="k8s_restart", description="restart", parameters={"type": "object"})
+
+
+def _request(text: str, **kwargs: object) -> Request:
+    return Request(messages=(Message(role="user", content=text),), **kwargs)  # type: ignore[arg-type]
+
+
+def test_explicit_intent_wins_with_full_confidence() -> None:
+    # Given a producer that says what the request is, and text that says something else
+    request = _request("hi there", intent="SUMMARY")
+    # When it is classified
+    decision = classify(request)
+    # Then the producer's intent wins, and the reason says so
+    assert decision.intent == "SUMMARY"
+    assert decision.confidence == 1.0
+    assert "explicit" in decision.reasons[0]
+
+
+def test_request_with_tools_is_tool_call_whatever_the_text() -> None:
+    # Given small talk that carries a tool schema
+    request = _request("hello!", tools=(TOOL,))
+    # When it is classified
+    decision = classify(request)
+    # Then it is TOOL_CALL, and the reason names the tool
+    assert decision.intent == Intent.TOOL_CALL
+    assert decision.confidence == 1.0
+    assert "k8s_restart" in decision.reasons[0]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "幫我重啟 prod 的 payment-api deployment",
+        "把 search-api 擴容到 6 個 replica",
+        "請把 payment-gateway 回滾到上一個版本",
+        "restart the checkout deployment in namespace prod",
+        "Can you scale order-worker to 10 replicas?",
+        "kubectl rollout restart deploy/web -n prod",
+        "payment-api 一直 OOM，幫我重啟它",
+    ],
+)
+def test_asking_for_an_operation_is_tool_call(text: str) -> None:
+    # Given a request that asks for a Kubernetes action, When classified, Then it is TOOL_CALL
+    assert classify_text(text).intent == Intent.TOOL_CALL
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "幫我看一下這個 pod 為什麼一直 CrashLoopBackOff",
+        "payment-api 的 pod 一直重啟，是什麼原因？",
+        "為什麼 cart-api 會一直被重啟？liveness probe 一直 fail",
+        "The deployment keeps getting rolled back automatically. Why?",
+        "Should I roll back payment-gateway or wait? Error rate is 4%.",
+    ],
+)
+def test_asking_why_about_a_symptom_is_alert_triage_not_tool_call(text: str) -> None:
+    # Given a symptom or a question about an operation, When classified, Then it is a diagnosis
+    decision = classify_text(text)
+    assert decision.intent == Intent.ALERT_TRIAGE, decision
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["How do I restart a deployment without downtime?", "要怎麼把 deployment 擴容？指令是什麼？"],
+)
+def test_how_to_an_operation_is_a_query(text: str) -> None:
+    # Given a how-to question naming an operation, When classified, Then it is QUERY
+    assert classify_text(text).intent == Intent.QUERY
+
+
+def test_operation_inside_a_code_fence_is_not_an_ask() -> None:
+    # Given a pasted command the user wants checked, not run
+    text = "這個指令寫對了嗎？\n```bash\nkubectl delete pod web-1 -n prod --force\n```"
+    # When classified, Then it is a review of the command
+    assert classify_text(text).intent == Intent.CODE_REVIEW
+
+
+@pytest.mark.parametrize(
+    ("text", "intent"),
+    [
+        ("Can you review this?\n```python\ndef f(x):\n    return x\n```", Intent.CODE_REVIEW),
+        ("幫我摘要一下今天 #incident-checkout 頻道的討論重點", Intent.SUMMARY),
+        ("tl;dr of the last 24h of alerts please", Intent.SUMMARY),
+        ("What is a PodDisruptionBudget?", Intent.QUERY),
+        ("HPA 是什麼？", Intent.QUERY),
+        ("謝謝你，幫了大忙", Intent.CHAT),
+        ("good morning!", Intent.CHAT),
+        (
+            "Alert firing: KubePodCrashLooping for order-worker. What's going on?",
+            Intent.ALERT_TRIAGE,
+        ),
+    ],
+)
+def test_each_intent_in_each_language(text: str, intent: Intent) -> None:
+    # Given a typical request, When classified, Then it gets the intent a person would give it
+    assert classify_text(text).intent == intent
+
+
+def test_last_user_message_outweighs_earlier_turns() -> None:
+    # Given a diagnosis conversation that ends in thanks
+    request = Request(
+        messages=(
+            Message(role="user", content="payment-api 為什麼一直重啟？"),
+            Message(role="assistant", content="看起來是 OOMKilled。"),
+            Message(role="user", content="了解，感謝！"),
+        )
+    )
+    # When classified, Then the last message decides
+    assert classify(request).intent == Intent.CHAT
+
+
+def test_earlier_why_question_does_not_cancel_a_later_ask_to_act() -> None:
+    # Given a diagnosis, then an ask to act on it
+    request = Request(
+        messages=(
+            Message(role="user", content="search-api 為什麼一直 OOMKilled？"),
+            Message(role="assistant", content="heap 超過 limit。"),
+            Message(role="user", content="好，那幫我把它重啟，然後擴容到 5 個"),
+        )
+    )
+    # When classified, Then it is an operation
+    assert classify(request).intent == Intent.TOOL_CALL
+
+
+def test_nothing_recognisable_defaults_to_chat_with_low_confidence() -> None:
+    # Given text with no signal, When classified, Then CHAT, unsure, with a reason
+    decision = classify_text("zzz")
+    assert decision.intent == Intent.CHAT
+    assert decision.confidence < 0.5
+    assert decision.reasons
+
+
+def test_decisions_carry_reasons_and_bounded_confidence() -> None:
+    # Given a clear request, When classified, Then the reasons quote what matched
+    decision = classify_text("Why is checkout-7d9f8b6c5-x2k4q in CrashLoopBackOff?")
+    assert 0.0 <= decision.confidence <= 1.0
+    assert any("CrashLoopBackOff" in r for r in decision.reasons)
+
+
+def test_classification_is_deterministic_and_fast() -> None:
+    # Given a mixed-language request
+    text = "幫我看一下這個 pod 為什麼一直 CrashLoopBackOff，昨天 deploy 之後開始的"
+    # When it is classified many times
+    first = classify_text(text)
+    started = time.perf_counter()
+    for _ in range(200):
+        assert classify_text(text) == first
+    per_call = (time.perf_counter() - started) / 200
+    # Then the answer never changes and each call stays well under a millisecond
+    assert per_call < 0.001

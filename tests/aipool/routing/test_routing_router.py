@@ -1,0 +1,221 @@
+"""The router: rules in order, the ADR chain after the first hop, routes as JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from aipool.chains import Hop, default_model
+from aipool.contract import Message, Request, Tool, parse_request
+from aipool.routing.router import Route, decide, explain
+from aipool.routing.table import parse_table
+
+TOOL = Tool(name="k8s_restart", description="restart", parameters={"type": "object"})
+CORRELATE = (
+    "同時收到三個告警：HighErrorRate on checkout-service、PostgresReplicationLag on pg-replica-2、"
+    "KafkaConsumerLag on order-events。幫我分析這些告警之間的關聯，找出根因，然後建議處理順序。"
+)
+
+
+def _request(text: str, **kwargs: object) -> Request:
+    return Request(messages=(Message(role="user", content=text),), **kwargs)  # type: ignore[arg-type]
+
+
+def _providers(route: Route) -> list[str]:
+    return [hop.provider for hop in route.chain]
+
+
+def test_tools_get_the_nemotron_tool_chain() -> None:
+    # Given a request carrying tools
+    route = decide(_request("restart payment-api", tools=(TOOL,)))
+    # Then it starts at nemotron and ends in a refusal, never a static answer
+    assert route.intent == "TOOL_CALL"
+    assert _providers(route) == ["nemotron", "gemini", "claude", "refuse"]
+    assert route.rule == "tools"
+
+
+def test_operation_in_words_goes_to_nemotron() -> None:
+    # Given an operation asked for in Chinese, without tools
+    route = decide(_request("幫我把 cart-api 縮容到 2 個"))
+    # Then the tool chain, starting at nemotron's default model
+    assert route.chain[0] == Hop("nemotron", default_model("nemotron"))
+    assert route.chain[-1].provider == "refuse"
+
+
+def test_critical_goes_to_claude_first() -> None:
+    # Given a critical request
+    route = decide(_request("hi", priority="critical"))
+    # Then claude first, and the other providers still before the static answer
+    assert _providers(route) == ["claude", "ollama", "gemini", "static"]
+    assert route.rule == "critical"
+
+
+def test_critical_with_tools_stays_on_a_tool_chain() -> None:
+    # Given a critical request carrying tools
+    route = decide(_request("restart it now", priority="critical", tools=(TOOL,)))
+    # Then claude first, but on the tool chain (ends in refusal, no ollama)
+    assert _providers(route) == ["claude", "nemotron", "gemini", "refuse"]
+
+
+def test_code_review_goes_to_qwen_7b() -> None:
+    # Given a diff to review
+    text = "Can you review this diff?\n```diff\n-    timeout = 30\n+    timeout = 60\n```"
+    route = decide(_request(text))
+    # Then ollama qwen2.5:7b first, then the ADR order
+    assert route.intent == "CODE_REVIEW"
+    assert route.chain[0] == Hop("ollama", "qwen2.5:7b")
+    assert _providers(route) == ["ollama", "gemini", "claude", "static"]
+    assert "rule code_review → ollama:qwen2.5:7b" in route.reason
+
+
+def test_complex_alert_triage_goes_to_gemini() -> None:
+    # Given a multi-alert correlation ask
+    route = decide(_request(CORRELATE))
+    # Then it is cloud work, gemini first then claude
+    assert route.intent == "ALERT_TRIAGE"
+    assert route.complexity >= 4
+    assert _providers(route)[:2] == ["gemini", "claude"]
+    assert route.rule == "complex_alert_triage"
+
+
+def test_simple_alert_triage_stays_local() -> None:
+    # Given a single-pod diagnosis
+    route = decide(_request("幫我看一下這個 pod 為什麼一直 CrashLoopBackOff"))
+    # Then a local model answers first
+    assert route.intent == "ALERT_TRIAGE"
+    assert route.chain[0].provider == "ollama"
+
+
+def test_simple_query_goes_to_llama_3b() -> None:
+    # Given a simple question
+    route = decide(
+        _request("What's the difference between a liveness probe and a readiness probe?")
+    )
+    # Then llama3.2:3b through the simple_query rule
+    assert route.chain[0] == Hop("ollama", "llama3.2:3b")
+    assert route.rule == "simple_query"
+
+
+def test_medium_complexity_goes_to_qwen_instruct() -> None:
+    # Given a chat request of complexity 3 (long enough, with a step marker)
+    text = (
+        "I'd love a bit of advice about our team offsite: first we planned a hike, then a "
+        "dinner; the team is twelve people and some of them are rather tired of hiking lately."
+    )
+    route = decide(_request(text))
+    # Then the medium band picks qwen2.5:7b-instruct
+    assert route.complexity == 3
+    assert route.chain[0] == Hop("ollama", "qwen2.5:7b-instruct")
+
+
+def test_route_file_override_changes_the_decision(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Given a route file that sends everything to gemini with a pinned model
+    path = tmp_path / "routes.toml"
+    path.write_text(
+        '[[rules]]\nname = "everything"\nprovider = "gemini"\nmodel = "gemini-pinned"\n',
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("AIPOOL_ROUTES_FILE", str(path))
+    # When a simple request is routed
+    route = decide(_request("hi"))
+    # Then the override decides
+    assert route.chain[0] == Hop("gemini", "gemini-pinned")
+    assert route.rule == "everything"
+
+
+def test_tools_skip_rules_whose_provider_cannot_call_tools() -> None:
+    # Given a table whose only first-matching rule would send everything to ollama
+    table = parse_table(
+        {
+            "rules": [
+                {"name": "local", "provider": "ollama"},
+                {"name": "cloud", "provider": "gemini"},
+            ]
+        }
+    )
+    # When a request with tools is routed
+    route = decide(_request("restart it", tools=(TOOL,)), table)
+    # Then the ollama rule is skipped and the chain is the tool chain
+    assert route.rule == "cloud"
+    assert _providers(route) == ["gemini", "claude", "nemotron", "refuse"]
+
+
+def test_no_matching_rule_falls_back_to_the_adr_chain() -> None:
+    # Given a table with only a critical rule
+    table = parse_table(
+        {"rules": [{"name": "c", "provider": "claude", "priorities": ["critical"]}]}
+    )
+    # When a normal request is routed, Then the ADR default chain
+    route = decide(_request("hi"), table)
+    assert route.rule == "default"
+    assert _providers(route) == ["ollama", "gemini", "claude", "static"]
+
+
+def test_cloud_hops_follow_the_model_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a configured gemini model
+    monkeypatch.setenv("AIPOOL_MODEL_GEMINI", "gemini-test-model")
+    # When a complex request is routed, Then gemini uses it
+    assert decide(_request(CORRELATE)).chain[0] == Hop("gemini", "gemini-test-model")
+
+
+def test_route_round_trips_through_json() -> None:
+    # Given a route
+    route = decide(_request("Can you review this?\n```python\ndef f():\n    return 1\n```"))
+    # When it travels as JSON (task kwargs, results)
+    data = json.loads(json.dumps(route.to_dict()))
+    # Then it comes back equal, with the documented keys
+    assert set(data) >= {"intent", "complexity", "chain", "reason", "confidence"}
+    assert data["chain"][0] == {"provider": "ollama", "model": "qwen2.5:7b"}
+    assert Route.from_dict(data) == route
+
+
+def test_from_dict_accepts_hop_strings_with_colons_in_model_ids() -> None:
+    # Given a route whose chain is written as "provider:model" strings
+    data = {
+        "intent": "QUERY",
+        "complexity": 2,
+        "chain": ["ollama:qwen2.5:7b", "gemini:gemini-2.5-flash", "static"],
+        "reason": "r",
+    }
+    # When parsed, Then the provider is split at the first colon only
+    route = Route.from_dict(data)
+    assert route.chain == (
+        Hop("ollama", "qwen2.5:7b"),
+        Hop("gemini", "gemini-2.5-flash"),
+        Hop("static", "static"),
+    )
+
+
+def test_same_request_same_route() -> None:
+    # Given a request routed from the producer contract twice (producer and router task)
+    payload = {"messages": [{"role": "user", "content": "把 search-api 擴容到 6 個 replica"}]}
+    # When decided twice from separately parsed requests, Then identical routes
+    assert decide(parse_request(payload)) == decide(parse_request(payload))
+
+
+def test_reason_names_intent_complexity_and_rule() -> None:
+    # Given any route, Then its reason explains all three parts
+    route = explain("What is a PodDisruptionBudget?")
+    assert route.reason.startswith("intent QUERY (")
+    assert "; complexity " in route.reason
+    assert "; rule simple_query → ollama:llama3.2:3b" in route.reason
+
+
+def test_render_route_prints_the_decision() -> None:
+    # Given a route and a recording console
+    from rich.console import Console
+
+    from aipool.routing.render import render_route
+
+    console = Console(record=True, width=120)
+    # When rendered
+    render_route(explain("幫我重啟 prod 的 payment-api deployment"), console)
+    # Then the intent, the chain and the rule appear
+    out = console.export_text()
+    assert "TOOL_CALL" in out
+    assert "nemotron" in out
+    assert "tool_call" in out
