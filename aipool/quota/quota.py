@@ -66,18 +66,13 @@ class Quota:
         counted nothing, so it is reserved afresh.
         """
         now = self.clock()
-        day, month = day_of(now, self.tz), month_of(now, self.tz)
         if self.limits.unlimited:
+            # Nothing is counted, so no period is charged: the hot path of a local model stays
+            # a few microseconds of Python.
             return Reservation(
-                self.provider,
-                request_id,
-                attempt,
-                tokens,
-                now,
-                day.label,
-                month.label,
-                unlimited=True,
+                self.provider, request_id, attempt, tokens, now, "", "", unlimited=True
             )
+        day, month = day_of(now, self.tz), month_of(now, self.tz)
         name = f"{request_id}:{attempt}"
         reply = self._store.reserve(
             name,

@@ -14,7 +14,7 @@ class Reservation:
     ``released`` -- then settling or releasing it again changes nothing. ``tokens`` is the amount
     counted at that moment. ``day`` and ``month`` are the periods charged (the ones in force when
     it was reserved, even if it is settled after midnight). ``unlimited`` reservations touch no
-    counter at all.
+    counter at all (their ``day`` and ``month`` are empty).
     """
 
     provider: str
