@@ -1,0 +1,24 @@
+"""Budget alerts and the daily budget report, from ADR-006's rules.
+
+``run_budget_checks()`` (a beat task every 5 minutes) evaluates the rules against the ledger and
+sends each alert once per (rule, provider, threshold, period); ``notify_breaker_opened()`` is the
+breaker listener's entry point; ``build_report()``/``render_report()`` make the daily report.
+"""
+
+from aipool.budget.checks import (
+    monthly_budget_usd,
+    notify_breaker_closed,
+    notify_breaker_opened,
+    run_budget_checks,
+)
+from aipool.budget.report import build_report, render_report, report_notification
+
+__all__ = [
+    "build_report",
+    "monthly_budget_usd",
+    "notify_breaker_closed",
+    "notify_breaker_opened",
+    "render_report",
+    "report_notification",
+    "run_budget_checks",
+]

@@ -1,0 +1,229 @@
+"""Evaluating the budget rules against the ledger and notifying, once per alert.
+
+For every condition:
+
+- it holds and has no open alert → journal "firing" (once, see ``events``) and notify;
+- it does not hold but has an open alert → journal "resolved" (once) and notify;
+- otherwise nothing: staying above a threshold sends nothing more.
+
+The journal row is written *before* sending, so a crash mid-send never sends twice; the channels
+and their outcome are added afterwards. If every channel failed, the log channel still has it.
+When one run crosses several thresholds of the same provider (70% and 90% at once), only the
+highest is sent; the lower ones are journaled as superseded, so they do not fire later either.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, tzinfo
+from decimal import Decimal
+from functools import cache
+
+from sqlalchemy import Engine, func, select
+
+from aipool.budget import rules
+from aipool.budget.events import open_period, record_once, set_channels
+from aipool.budget.messages import describe
+from aipool.budget.rules import Condition
+from aipool.ledger.db import make_engine
+from aipool.ledger.models import DailyUsage, UsageLogRow
+from aipool.ledger.periods import day_range, local_day, local_zone, month_start
+from aipool.limits import load_limits
+from aipool.notify import Notification, Notifier, dispatch, notifiers_from_env
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MONTHLY_BUDGET_USD = Decimal(10)
+
+
+@cache
+def default_engine() -> Engine:
+    """One engine per process on ``DATABASE_URL`` (or the SQLite default), built on first use."""
+    return make_engine()
+
+
+def monthly_budget_usd() -> Decimal:
+    """``AIPOOL_MONTHLY_BUDGET_USD``, default $10 (ADR-006)."""
+    return Decimal(os.environ.get("AIPOOL_MONTHLY_BUDGET_USD") or DEFAULT_MONTHLY_BUDGET_USD)
+
+
+@dataclass(frozen=True)
+class Sent:
+    """An alert transition this run journaled, and what happened on each channel."""
+
+    rule: str
+    provider: str
+    threshold: str
+    state: str
+    summary: str
+    channels: dict[str, str]
+
+
+def _usage_now(engine: Engine, now: datetime, zone: tzinfo) -> tuple[dict[str, int], Decimal, int]:
+    """Tokens per provider today, the month's cost so far, Ollama failures in the window."""
+    t, d = UsageLogRow, DailyUsage
+    today = local_day(now, zone)
+    start, end = day_range(today, zone)
+    since = now - timedelta(minutes=rules.OLLAMA_WINDOW_MINUTES)
+    with engine.connect() as conn:
+        tokens = {
+            p: int(n)
+            for p, n in conn.execute(
+                select(t.provider, func.sum(t.input_tokens + t.output_tokens))
+                .where(t.created_at >= start, t.created_at < end)
+                .group_by(t.provider)
+            )
+        }
+        today_cost = conn.execute(
+            select(func.coalesce(func.sum(t.cost_usd), 0)).where(
+                t.created_at >= start, t.created_at < end
+            )
+        ).scalar_one()
+        # Earlier days come from the roll-up table: the month's raw rows are never rescanned.
+        earlier_cost = conn.execute(
+            select(func.coalesce(func.sum(d.cost_usd), 0)).where(
+                d.day >= month_start(today), d.day < today
+            )
+        ).scalar_one()
+        failures = conn.execute(
+            select(func.count()).where(
+                t.provider == "ollama",
+                t.outcome.in_(("error", "deadline")),
+                t.created_at >= since,
+                t.created_at <= now,
+            )
+        ).scalar_one()
+    return tokens, Decimal(today_cost) + Decimal(earlier_cost), int(failures)
+
+
+def _notification(c: Condition, state: str, summary: str, description: str) -> Notification:
+    return Notification(
+        summary=summary,
+        description=description,
+        severity=c.severity,
+        status=state,
+        labels={
+            "alertname": c.rule,
+            "rule": c.rule,
+            "provider": c.provider,
+            "threshold": c.threshold,
+            **({"period": c.period} if c.period else {}),
+        },
+    )
+
+
+def apply_conditions(
+    engine: Engine,
+    conditions: Sequence[Condition],
+    notifiers: Sequence[Notifier],
+    now: datetime,
+    *,
+    zone: tzinfo,
+    lang: str | None = None,
+) -> list[Sent]:
+    """Journal and send the transitions among ``conditions`` (see the module docstring)."""
+    sent: list[Sent] = []
+    superseded: set[tuple[str, str]] = set()
+    for c in conditions:
+        open_at = open_period(engine, c)
+        if c.holds and open_at is None:
+            state = "firing"
+            period = c.period or now.astimezone(zone).strftime("%Y-%m-%dT%H:%M")
+        elif not c.holds and open_at is not None:
+            state, period = "resolved", open_at
+        else:
+            continue
+        summary, description = describe(c, state, lang)
+        if state == "firing" and (c.rule, c.provider) in superseded:
+            record_once(engine, c, state, period, summary, now, {"superseded": "higher threshold"})
+            continue
+        event_id = record_once(engine, c, state, period, summary, now)
+        if event_id is None:
+            continue  # another run journaled it first and sends it
+        if state == "firing":
+            # Conditions come highest threshold first (see rules.daily_token_conditions).
+            superseded.add((c.rule, c.provider))
+        channels = dispatch(_notification(c, state, summary, description), notifiers)
+        set_channels(engine, event_id, channels)
+        sent.append(Sent(c.rule, c.provider, c.threshold, state, summary, channels))
+    return sent
+
+
+def run_budget_checks(
+    engine: Engine | None = None,
+    notifiers: Sequence[Notifier] | None = None,
+    now: datetime | None = None,
+    tz: tzinfo | str | None = None,
+    lang: str | None = None,
+) -> list[Sent]:
+    """Evaluate daily tokens, monthly cost and Ollama failures now; send what is news."""
+    engine = engine or default_engine()
+    notifiers = notifiers_from_env() if notifiers is None else notifiers
+    now = now or datetime.now(UTC)
+    zone = tz if isinstance(tz, tzinfo) else local_zone(tz)
+    tokens, month_cost, failures = _usage_now(engine, now, zone)
+    today = local_day(now, zone)
+    quotas = {p: limits.quota for p, limits in load_limits().items()}
+    conditions = [
+        *rules.daily_token_conditions(tokens, quotas, today.isoformat()),
+        rules.monthly_cost_condition(month_cost, monthly_budget_usd(), today.strftime("%Y-%m")),
+        rules.ollama_failure_condition(failures),
+    ]
+    return apply_conditions(engine, conditions, notifiers, now, zone=zone, lang=lang)
+
+
+def _breaker(
+    provider: str,
+    is_open: bool,
+    engine: Engine | None,
+    notifiers: Sequence[Notifier] | None,
+    now: datetime | None,
+    lang: str | None,
+    facts: dict[str, object],
+) -> list[Sent]:
+    try:
+        return apply_conditions(
+            engine or default_engine(),
+            [rules.breaker_condition(provider, is_open, **facts)],
+            notifiers_from_env() if notifiers is None else notifiers,
+            now or datetime.now(UTC),
+            zone=local_zone(),
+            lang=lang,
+        )
+    except Exception:
+        # Called from the breaker's listener inside a worker: an alerting problem must never
+        # fail the call that tripped the breaker.
+        log.exception("breaker alert for %s not journaled", provider)
+        return []
+
+
+def notify_breaker_opened(
+    provider: str,
+    *,
+    failures: int | None = None,
+    engine: Engine | None = None,
+    notifiers: Sequence[Notifier] | None = None,
+    now: datetime | None = None,
+    lang: str | None = None,
+) -> list[Sent]:
+    """Alert (critical) that ``provider``'s breaker opened; once per opening, never raises.
+
+    Further calls while the same opening is unresolved send nothing.
+    """
+    facts: dict[str, object] = {"failures": failures} if failures else {}
+    return _breaker(provider, True, engine, notifiers, now, lang, facts)
+
+
+def notify_breaker_closed(
+    provider: str,
+    *,
+    engine: Engine | None = None,
+    notifiers: Sequence[Notifier] | None = None,
+    now: datetime | None = None,
+    lang: str | None = None,
+) -> list[Sent]:
+    """Report once that ``provider``'s open breaker closed again; never raises."""
+    return _breaker(provider, False, engine, notifiers, now, lang, {})

@@ -1,0 +1,264 @@
+"""Budget alerts end to end: ledger rows in, one message per threshold per period out."""
+
+from __future__ import annotations
+
+import socket
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+from sqlalchemy import Engine, func, select
+
+from aipool.budget import notify_breaker_closed, notify_breaker_opened, run_budget_checks
+from aipool.ledger.models import AlertEvent, usage_logs
+from aipool.ledger.record import UsageRecord
+from aipool.ledger.rollup import rollup_day
+from aipool.ledger.usage_log import _row
+from aipool.limits import load_limits
+from aipool.notify import notifiers_from_env
+
+TAIPEI = ZoneInfo("Asia/Taipei")
+GEMINI_DAILY = 100_000  # ADR-006 default, pinned below
+
+
+@pytest.fixture(autouse=True)
+def _adr_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("AIPOOL_LIMITS_FILE", "AIPOOL_GEMINI_DAILY_TOKENS", "AIPOOL_MONTHLY_BUDGET_USD"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AIPOOL_GEMINI_DAILY_TOKENS", str(GEMINI_DAILY))
+    load_limits.cache_clear()
+    yield
+    load_limits.cache_clear()
+
+
+def _refused_url() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/dead"  # closed again: connections are refused
+
+
+class Ledger:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.n = 0
+
+    def use(self, provider: str, tokens: int, at: datetime, **kw: Any) -> None:
+        self.n += 1
+        rec = UsageRecord(
+            f"r{self.n}",
+            0,
+            provider,
+            "m",
+            kw.pop("outcome", "ok"),
+            kw.pop("success", True),
+            input_tokens=tokens,
+            created_at=at,
+            **kw,
+        )
+        with self.engine.begin() as conn:
+            conn.execute(usage_logs.insert(), [_row(rec)])
+
+
+def _env(http_url: str, smtp_port: int) -> dict[str, str]:
+    return {
+        "AIPOOL_SLACK_WEBHOOK_URL": f"{http_url}/slack",
+        "AIPOOL_ALERT_WEBHOOK_URL": f"{http_url}/hook",
+        "AIPOOL_SMTP_HOST": "127.0.0.1",
+        "AIPOOL_SMTP_PORT": str(smtp_port),
+        "AIPOOL_SMTP_FROM": "aipool@example.test",
+        "AIPOOL_SMTP_TO": "ops@example.test",
+    }
+
+
+def test_given_gemini_usage_rising_when_checked_then_one_message_per_threshold_per_day(
+    engine: Engine, http_sink: Any, smtp_server: Any
+) -> None:
+    # Given: every channel pointed at loopback servers
+    controller, mailbox = smtp_server
+    notifiers = notifiers_from_env(_env(http_sink.url, controller.port))
+    ledger = Ledger(engine)
+    day1 = datetime(2026, 3, 14, 10, tzinfo=TAIPEI)
+
+    def check(now: datetime) -> list[Any]:
+        return run_budget_checks(engine, notifiers, now=now, tz=TAIPEI, lang="zh-TW")
+
+    # When: usage at 60%, then 71%
+    ledger.use("gemini", 60_000, day1)
+    assert check(day1) == []
+    ledger.use("gemini", 11_000, day1 + timedelta(minutes=5))
+    crossed_70 = check(day1 + timedelta(minutes=5))
+    # Then: one warning on every channel, in the ADR's words
+    assert [(s.rule, s.threshold, s.state) for s in crossed_70] == [
+        ("daily_tokens", "70%", "firing")
+    ]
+    assert crossed_70[0].channels == {"log": "ok", "slack": "ok", "webhook": "ok", "email": "ok"}
+    assert http_sink.bodies("/slack")[0]["text"].endswith("Gemini API 每日用量已達 70%")
+    hook = http_sink.bodies("/hook")[0]
+    assert hook["version"] == "4" and hook["status"] == "firing"
+    assert hook["alerts"][0]["labels"]["severity"] == "warning"
+    assert hook["alerts"][0]["labels"]["provider"] == "gemini"
+    assert hook["alerts"][0]["annotations"]["summary"] == "Gemini API 每日用量已達 70%"
+    assert "startsAt" in hook["alerts"][0]
+    assert len(mailbox.messages) == 1
+    assert "Gemini API" in str(mailbox.messages[0]["Subject"]) or mailbox.messages[0]["Subject"]
+
+    # When: still above 70% on the next runs
+    ledger.use("gemini", 5_000, day1 + timedelta(minutes=10))
+    assert check(day1 + timedelta(minutes=10)) == []
+    assert check(day1 + timedelta(minutes=15)) == []
+    # Then: nothing more was sent
+    assert len(http_sink.bodies("/slack")) == 1 and len(mailbox.messages) == 1
+
+    # When: crossing 90%
+    ledger.use("gemini", 15_000, day1 + timedelta(minutes=20))
+    crossed_90 = check(day1 + timedelta(minutes=20))
+    assert check(day1 + timedelta(minutes=25)) == []
+    # Then: one critical
+    assert [(s.threshold, s.state) for s in crossed_90] == [("90%", "firing")]
+    assert http_sink.bodies("/hook")[1]["alerts"][0]["labels"]["severity"] == "critical"
+    assert "即將觸發限流" in http_sink.bodies("/slack")[1]["text"]
+    assert len(mailbox.messages) == 2
+
+    # When: the next local day, usage climbs past 70% again
+    day2 = datetime(2026, 3, 15, 0, 0, 1, tzinfo=TAIPEI)
+    assert check(day2) == []
+    ledger.use("gemini", 75_000, day2)
+    fresh = check(day2 + timedelta(minutes=5))
+    # Then: the new day starts fresh
+    assert [(s.threshold, s.state) for s in fresh] == [("70%", "firing")]
+    with engine.connect() as conn:
+        periods = conn.execute(select(AlertEvent.period).order_by(AlertEvent.id)).scalars().all()
+    assert periods == ["2026-03-14", "2026-03-14", "2026-03-15"]
+
+
+def test_given_a_dead_webhook_when_alerting_then_email_still_arrives(
+    engine: Engine, smtp_server: Any
+) -> None:
+    # Given: the webhook's port refuses connections
+    controller, mailbox = smtp_server
+    env = _env(_refused_url(), controller.port)
+    env.pop("AIPOOL_SLACK_WEBHOOK_URL")
+    notifiers = notifiers_from_env(env)
+    now = datetime(2026, 3, 14, 10, tzinfo=TAIPEI)
+    Ledger(engine).use("gemini", 72_000, now)
+    # When
+    sent = run_budget_checks(engine, notifiers, now=now, tz=TAIPEI)
+    # Then
+    assert sent[0].channels["webhook"].startswith("failed")
+    assert sent[0].channels["email"] == "ok"
+    assert len(mailbox.messages) == 1
+    with engine.connect() as conn:
+        stored = conn.execute(select(AlertEvent.channels)).scalar_one()
+    assert stored["email"] == "ok" and stored["webhook"].startswith("failed")
+
+
+def test_given_usage_jumps_past_90_when_checked_then_only_the_critical_is_sent(
+    engine: Engine, http_sink: Any
+) -> None:
+    notifiers = notifiers_from_env({"AIPOOL_ALERT_WEBHOOK_URL": f"{http_sink.url}/hook"})
+    now = datetime(2026, 3, 14, 10, tzinfo=TAIPEI)
+    Ledger(engine).use("gemini", 95_000, now)
+    sent = run_budget_checks(engine, notifiers, now=now, tz=TAIPEI)
+    assert [s.threshold for s in sent] == ["90%"]
+    assert run_budget_checks(engine, notifiers, now=now + timedelta(minutes=5), tz=TAIPEI) == []
+    assert len(http_sink.bodies("/hook")) == 1
+
+
+def test_given_two_racing_runs_when_checked_then_the_alert_is_sent_once(
+    engine: Engine, http_sink: Any
+) -> None:
+    # Given
+    import threading
+
+    notifiers = notifiers_from_env({"AIPOOL_ALERT_WEBHOOK_URL": f"{http_sink.url}/hook"})
+    now = datetime(2026, 3, 14, 10, tzinfo=TAIPEI)
+    Ledger(engine).use("gemini", 80_000, now)
+    results: list[Any] = []
+    # When: eight beat runs at once
+    threads = [
+        threading.Thread(
+            target=lambda: results.append(run_budget_checks(engine, notifiers, now=now, tz=TAIPEI))
+        )
+        for _ in range(8)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    # Then
+    assert sum(len(r) for r in results) == 1
+    assert len(http_sink.bodies("/hook")) == 1
+
+
+def test_given_monthly_cost_past_half_budget_when_checked_then_one_warning_in_english(
+    engine: Engine, http_sink: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given: $3 on an earlier (rolled-up) day and $2.5 today against the $10 default budget
+    monkeypatch.setenv("AIPOOL_ALERT_LANG", "en")
+    notifiers = notifiers_from_env({"AIPOOL_SLACK_WEBHOOK_URL": f"{http_sink.url}/slack"})
+    ledger = Ledger(engine)
+    earlier = datetime(2026, 3, 2, 10, tzinfo=TAIPEI)
+    ledger.use("claude", 1000, earlier, cost_usd=Decimal("3.00"))
+    rollup_day(engine, earlier.date(), TAIPEI)
+    now = datetime(2026, 3, 14, 10, tzinfo=TAIPEI)
+    ledger.use("claude", 1000, now, cost_usd=Decimal("2.50"))
+    # When
+    sent = run_budget_checks(engine, notifiers, now=now, tz=TAIPEI)
+    again = run_budget_checks(engine, notifiers, now=now + timedelta(hours=1), tz=TAIPEI)
+    # Then
+    assert [(s.rule, s.provider) for s in sent] == [("monthly_cost", "*")]
+    assert again == []
+    assert "AI monthly cost reached $5 (50% of budget)" in http_sink.bodies("/slack")[0]["text"]
+
+
+def test_given_ollama_failing_when_checked_then_critical_once_and_resolved_once(
+    engine: Engine, http_sink: Any
+) -> None:
+    # Given: six failed Ollama calls within five minutes
+    notifiers = notifiers_from_env({"AIPOOL_ALERT_WEBHOOK_URL": f"{http_sink.url}/hook"})
+    ledger = Ledger(engine)
+    now = datetime(2026, 3, 14, 10, 0, tzinfo=TAIPEI)
+    for i in range(6):
+        ledger.use("ollama", 0, now - timedelta(seconds=30 * i), outcome="error", success=False)
+    # When
+    fired = run_budget_checks(engine, notifiers, now=now, tz=TAIPEI)
+    still = run_budget_checks(engine, notifiers, now=now + timedelta(minutes=1), tz=TAIPEI)
+    resolved = run_budget_checks(engine, notifiers, now=now + timedelta(minutes=10), tz=TAIPEI)
+    later = run_budget_checks(engine, notifiers, now=now + timedelta(minutes=15), tz=TAIPEI)
+    # Then
+    assert [(s.rule, s.state) for s in fired] == [("ollama_failures", "firing")]
+    assert still == [] and later == []
+    assert [(s.rule, s.state) for s in resolved] == [("ollama_failures", "resolved")]
+    bodies = http_sink.bodies("/hook")
+    assert bodies[0]["alerts"][0]["annotations"]["summary"] == "Ollama 服務可能已離線"
+    assert "已啟動雲端備援" in bodies[0]["alerts"][0]["annotations"]["description"]
+    assert bodies[1]["status"] == "resolved"
+
+
+def test_given_a_breaker_opening_when_notified_twice_then_one_alert_and_one_recovery(
+    engine: Engine, http_sink: Any
+) -> None:
+    notifiers = notifiers_from_env({"AIPOOL_ALERT_WEBHOOK_URL": f"{http_sink.url}/hook"})
+    kwargs: dict[str, Any] = {"engine": engine, "notifiers": notifiers}
+    assert len(notify_breaker_opened("gemini", failures=5, **kwargs)) == 1
+    assert notify_breaker_opened("gemini", failures=5, **kwargs) == []
+    assert len(notify_breaker_closed("gemini", **kwargs)) == 1
+    assert notify_breaker_closed("gemini", **kwargs) == []
+    bodies = http_sink.bodies("/hook")
+    assert bodies[0]["alerts"][0]["annotations"]["summary"] == "Gemini 熔斷器已開啟"
+    assert [b["status"] for b in bodies] == ["firing", "resolved"]
+    with engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(AlertEvent)).scalar_one() == 2
+
+
+def test_given_the_database_is_unreachable_when_a_breaker_opens_then_nothing_raises() -> None:
+    from aipool.ledger.db import make_engine
+
+    down = make_engine(
+        "postgresql+psycopg://postgres@127.0.0.1:1/x", connect_args={"connect_timeout": 1}
+    )
+    assert notify_breaker_opened("claude", engine=down, notifiers=[]) == []
+    down.dispose()
