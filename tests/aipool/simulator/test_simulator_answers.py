@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aipool.simulator.answers import compose, count_input_tokens
 from aipool.simulator.conversation import Exchange, ToolResult, ToolSpec
 from aipool.simulator.tool_args import build_arguments, pick_tool
 
 
-def exchange(text: str, **fields: object) -> Exchange:
-    base: dict[str, object] = {
+def exchange(text: str, **fields: Any) -> Exchange:
+    base: dict[str, Any] = {
         "model": "m",
         "texts": (text,),
         "message_count": 1,
         "last_user_text": text,
     }
     base.update(fields)
-    return Exchange(**base)  # type: ignore[arg-type]
+    return Exchange(**base)
 
 
 def test_answers_differ_by_prompt_but_not_by_repetition() -> None:

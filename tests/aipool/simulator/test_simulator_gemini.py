@@ -32,7 +32,7 @@ def client(sim: Simulator) -> Iterator[genai.Client]:
         yield client
 
 
-def gemini_tools(tools: tuple[dict[str, Any], ...]) -> list[types.Tool]:
+def gemini_tools(tools: tuple[dict[str, Any], ...]) -> list[Any]:
     return [
         types.Tool(
             function_declarations=[
