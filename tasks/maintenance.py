@@ -1,0 +1,96 @@
+"""Thin Celery tasks behind the beat schedule: each parses nothing, calls plain functions.
+
+Registered with ``shared_task`` and explicit names, so importing this module needs no app. The
+logic lives in ``aipool.ledger`` and ``aipool.budget`` and is tested there.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import asdict
+from datetime import UTC, date, datetime, timedelta
+from functools import cache
+from typing import Any
+
+import redis
+from celery import shared_task
+
+from aipool.budget import build_report, report_notification, run_budget_checks
+from aipool.budget.checks import default_engine
+from aipool.ledger.periods import local_day, local_zone, month_start, previous_month
+from aipool.ledger.rollup import rollup_day, rollup_month
+from aipool.ledger.usage_log import drain
+from aipool.notify import dispatch, notifiers_from_env
+
+log = logging.getLogger(__name__)
+
+
+@cache
+def _redis() -> redis.Redis:
+    return redis.Redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
+
+
+def _today() -> date:
+    return local_day(datetime.now(UTC), local_zone())
+
+
+@shared_task(name="aipool.drain_ledger", ignore_result=True)
+def drain_ledger(batch: int = 500) -> dict[str, Any]:
+    """Move pending usage records from Redis into the ledger database."""
+    return asdict(drain(_redis(), default_engine(), batch))
+
+
+@shared_task(name="aipool.rollup_today", ignore_result=True)
+def rollup_today() -> int:
+    """Refresh today's daily roll-up (local calendar day)."""
+    return rollup_day(default_engine(), _today(), local_zone())
+
+
+@shared_task(name="aipool.rollup_yesterday", ignore_result=True)
+def rollup_yesterday() -> int:
+    """Close yesterday's daily roll-up."""
+    return rollup_day(default_engine(), _today() - timedelta(days=1), local_zone())
+
+
+@shared_task(name="aipool.rollup_current_month", ignore_result=True)
+def rollup_current_month() -> int:
+    """Refresh the monthly roll-up of the month containing yesterday (closed days only)."""
+    return rollup_month(default_engine(), _today() - timedelta(days=1))
+
+
+@shared_task(name="aipool.rollup_last_month", ignore_result=True)
+def rollup_last_month() -> int:
+    """Close last month: its last day's roll-up, then the month from the daily table."""
+    engine = default_engine()
+    last = previous_month(month_start(_today()))
+    rollup_day(engine, month_start(_today()) - timedelta(days=1), local_zone())
+    return rollup_month(engine, last)
+
+
+@shared_task(name="aipool.budget_checks", ignore_result=True)
+def budget_checks() -> list[dict[str, Any]]:
+    """Evaluate the budget rules and send what is news."""
+    return [asdict(s) for s in run_budget_checks(default_engine())]
+
+
+@shared_task(name="aipool.daily_budget_report", ignore_result=True)
+def daily_budget_report() -> dict[str, str]:
+    """Send yesterday's full report (and this month so far) through every notifier."""
+    engine = default_engine()
+    day = _today() - timedelta(days=1)
+    rollup_day(engine, day, local_zone())
+    report = build_report(engine, day, local_zone())
+    return dispatch(report_notification(report), notifiers_from_env())
+
+
+@shared_task(name="aipool.sweep_quota_reservations", ignore_result=True)
+def sweep_quota_reservations() -> int:
+    """Release quota reservations whose worker died before committing or cancelling them."""
+    # Imported here: the quota module is optional for the ledger and built separately.
+    from aipool.quota import quotas_for
+
+    swept = 0
+    for quota in quotas_for(_redis()).values():
+        swept += int(quota.sweep_stale() or 0)
+    return swept

@@ -1,0 +1,33 @@
+"""The beat schedule: every entry names a registered maintenance task on the maintenance queue."""
+
+from __future__ import annotations
+
+from celery import Celery
+from celery.schedules import crontab
+
+from schedules.beat import MAINTENANCE_QUEUE, beat_schedule, task_routes
+
+
+def test_given_the_schedule_when_read_then_every_task_exists_and_goes_to_maintenance() -> None:
+    # Given: an app that knows the shared tasks
+    import tasks.maintenance  # noqa: F401  (registers the shared tasks)
+
+    app = Celery("beat-test", set_as_current=False)
+    app.finalize()
+    # Then
+    for name, entry in beat_schedule.items():
+        assert entry["task"] in app.tasks, name
+        assert entry["options"]["queue"] == MAINTENANCE_QUEUE
+    assert set(task_routes) == {e["task"] for e in beat_schedule.values()}
+
+
+def test_given_the_schedule_when_read_then_the_cadences_follow_the_design() -> None:
+    assert beat_schedule["drain-ledger"]["schedule"] <= 10
+    assert beat_schedule["rollup-today"]["schedule"] == crontab(minute="*/5")
+    assert beat_schedule["budget-checks"]["schedule"] == crontab(minute="*/5")
+    assert beat_schedule["rollup-yesterday"]["schedule"] == crontab(hour=0, minute=5)
+    assert beat_schedule["rollup-last-month"]["schedule"] == crontab(
+        hour=0, minute=15, day_of_month=1
+    )
+    assert beat_schedule["daily-budget-report"]["schedule"] == crontab(hour=9, minute=0)
+    assert beat_schedule["sweep-stale-quota-reservations"]["schedule"] == crontab(minute="*")
