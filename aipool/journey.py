@@ -12,36 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aipool.chains import Hop
+from aipool.routing.router import Route
 
-
-@dataclass(frozen=True)
-class Route:
-    """Where a request starts and why: the decision an operator reads back ("why Claude?")."""
-
-    intent: str
-    complexity: int
-    chain: tuple[Hop, ...]
-    reason: str
-    confidence: float = 1.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "intent": self.intent,
-            "complexity": self.complexity,
-            "chain": [h.to_dict() for h in self.chain],
-            "reason": self.reason,
-            "confidence": round(self.confidence, 3),
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Route:
-        return cls(
-            intent=str(data["intent"]),
-            complexity=int(data["complexity"]),
-            chain=tuple(Hop.from_dict(h) for h in data["chain"]),
-            reason=str(data.get("reason", "")),
-            confidence=float(data.get("confidence", 1.0)),
-        )
+__all__ = ["Attempt", "Journey", "Route"]
 
 
 @dataclass(frozen=True)

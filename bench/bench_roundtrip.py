@@ -28,7 +28,7 @@ from tests.support.pool import Worker  # noqa: E402
 
 def percentile(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def measure(n: int, call: Callable[[], object]) -> list[float]:

@@ -14,7 +14,7 @@ from celery.result import AsyncResult
 
 from aipool.contract import parse_request
 from aipool.hop import Forward
-from aipool.routing_entry import decide
+from aipool.routing.router import decide
 from workers.runtime import hop_runner
 
 TASK_NAME = "ai.generate"

@@ -12,7 +12,7 @@ from aipool.contract import parse_request
 from aipool.errors import InvalidRequest
 from aipool.hop import Done
 from aipool.journey import Journey
-from aipool.routing_entry import decide
+from aipool.routing.router import decide
 from workers.runtime import hop_runner
 
 log = logging.getLogger("aipool.tasks")

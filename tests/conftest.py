@@ -22,6 +22,8 @@ os.environ["DATABASE_URL"] = TEST_DATABASE_URL
 # Short timeouts keep the hang and slow faults quick; keys are dummies the simulator accepts.
 for _provider in ("OLLAMA", "GEMINI", "CLAUDE", "NEMOTRON"):
     os.environ[f"AIPOOL_TIMEOUT_{_provider}"] = "2"
+# Ollama's breaker recovers in 2 s instead of 30 s so recovery is testable; thresholds stay ADR's.
+os.environ["AIPOOL_OLLAMA_RECOVERY_TIMEOUT"] = "2"
 os.environ.setdefault("GEMINI_API_KEY", "test-gemini-key")
 os.environ.setdefault("ANTHROPIC_API_KEY", "test-anthropic-key")
 os.environ.setdefault("NVIDIA_API_KEY", "nvapi-test-key")

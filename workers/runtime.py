@@ -1,13 +1,35 @@
-"""The per-process pieces a worker builds once: the hop runner with its guards and observers."""
+"""The per-process pieces a worker (or an importing producer) builds once."""
 
 from __future__ import annotations
 
 from functools import cache
 
+import redis
+
+from aipool.breaker import breakers_for
+from aipool.breaker.listeners import log_transition
+from aipool.guard import SharedGuards
 from aipool.hop import HopRunner
+from aipool.ledger.usage_log import UsageLog
+from aipool.observers import LedgerObserver
+from aipool.pricing import cost_usd
+from aipool.quota import quotas_for
+from aipool.redis_url import redis_url
+
+
+@cache
+def shared_redis() -> redis.Redis:
+    """The Redis client holding breaker, quota and ledger-spool state for this process."""
+    return redis.Redis.from_url(redis_url(), health_check_interval=30)
 
 
 @cache
 def hop_runner() -> HopRunner:
     """The process-wide :class:`HopRunner` (SDK clients and Redis scripts are built once)."""
-    return HopRunner()
+    client = shared_redis()
+    guards = SharedGuards(breakers_for(client, listeners=[log_transition]), quotas_for(client))
+    return HopRunner(
+        guards=guards,
+        observers=[LedgerObserver(UsageLog(client))],
+        pricing=lambda provider, model, i, o: cost_usd(provider, model, i, o),
+    )

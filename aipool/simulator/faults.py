@@ -7,6 +7,8 @@ calls, then the provider is healthy again; without it the fault lasts until heal
   same port. With ``times`` the port keeps listening instead and resets the next ``times``
   connections' requests unanswered (a refused connection never reaches us, so it cannot be counted).
 - ``error_500``: HTTP 500 in the provider's own error format.
+- ``bad_request``: HTTP 400 in the provider's own error format: the provider is healthy but refuses
+  this request (it must not count against the provider's breaker).
 - ``rate_limit``: HTTP 429 with a ``Retry-After`` header of ``retry_after`` seconds (default 1).
 - ``overloaded``: the provider's "overloaded" answer: 529 for Anthropic, 503 for the others (what
   each real service sends); ``status`` overrides the code.
@@ -24,6 +26,7 @@ from typing import Any
 FAULT_KINDS: tuple[str, ...] = (
     "down",
     "error_500",
+    "bad_request",
     "rate_limit",
     "overloaded",
     "hang",
@@ -36,6 +39,7 @@ HEALTHY_KINDS: tuple[str, ...] = ("healthy", "none", "ok", "heal")
 _OPTIONS: dict[str, frozenset[str]] = {
     "down": frozenset(),
     "error_500": frozenset(),
+    "bad_request": frozenset(),
     "rate_limit": frozenset({"retry_after", "seconds"}),
     "overloaded": frozenset({"status"}),
     "hang": frozenset({"seconds"}),
@@ -47,6 +51,7 @@ _OPTIONS: dict[str, frozenset[str]] = {
 _SHOWN: dict[str, tuple[str, ...]] = {
     "down": (),
     "error_500": (),
+    "bad_request": (),
     "rate_limit": ("retry_after",),
     "overloaded": ("status",),
     "hang": ("seconds",),

@@ -205,6 +205,8 @@ def _apply(provider: ProviderServer, fault: Fault) -> Reply | object | None:
     wire = provider.wire
     if fault.kind == "error_500":
         return wire.error("server_error", "Internal server error (simulated fault)")
+    if fault.kind == "bad_request":
+        return wire.error("bad_request", "Invalid request (simulated fault)")
     if fault.kind == "rate_limit":
         reply = wire.error("rate_limit", "Rate limit exceeded (simulated fault)")
         retry_after = f"{fault.retry_after:g}"

@@ -137,6 +137,7 @@ def test_slow_provider_still_answers_within_timeout(adapter, healthy) -> None:  
 
 def test_a_request_the_provider_rejects_does_not_count_against_it(adapter, healthy) -> None:  # type: ignore[no-untyped-def]
     provider, impl = adapter
+    healthy.set_fault(provider, "bad_request")
     with pytest.raises(ProviderRejected) as caught:
-        impl.complete(parse_request({"prompt": "hello"}), "")
+        impl.complete(parse_request({"prompt": "hello"}), default_model(provider))
     assert not caught.value.counts_against_provider
