@@ -12,11 +12,13 @@ import os
 from kombu import Exchange, Queue
 
 from aipool.chains import PROVIDERS
-from aipool.redis_url import redis_url
+from aipool.redis_url import celery_url
+from schedules.beat import beat_schedule as beat_schedule
+from schedules.beat import task_routes as _maintenance_routes
 
 _env = os.environ.get
 
-broker_url = _env("CELERY_BROKER_URL") or redis_url()
+broker_url = _env("CELERY_BROKER_URL") or celery_url()
 result_backend = _env("CELERY_RESULT_BACKEND") or broker_url
 
 # JSON only: a pickle payload from the broker would be remote code execution.
@@ -62,7 +64,7 @@ task_default_routing_key = "router"
 # explicitly (task_routes would send a replaced task back to the same queue).
 task_routes = {
     "ai.generate": {"queue": "router", "routing_key": "router"},
-    "aipool.*": {"queue": "maintenance", "routing_key": "maintenance"},
+    **_maintenance_routes,
 }
 
 worker_hijack_root_logger = False

@@ -106,13 +106,44 @@ def cost_estimate() -> None:
 
 
 @app.command()
+def report(
+    day: Annotated[
+        str | None, typer.Option(help="Local calendar day, YYYY-MM-DD (default: today).")
+    ] = None,
+    lang: Annotated[str | None, typer.Option(help="zh-TW (default) or en.")] = None,
+) -> None:
+    """Per-provider requests, success rate, tokens, cost and latency for a day and its month."""
+    from datetime import UTC, date, datetime
+
+    from aipool.budget import build_report, render_report
+    from aipool.ledger.db import make_engine
+    from aipool.ledger.periods import local_day, local_zone
+
+    chosen = date.fromisoformat(day) if day else local_day(datetime.now(UTC), local_zone())
+    render_report(build_report(make_engine(), chosen), console, lang=lang)
+
+
+@app.command()
+def migrate() -> None:
+    """Create or upgrade the ledger tables (DATABASE_URL, default a SQLite file under ./var)."""
+    from aipool.ledger.db import database_url
+    from aipool.ledger.db import migrate as upgrade
+
+    upgrade()
+    console.print(f"ledger schema is current at {database_url().split('@')[-1]}")
+
+
+@app.command()
 def demo(
     requests: Annotated[int, typer.Option(help="Requests per scenario.")] = 1,
+    redis_url: Annotated[
+        str | None, typer.Option(help="Use this Redis instead of an embedded one.")
+    ] = None,
 ) -> None:
     """Start simulated providers and a worker, then walk through routing and every fallback."""
     from aipool.demo import run_demo
 
-    raise typer.Exit(run_demo(console, per_scenario=requests))
+    raise typer.Exit(run_demo(console, per_scenario=requests, redis_url=redis_url))
 
 
 def main() -> None:

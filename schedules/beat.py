@@ -26,6 +26,12 @@ beat_schedule: dict[str, dict[str, Any]] = {
         "schedule": crontab(minute="*"),
         "options": _MINUTE,
     },
+    # Redis keeps nothing on disk: bring quota counters back from the ledger after a restart.
+    "restore-quota-counters": {
+        "task": "aipool.restore_quotas",
+        "schedule": crontab(minute="*"),
+        "options": _MINUTE,
+    },
     "rollup-today": {
         "task": "aipool.rollup_today",
         "schedule": crontab(minute="*/5"),
@@ -61,5 +67,6 @@ beat_schedule: dict[str, dict[str, Any]] = {
 
 #: ``task_routes`` entries for celeryconfig: maintenance tasks never share a provider's queue.
 task_routes: dict[str, dict[str, str]] = {
-    entry["task"]: {"queue": MAINTENANCE_QUEUE} for entry in beat_schedule.values()
+    **{entry["task"]: {"queue": MAINTENANCE_QUEUE} for entry in beat_schedule.values()},
+    "aipool.breaker_transition": {"queue": MAINTENANCE_QUEUE},
 }

@@ -7,10 +7,8 @@ logic lives in ``aipool.ledger`` and ``aipool.budget`` and is tested there.
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import asdict
 from datetime import UTC, date, datetime, timedelta
-from functools import cache
 from typing import Any
 
 import redis
@@ -26,9 +24,10 @@ from aipool.notify import dispatch, notifiers_from_env
 log = logging.getLogger(__name__)
 
 
-@cache
 def _redis() -> redis.Redis:
-    return redis.Redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
+    from workers.runtime import shared_redis
+
+    return shared_redis()
 
 
 def _today() -> date:
@@ -94,3 +93,27 @@ def sweep_quota_reservations() -> int:
     for quota in quotas_for(_redis()).values():
         swept += int(quota.sweep_stale() or 0)
     return swept
+
+
+@shared_task(name="aipool.restore_quotas", ignore_result=True)
+def restore_quota_counters() -> dict[str, Any]:
+    """Raise today's and this month's quota counters to what the ledger recorded.
+
+    Redis keeps nothing on disk: after a restart every counter would read zero and a budget would
+    start over. Restoring never lowers a counter, so running it on a schedule is safe.
+    """
+    from aipool.ledger.totals import restore_quotas
+    from aipool.quota import quotas_for
+
+    return restore_quotas(default_engine(), quotas_for(_redis()), datetime.now(UTC), local_zone())
+
+
+@shared_task(name="aipool.breaker_transition", ignore_result=True)
+def breaker_transition(provider: str, old: str, new: str) -> None:
+    """Alert on a breaker opening and report its recovery once (sent by the breaker listener)."""
+    from aipool.budget import notify_breaker_closed, notify_breaker_opened
+
+    if new == "open" and old != "open":
+        notify_breaker_opened(provider)
+    elif new == "closed" and old != "closed":
+        notify_breaker_closed(provider)

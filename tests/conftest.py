@@ -91,7 +91,20 @@ def worker_env(**extra: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def celery_app(simulator: Simulator, redis_client: redis.Redis):  # type: ignore[no-untyped-def]
+def ledger_url() -> str:
+    """The PostgreSQL ledger the workers write to, created and migrated for the session."""
+    from sqlalchemy.engine import make_url
+
+    from aipool.ledger.testing import scratch_database
+
+    url = make_url(TEST_DATABASE_URL)
+    assert url.host in LOOPBACK
+    server = url.set(database=None).render_as_string(hide_password=False)
+    return scratch_database(str(url.database), server=server)
+
+
+@pytest.fixture(scope="session")
+def celery_app(simulator: Simulator, redis_client: redis.Redis, ledger_url: str):  # type: ignore[no-untyped-def]
     redis_client.flushdb()
     from workers.app import app
 

@@ -6,7 +6,7 @@ from celery import Celery
 
 app = Celery("aipool")
 app.config_from_object("celeryconfig")
-app.conf.include = ["tasks.generate", "tasks.probe"]
+app.conf.include = ["tasks.generate", "tasks.probe", "tasks.maintenance"]
 
 # Worker-process wiring (metrics server, prometheus multiprocess cleanup) lives with the signals.
 from workers import signals  # noqa: E402,F401

@@ -8,6 +8,7 @@ import redis
 
 from aipool.breaker import breakers_for
 from aipool.breaker.listeners import log_transition
+from aipool.breaker.state import BreakerTransition
 from aipool.guard import SharedGuards
 from aipool.hop import HopRunner
 from aipool.ledger.usage_log import UsageLog
@@ -23,11 +24,27 @@ def shared_redis() -> redis.Redis:
     return redis.Redis.from_url(redis_url(), health_check_interval=30)
 
 
+def alert_on_transition(event: BreakerTransition) -> None:
+    """Hand a breaker transition to the maintenance queue, where alerts are sent and recorded.
+
+    The worker that caused the transition must not wait on Slack or SMTP, so it only enqueues.
+    """
+    from workers.app import app
+
+    app.send_task(
+        "aipool.breaker_transition",
+        args=[event.provider, str(event.old), str(event.new)],
+        queue="maintenance",
+    )
+
+
 @cache
 def hop_runner() -> HopRunner:
     """The process-wide :class:`HopRunner` (SDK clients and Redis scripts are built once)."""
     client = shared_redis()
-    guards = SharedGuards(breakers_for(client, listeners=[log_transition]), quotas_for(client))
+    guards = SharedGuards(
+        breakers_for(client, listeners=[log_transition, alert_on_transition]), quotas_for(client)
+    )
     return HopRunner(
         guards=guards,
         observers=[LedgerObserver(UsageLog(client))],
