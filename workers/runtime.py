@@ -12,6 +12,7 @@ from aipool.breaker.state import BreakerTransition
 from aipool.guard import SharedGuards
 from aipool.hop import HopRunner
 from aipool.ledger.usage_log import UsageLog
+from aipool.metrics import observe_attempt, observe_transition
 from aipool.observers import LedgerObserver
 from aipool.pricing import cost_usd
 from aipool.quota import quotas_for
@@ -43,10 +44,11 @@ def hop_runner() -> HopRunner:
     """The process-wide :class:`HopRunner` (SDK clients and Redis scripts are built once)."""
     client = shared_redis()
     guards = SharedGuards(
-        breakers_for(client, listeners=[log_transition, alert_on_transition]), quotas_for(client)
+        breakers_for(client, listeners=[log_transition, observe_transition, alert_on_transition]),
+        quotas_for(client),
     )
     return HopRunner(
         guards=guards,
-        observers=[LedgerObserver(UsageLog(client))],
+        observers=[LedgerObserver(UsageLog(client)), observe_attempt],
         pricing=lambda provider, model, i, o: cost_usd(provider, model, i, o),
     )

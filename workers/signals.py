@@ -1,13 +1,43 @@
-"""Worker life-cycle hooks: the ledger schema is brought up to date when a worker starts."""
+"""Worker life-cycle hooks: the metrics endpoint and the ledger schema."""
 
 from __future__ import annotations
 
 import logging
+import os
+import shutil
+from pathlib import Path
 from typing import Any
 
-from celery.signals import worker_ready
+from celery.signals import worker_init, worker_process_shutdown, worker_ready
 
 log = logging.getLogger("aipool.workers")
+
+
+@worker_init.connect
+def _start_metrics_server(**_: Any) -> None:
+    # Started in the parent before it forks, over a multiprocess registry: a server started in
+    # each child would show one child's numbers only. Without the directory there is no endpoint.
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if not directory:
+        return
+    shutil.rmtree(directory, ignore_errors=True)
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    from prometheus_client import CollectorRegistry, start_http_server
+    from prometheus_client.multiprocess import MultiProcessCollector
+
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry)
+    port = int(os.environ.get("AIPOOL_METRICS_PORT", "9808"))
+    start_http_server(port, registry=registry)
+    log.info("metrics on :%d/metrics", port)
+
+
+@worker_process_shutdown.connect
+def _forget_process_metrics(pid: int | None = None, **_: Any) -> None:
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(pid or os.getpid())
 
 
 @worker_ready.connect
