@@ -13,6 +13,13 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from aipool.contract import Completion, Message, Request, ToolCall
+from aipool.errors import (
+    ProviderBadResponse,
+    ProviderError,
+    ProviderTimeout,
+    ProviderUnreachable,
+    status_error,
+)
 
 
 class Provider(Protocol):
@@ -72,6 +79,42 @@ def with_tool_call_ids(messages: tuple[Message, ...]) -> tuple[Message, ...]:
         else:
             out.append(message)
     return tuple(out)
+
+
+def map_api_error(exc: Exception, provider: str, sdk: Any) -> ProviderError:
+    """Map an exception of the ``anthropic`` or ``openai`` SDK (``sdk`` is the module).
+
+    Both SDKs share one exception hierarchy (``APITimeoutError``, ``APIConnectionError``,
+    ``APIResponseValidationError``, ``APIStatusError`` with ``status_code`` and ``response``).
+    """
+    if isinstance(exc, ProviderError):
+        return exc
+    if isinstance(exc, sdk.APITimeoutError):
+        return ProviderTimeout(f"{provider}: no answer in time")
+    if isinstance(exc, sdk.APIConnectionError):
+        return ProviderUnreachable(f"{provider}: cannot connect")
+    if isinstance(exc, sdk.APIResponseValidationError):
+        return ProviderBadResponse(f"{provider}: answer does not match the API schema")
+    if isinstance(exc, sdk.APIStatusError):
+        kind = ""
+        body = exc.body
+        if isinstance(body, dict):
+            error = body.get("error", body)
+            kind = (
+                str(error.get("type") or error.get("code") or "") if isinstance(error, dict) else ""
+            )
+        retry_after: float | None = None
+        try:
+            header = exc.response.headers.get("retry-after")
+            retry_after = float(header) if header is not None else None
+        except ValueError:
+            retry_after = None
+        return status_error(
+            exc.status_code, f"{provider} HTTP {exc.status_code}: {kind}".strip(), retry_after
+        )
+    if isinstance(exc, ValueError | KeyError | TypeError | AttributeError | IndexError):
+        return ProviderBadResponse(f"{provider}: unreadable answer ({type(exc).__name__})")
+    return ProviderUnreachable(f"{provider}: {type(exc).__name__}")
 
 
 def parse_arguments(raw: Any) -> dict[str, Any]:

@@ -9,14 +9,8 @@ import anthropic
 
 from aipool import config
 from aipool.contract import Completion, Request, ToolCall
-from aipool.errors import (
-    ProviderBadResponse,
-    ProviderError,
-    ProviderTimeout,
-    ProviderUnreachable,
-    status_error,
-)
-from aipool.providers.base import with_tool_call_ids
+from aipool.errors import ProviderError
+from aipool.providers.base import map_api_error, with_tool_call_ids
 from aipool.secrets import read_secret
 
 _FINISH = {
@@ -60,34 +54,9 @@ def to_claude_tools(request: Request) -> list[dict[str, Any]]:
     ]
 
 
-def _retry_after(exc: anthropic.APIStatusError) -> float | None:
-    value = exc.response.headers.get("retry-after")
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
-
-
 def map_error(exc: Exception) -> ProviderError:
     """The one place anthropic SDK exceptions become aipool errors."""
-    if isinstance(exc, ProviderError):
-        return exc
-    if isinstance(exc, anthropic.APITimeoutError):
-        return ProviderTimeout("claude: no answer in time")
-    if isinstance(exc, anthropic.APIConnectionError):
-        return ProviderUnreachable("claude: cannot connect")
-    if isinstance(exc, anthropic.APIResponseValidationError):
-        return ProviderBadResponse("claude: answer does not match the Messages API")
-    if isinstance(exc, anthropic.APIStatusError):
-        kind = ""
-        if isinstance(exc.body, dict) and isinstance(exc.body.get("error"), dict):
-            kind = str(exc.body["error"].get("type", ""))
-        return status_error(
-            exc.status_code, f"claude HTTP {exc.status_code}: {kind}".strip(), _retry_after(exc)
-        )
-    if isinstance(exc, ValueError | KeyError | TypeError | AttributeError):
-        return ProviderBadResponse(f"claude: unreadable answer ({type(exc).__name__})")
-    return ProviderUnreachable(f"claude: {type(exc).__name__}")
+    return map_api_error(exc, "claude", anthropic)
 
 
 class ClaudeProvider:

@@ -11,14 +11,8 @@ import openai
 
 from aipool import config
 from aipool.contract import Completion, Request, ToolCall
-from aipool.errors import (
-    ProviderBadResponse,
-    ProviderError,
-    ProviderTimeout,
-    ProviderUnreachable,
-    status_error,
-)
-from aipool.providers.base import parse_arguments, with_tool_call_ids
+from aipool.errors import ProviderBadResponse, ProviderError
+from aipool.providers.base import map_api_error, parse_arguments, with_tool_call_ids
 from aipool.secrets import read_secret
 
 # Nemotron's reasoning models take their mode from the system prompt; tool calling works best with
@@ -63,33 +57,9 @@ def to_openai_tools(request: Request) -> list[dict[str, Any]]:
     ]
 
 
-def _retry_after(exc: openai.APIStatusError) -> float | None:
-    value = exc.response.headers.get("retry-after")
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
-
-
 def map_error(exc: Exception) -> ProviderError:
     """The one place openai SDK exceptions become aipool errors."""
-    if isinstance(exc, ProviderError):
-        return exc
-    if isinstance(exc, openai.APITimeoutError):
-        return ProviderTimeout("nemotron: no answer in time")
-    if isinstance(exc, openai.APIConnectionError):
-        return ProviderUnreachable("nemotron: cannot connect")
-    if isinstance(exc, openai.APIResponseValidationError):
-        return ProviderBadResponse("nemotron: answer does not match the Chat Completions API")
-    if isinstance(exc, openai.APIStatusError):
-        return status_error(
-            exc.status_code,
-            f"nemotron HTTP {exc.status_code}: {exc.code or ''}".strip(),
-            _retry_after(exc),
-        )
-    if isinstance(exc, ValueError | KeyError | TypeError | AttributeError | IndexError):
-        return ProviderBadResponse(f"nemotron: unreadable answer ({type(exc).__name__})")
-    return ProviderUnreachable(f"nemotron: {type(exc).__name__}")
+    return map_api_error(exc, "nemotron", openai)
 
 
 class NemotronProvider:
