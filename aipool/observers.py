@@ -30,6 +30,8 @@ def usage_record(event: AttemptEvent) -> UsageRecord:
         user_id=event.user_id,
         intent=event.route.intent,
         complexity=event.route.complexity,
+        route_chain=" → ".join(str(hop) for hop in event.route.chain)[:400],
+        route_reason=event.route.reason,
         fallback_position=event.position,
         cost_usd=event.cost_usd,
         created_at=datetime.fromtimestamp(event.at, UTC),

@@ -88,6 +88,9 @@ class UsageLogRow(Base):
     user_id: Mapped[str | None] = mapped_column(String(128))
     intent: Mapped[str | None] = mapped_column(String(64))
     complexity: Mapped[int | None] = mapped_column(Integer)
+    # "why did this go to Claude?": the chain routing chose and its reasons, as shown to producers.
+    route_chain: Mapped[str | None] = mapped_column(String(400))
+    route_reason: Mapped[str | None] = mapped_column(Text)
     outcome: Mapped[str] = mapped_column(String(32))
     fallback_position: Mapped[int] = mapped_column(Integer, default=0)
     cost_usd: Mapped[Decimal] = mapped_column(Money, default=Decimal(0))

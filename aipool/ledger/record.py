@@ -52,6 +52,8 @@ class UsageRecord:
     user_id: str | None = None
     intent: str | None = None
     complexity: int | None = None
+    route_chain: str | None = None
+    route_reason: str | None = None
     fallback_position: int = 0
     cost_usd: Decimal = Decimal(0)
     created_at: datetime = field(default_factory=_now)

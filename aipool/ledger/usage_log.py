@@ -113,6 +113,8 @@ def _row(rec: UsageRecord) -> dict[str, Any]:
         "user_id": rec.user_id,
         "intent": rec.intent,
         "complexity": rec.complexity,
+        "route_chain": rec.route_chain,
+        "route_reason": rec.route_reason,
         "outcome": rec.outcome,
         "fallback_position": rec.fallback_position,
         "cost_usd": rec.cost_usd,

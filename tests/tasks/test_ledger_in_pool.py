@@ -55,6 +55,8 @@ def test_each_hop_of_a_fallback_is_one_ledger_row(ledger, healthy) -> None:  # t
     assert answered.input_tokens == answer["usage"]["input_tokens"]
     assert answered.output_tokens == answer["usage"]["output_tokens"]
     assert answered.intent == answer["route"]["intent"]
+    assert answered.route_reason == answer["route"]["reason"]
+    assert answered.route_chain.startswith("ollama:llama3.2:3b → gemini:")
     assert answered.fallback_position == 1
     assert answered.cost_usd == Decimal(str(answer["cost_usd"])) > 0
     assert all("What is a pod" not in (r.error_message or "") for r in rows)
