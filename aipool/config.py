@@ -55,9 +55,13 @@ def refusal_message() -> str:
     return os.environ.get("AIPOOL_REFUSAL_MESSAGE", REFUSAL_DEFAULT)
 
 
-def timezone() -> ZoneInfo:
-    """The calendar used for days and months of quotas, roll-ups and beat (``AIPOOL_TIMEZONE``)."""
-    return ZoneInfo(os.environ.get("AIPOOL_TIMEZONE", "Asia/Taipei"))
+DEFAULT_TIMEZONE = "Asia/Taipei"
+
+
+def timezone(name: str | None = None) -> ZoneInfo:
+    """The calendar of quotas, roll-ups, alerts and beat: ``name``, else ``AIPOOL_TIMEZONE``,
+    else Asia/Taipei. Every part of the pool asks here, so they agree on when a day starts."""
+    return ZoneInfo(name or os.environ.get("AIPOOL_TIMEZONE") or DEFAULT_TIMEZONE)
 
 
 def log_prompts() -> bool:

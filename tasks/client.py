@@ -35,7 +35,8 @@ def submit(request: dict[str, Any], *, app: Celery | None = None, **options: Any
     parsed = parse_request(request)
     task_id = str(options.pop("task_id", None) or uuid.uuid4())
     step = hop_runner().start(parsed, task_id, decide(parsed), answer_terminal=False)
-    assert isinstance(step, Forward)  # answer_terminal=False never answers in the producer
+    if not isinstance(step, Forward):  # answer_terminal=False never answers in the producer
+        raise RuntimeError("routing answered a request in the producer")
     return app.send_task(
         TASK_NAME,
         kwargs={"request": request, "journey": step.journey.to_dict()},

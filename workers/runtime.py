@@ -50,5 +50,5 @@ def hop_runner() -> HopRunner:
     return HopRunner(
         guards=guards,
         observers=[LedgerObserver(UsageLog(client)), observe_attempt],
-        pricing=lambda provider, model, i, o: cost_usd(provider, model, i, o),
+        pricing=cost_usd,
     )

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aipool.breaker.lua import LuaScripts, text
 from aipool.breaker.state import BreakerState
+from aipool.redis_lua import LuaScripts, text
 
 _SCRIPTS = LuaScripts("aipool.breaker", "acquire", "record")
 

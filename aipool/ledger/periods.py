@@ -7,16 +7,15 @@ range ``[start, end)`` so the index on ``created_at`` does the work.
 
 from __future__ import annotations
 
-import os
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from zoneinfo import ZoneInfo
 
-DEFAULT_TIMEZONE = "Asia/Taipei"
+from aipool import config
 
 
 def local_zone(name: str | None = None) -> ZoneInfo:
-    """The zone named ``name``, else ``AIPOOL_TIMEZONE``, else Asia/Taipei."""
-    return ZoneInfo(name or os.environ.get("AIPOOL_TIMEZONE") or DEFAULT_TIMEZONE)
+    """The zone named ``name``, else ``AIPOOL_TIMEZONE``, else Asia/Taipei (:func:`aipool.config.timezone`)."""
+    return config.timezone(name)
 
 
 def _zone(tz: tzinfo | str | None) -> tzinfo:

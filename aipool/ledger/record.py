@@ -23,7 +23,7 @@ OUTCOMES = (
 )
 
 #: Outcomes of attempts that actually called the provider (and so count against its quota).
-CALLED_OUTCOMES = ("ok", "error", "deadline")
+CALLED_OUTCOMES = ("ok", "error")
 
 
 def _now() -> datetime:

@@ -27,8 +27,8 @@ def totals(
     """``(day_requests, day_tokens, month_tokens)`` of ``provider`` from ``ai_usage_logs``.
 
     ``day`` and ``month`` are local calendar periods in ``tz`` (``month`` is any date in that
-    month). Only attempts that reached the provider count (outcomes ok, error, deadline): a hop
-    skipped for an open breaker or a spent quota used none of it. Tokens are input plus output.
+    month). Only attempts that reached the provider count (outcomes ok, error): a hop
+    skipped for an open breaker, a spent quota or a passed deadline used none of it. Tokens are input plus output.
     Records still waiting in Redis are not included.
     """
     t = UsageLogRow

@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from redis import Redis
@@ -31,6 +30,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
 from aipool.ledger.models import usage_logs
 from aipool.ledger.record import UsageRecord
 from aipool.ledger.scrub import scrub_error
+from aipool.redis_lua import LuaScripts
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +40,7 @@ LOCK_KEY = "aipool:ledger:drain-lock"
 #: Long enough for one batch on a slow database; the lock is extended after every batch.
 LOCK_TTL_MS = 30_000
 
-_HERE = Path(__file__).parent
-_TRIM_IF_OWNER = (_HERE / "trim_if_owner.lua").read_text()
-_RELEASE_LOCK = (_HERE / "release_lock.lua").read_text()
+_SCRIPTS = LuaScripts("aipool.ledger", "trim_if_owner", "release_lock")
 
 # Column widths of ai_usage_logs: longer values are cut rather than failing a whole batch.
 _WIDTHS = {"request_id": 64, "provider": 32, "model": 128, "user_id": 128, "intent": 64}
@@ -199,7 +197,8 @@ def drain(
         result.skipped = True
         result.pending = int(redis.llen(key))
         return result
-    trim = redis.register_script(_TRIM_IF_OWNER)
+    scripts = _SCRIPTS.for_client(redis)
+    trim = scripts["trim_if_owner"]
     try:
         for _ in range(max_batches):
             raw: list[bytes] = redis.lrange(key, -batch, -1)
@@ -234,7 +233,7 @@ def drain(
             if len(raw) < batch:
                 break
     finally:
-        redis.eval(_RELEASE_LOCK, 1, lock_key, token)
+        scripts["release_lock"](keys=[lock_key], args=[token])
         result.pending = int(redis.llen(key))
     return result
 

@@ -7,17 +7,16 @@ has room again at 00:00 local.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
-DEFAULT_TIMEZONE = "Asia/Taipei"
+from aipool import config
 
 
 def pool_timezone() -> ZoneInfo:
-    """The zone named by ``AIPOOL_TIMEZONE``, or Asia/Taipei."""
-    return ZoneInfo(os.environ.get("AIPOOL_TIMEZONE") or DEFAULT_TIMEZONE)
+    """The zone named by ``AIPOOL_TIMEZONE``, or Asia/Taipei (:func:`aipool.config.timezone`)."""
+    return config.timezone()
 
 
 @dataclass(frozen=True)

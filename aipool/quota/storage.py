@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aipool.breaker.lua import LuaScripts, text
+from aipool.redis_lua import LuaScripts, text
 
 _SCRIPTS = LuaScripts("aipool.quota", "reserve", "settle", "release", "restore")
 

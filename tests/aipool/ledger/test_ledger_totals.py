@@ -41,6 +41,7 @@ def _seed(engine: Engine) -> None:
         _rec("d", "gemini", datetime(2026, 3, 14, 23, 59, 59, tzinfo=TAIPEI), 100, "error"),
         # Never reached gemini: not counted
         _rec("e", "gemini", datetime(2026, 3, 14, 9, tzinfo=TAIPEI), 0, "circuit_open"),
+        _rec("e2", "gemini", datetime(2026, 3, 14, 9, tzinfo=TAIPEI), 0, "deadline"),
         # Last month, another provider, tomorrow
         _rec("f", "gemini", datetime(2026, 2, 28, 23, 59, tzinfo=TAIPEI), 5000),
         _rec("g", "claude", datetime(2026, 3, 14, 9, tzinfo=TAIPEI), 400),
