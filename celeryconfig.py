@@ -34,22 +34,33 @@ task_acks_late = True
 task_reject_on_worker_lost = True
 worker_prefetch_multiplier = 1
 
-# The longest hop: nemotron's 60 s timeout plus margin. The broker must not redeliver a message
-# that is still being worked on, so its visibility timeout is well above the hard limit.
+# The longest hop: nemotron's 60 s timeout plus margin; the soft limit lets a hop answer or move on
+# before the hard limit kills its process.
 task_soft_time_limit = int(_env("AIPOOL_TASK_SOFT_TIME_LIMIT", "90"))
 task_time_limit = int(_env("AIPOOL_TASK_TIME_LIMIT", "120"))
+# On the Redis broker a message taken by a worker that dies whole (SIGKILL, OOM, node lost) comes
+# back only after the visibility timeout. It must exceed the longest a live worker holds a message
+# (the hard limit: prefetch 1, no ETA tasks) or a slow hop would run twice; anything above that is
+# time a crashed worker's requests wait. Hard limit + 60 s.
 broker_transport_options = {
-    "visibility_timeout": int(_env("AIPOOL_VISIBILITY_TIMEOUT", "3600")),
+    "visibility_timeout": int(_env("AIPOOL_VISIBILITY_TIMEOUT", str(task_time_limit + 60))),
+    "socket_timeout": 5.0,
+    "socket_connect_timeout": 5.0,
 }
 result_backend_transport_options = {"retry_policy": {"timeout": 5.0}}
-result_expires = int(_env("AIPOOL_RESULT_EXPIRES", str(24 * 3600)))
-result_extended = True
+redis_socket_timeout = 5.0
+redis_socket_connect_timeout = 5.0
+# A result is kept for its producer to read, an hour by default; nothing of the request is kept
+# with it (no args or kwargs in the result meta: they hold the prompt).
+result_expires = int(_env("AIPOOL_RESULT_EXPIRES", "3600"))
+result_extended = False
 broker_connection_retry_on_startup = True
 
-# Flower and the metrics exporter read task events.
+# Flower and the metrics exporter read task events. STARTED states are not stored: no producer
+# reads them, and each costs a result-backend write per hop.
 worker_send_task_events = True
 task_send_sent_event = True
-task_track_started = True
+task_track_started = False
 
 timezone = _env("AIPOOL_TIMEZONE", "Asia/Taipei")
 enable_utc = True

@@ -77,17 +77,16 @@ def status(
     host: Annotated[str, typer.Option(help="Interface for --serve.")] = "0.0.0.0",
 ) -> None:
     """Breaker state and quota use per provider (the ai-usage health report)."""
-    import redis
 
     from aipool.health import serve as serve_health
     from aipool.health import usage_report
-    from aipool.redis_url import redis_url
+    from aipool.redis_url import connect, redis_url
 
     url = redis_url()
     if serve:
         serve_health(host, port, url)
         return
-    report = usage_report(redis.Redis.from_url(url))
+    report = usage_report(connect(url))
     if as_json:
         console.print_json(json.dumps(report))
         return

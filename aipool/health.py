@@ -14,11 +14,10 @@ from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 from zoneinfo import ZoneInfo
 
-import redis
-
 from aipool.breaker import Breaker
 from aipool.limits import ProviderLimits, load_limits
 from aipool.quota import Quota, pool_timezone
+from aipool.redis_url import connect
 
 USAGE_PATH = "/api/v1/health/ai-usage"
 
@@ -85,6 +84,6 @@ class _QuietHandler(WSGIRequestHandler):
 
 def serve(host: str, port: int, redis_url: str) -> None:
     """Serve the usage report on ``host:port`` until interrupted (stdlib ``wsgiref``)."""
-    client = redis.Redis.from_url(redis_url)
+    client = connect(redis_url)
     with make_server(host, port, make_app(client), handler_class=_QuietHandler) as server:
         server.serve_forever()

@@ -22,6 +22,24 @@ def redis_url() -> str:
     return _start_embedded()
 
 
+#: Seconds to connect to Redis and to wait for one reply. A hung Redis must fail a step quickly (the
+#: hop then answers or moves on) instead of holding it until the task's soft time limit.
+CONNECT_TIMEOUT_S = float(os.environ.get("AIPOOL_REDIS_CONNECT_TIMEOUT", "5"))
+SOCKET_TIMEOUT_S = float(os.environ.get("AIPOOL_REDIS_SOCKET_TIMEOUT", "5"))
+
+
+def connect(url: str | None = None) -> Any:
+    """A redis-py client for ``url`` (default: :func:`redis_url`) with connect and socket timeouts."""
+    import redis
+
+    return redis.Redis.from_url(
+        url or redis_url(),
+        socket_connect_timeout=CONNECT_TIMEOUT_S,
+        socket_timeout=SOCKET_TIMEOUT_S,
+        health_check_interval=30,
+    )
+
+
 def celery_url() -> str:
     """The same Redis spelled for kombu (broker and result backend)."""
     url = redis_url()

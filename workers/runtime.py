@@ -16,13 +16,13 @@ from aipool.metrics import observe_attempt, observe_transition
 from aipool.observers import LedgerObserver
 from aipool.pricing import cost_usd
 from aipool.quota import quotas_for
-from aipool.redis_url import redis_url
+from aipool.redis_url import connect
 
 
 @cache
 def shared_redis() -> redis.Redis:
     """The Redis client holding breaker, quota and ledger-spool state for this process."""
-    return redis.Redis.from_url(redis_url(), health_check_interval=30)
+    return connect()
 
 
 def alert_on_transition(event: BreakerTransition) -> None:
