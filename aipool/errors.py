@@ -16,10 +16,13 @@ Every failure the pool can meet is one of these, so deciding what to do next is 
     │       ├── ProviderServerError     HTTP 5xx
     │       ├── ProviderAuthError       HTTP 401/403: the pool's key is wrong, not the request
     │       └── ProviderBadResponse     an answer we cannot parse
-    └── HopSkipped              the hop was not attempted at all
-        ├── CircuitOpen         the breaker refused the call
-        ├── QuotaExceeded       the quota had no room for the reservation
-        └── DeadlineExceeded    the request's latency budget ran out while it waited
+    ├── HopSkipped              the hop was not attempted at all
+    │   ├── CircuitOpen         the breaker refused the call
+    │   ├── QuotaExceeded       the quota had no room for the reservation
+    │   ├── DeadlineExceeded    the request's latency budget ran out while it waited
+    │   ├── GuardUnavailable    breaker or quota could not be read (Redis down): no call unguarded
+    │   └── AttemptEnded        a redelivered attempt whose call already ended: never called twice
+    └── InvalidJourney          a message's journey is not one the pool could have produced
 
 SDK exceptions are mapped into this tree in exactly one place per adapter (``map_error``).
 """
@@ -126,6 +129,41 @@ class QuotaExceeded(HopSkipped):
 
 class DeadlineExceeded(HopSkipped):
     code = "deadline"
+
+
+class GuardUnavailable(HopSkipped):
+    code = "guard_unavailable"
+
+
+class AttemptEnded(HopSkipped):
+    """This (request, attempt) was called by an earlier delivery of its message.
+
+    ``answer`` is that call's completion (a JSON text) when it succeeded, ``None`` when it failed: the
+    hop then returns the same answer, or moves on, without calling the provider again.
+    """
+
+    code = "attempt_ended"
+
+    def __init__(self, message: str = "", *, answer: str | None = None) -> None:
+        super().__init__(message)
+        self.answer = answer
+
+
+class InvalidJourney(AipoolError):
+    """The journey in a message names a hop no route of this pool produces."""
+
+    code = "invalid_journey"
+
+
+def as_provider_error(exc: BaseException) -> ProviderError:
+    """The provider error ``exc`` stands for: adapters map their SDK's errors; anything else that
+    escapes a call (a bug on the far side or ours, the task's soft time limit) still must not kill
+    the worker or lose the request."""
+    if isinstance(exc, ProviderError):
+        return exc
+    if type(exc).__name__ == "SoftTimeLimitExceeded":
+        return ProviderTimeout("the task's soft time limit passed during the call")
+    return ProviderBadResponse(type(exc).__name__)
 
 
 def status_error(status: int, message: str, retry_after: float | None = None) -> ProviderError:

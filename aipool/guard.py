@@ -2,42 +2,20 @@
 
 Order matters: the breaker first (an open breaker must not consume quota), then the quota; a quota
 refusal hands the breaker's permit back untouched (a half-open trial slot is freed, not spent).
+Redis errors end here: a guard that cannot be read skips the hop (``GuardUnavailable``), so no
+call is ever made unguarded and the request still moves on to its terminal answer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from redis.exceptions import RedisError
+
+from aipool.admission import Admission
 from aipool.breaker import Breaker
-from aipool.breaker.state import Permit
-from aipool.contract import Completion
-from aipool.errors import CircuitOpen, HopSkipped, ProviderError, QuotaExceeded
+from aipool.errors import AttemptEnded, CircuitOpen, GuardUnavailable, HopSkipped, QuotaExceeded
 from aipool.quota import Quota
-from aipool.quota.reservation import Reservation
-
-
-@dataclass
-class Ticket:
-    """One admitted call: a breaker permit and a quota reservation, settled by the call's outcome."""
-
-    breaker: Breaker
-    permit: Permit
-    quota: Quota
-    reservation: Reservation
-
-    def succeeded(self, completion: Completion) -> None:
-        self.quota.settle(self.reservation, completion.input_tokens + completion.output_tokens)
-        self.breaker.record_success(self.permit)
-
-    def failed(self, error: ProviderError) -> None:
-        # The call reached the provider: it stays a request for RPM and daily counts, its tokens
-        # come back. Only failures that say the provider is unhealthy move the breaker.
-        self.quota.release(self.reservation, called=True)
-        if error.counts_against_provider:
-            self.breaker.record_failure(self.permit)
-        else:
-            self.breaker.release(self.permit)
 
 
 class SharedGuards:
@@ -48,20 +26,38 @@ class SharedGuards:
         self.quotas = quotas
 
     def blocked(self, provider: str, tokens: int) -> HopSkipped | None:
-        breaker = self.breakers[provider]
-        if breaker.is_open():
-            return CircuitOpen(f"{provider} breaker is open")
-        if not self.quotas[provider].has_room(tokens):
-            return QuotaExceeded(f"{provider} quota has no room for {tokens} tokens")
+        try:
+            if self.breakers[provider].is_open():
+                return CircuitOpen(f"{provider} breaker is open")
+            if not self.quotas[provider].has_room(tokens):
+                return QuotaExceeded(f"{provider} quota has no room for {tokens} tokens")
+        except RedisError as exc:
+            return GuardUnavailable(f"{provider} guards unreadable: {type(exc).__name__}")
         return None
 
-    def admit(self, provider: str, request_id: str, attempt: int, tokens: int) -> Ticket:
+    def admit(self, provider: str, request_id: str, attempt: int, tokens: int) -> Admission:
+        """Acquire the breaker and reserve quota for one call of (``request_id``, ``attempt``).
+
+        Raises :class:`HopSkipped` when the call may not be made now, and :class:`AttemptEnded`
+        when an earlier delivery of this attempt already made it.
+        """
         breaker = self.breakers[provider]
         quota = self.quotas[provider]
-        permit = breaker.acquire()
         try:
-            reservation = quota.reserve(request_id, attempt, tokens)
-        except QuotaExceeded:
-            breaker.release(permit)
-            raise
-        return Ticket(breaker, permit, quota, reservation)
+            permit = breaker.acquire()
+            try:
+                reservation = quota.reserve(request_id, attempt, tokens)
+            except QuotaExceeded:
+                breaker.release(permit)
+                raise
+            if reservation.state in ("settled", "released"):
+                breaker.release(permit)
+                raise AttemptEnded(
+                    f"{provider} was already called for this attempt ({reservation.state})",
+                    answer=reservation.answer if reservation.state == "settled" else None,
+                )
+        except RedisError as exc:
+            raise GuardUnavailable(f"{provider} guards unreachable: {type(exc).__name__}") from exc
+        return Admission(
+            provider, breaker=breaker, permit=permit, quota=quota, reservation=reservation
+        )

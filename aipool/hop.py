@@ -17,10 +17,12 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from aipool import config, result
+from aipool.admission import Admission, completion_from_json
 from aipool.chains import Hop
 from aipool.contract import Completion, Request
-from aipool.errors import DeadlineExceeded, HopSkipped, ProviderBadResponse, ProviderError
+from aipool.errors import AttemptEnded, DeadlineExceeded, HopSkipped, as_provider_error
 from aipool.journey import Attempt, Journey, Route
+from aipool.ledger.scrub import scrub_error
 from aipool.providers import Provider, get_provider
 
 log = logging.getLogger("aipool.hop")
@@ -41,14 +43,6 @@ class Done:
     result: dict[str, Any]
 
 
-class Pass(Protocol):
-    """Permission to call one provider once, given back with the call's outcome."""
-
-    def succeeded(self, completion: Completion) -> None: ...
-
-    def failed(self, error: ProviderError) -> None: ...
-
-
 class Guards(Protocol):
     """The breaker and quota of every provider, shared by the pool."""
 
@@ -56,17 +50,10 @@ class Guards(Protocol):
         """Dispatch-time peek: why ``provider`` cannot take a call now, or ``None``."""
         ...
 
-    def admit(self, provider: str, request_id: str, attempt: int, tokens: int) -> Pass:
-        """Acquire the breaker and reserve quota just before the call; raise :class:`HopSkipped`."""
+    def admit(self, provider: str, request_id: str, attempt: int, tokens: int) -> Admission:
+        """Acquire the breaker and reserve quota just before the call; raise :class:`HopSkipped`
+        (or :class:`AttemptEnded` when an earlier delivery already made this call)."""
         ...
-
-
-class _FreePass:
-    def succeeded(self, completion: Completion) -> None:
-        return None
-
-    def failed(self, error: ProviderError) -> None:
-        return None
 
 
 class NoGuards:
@@ -75,8 +62,8 @@ class NoGuards:
     def blocked(self, provider: str, tokens: int) -> HopSkipped | None:
         return None
 
-    def admit(self, provider: str, request_id: str, attempt: int, tokens: int) -> Pass:
-        return _FreePass()
+    def admit(self, provider: str, request_id: str, attempt: int, tokens: int) -> Admission:
+        return Admission(provider)
 
 
 @dataclass(frozen=True)
@@ -145,28 +132,50 @@ class HopRunner:
         tokens = request.estimated_total_tokens()
         try:
             remaining = self._remaining(request, journey)
-            ticket = self.guards.admit(hop.provider, request_id, position, tokens)
+            call = self.guards.admit(hop.provider, request_id, position, tokens)
+        except AttemptEnded as ended:
+            if ended.answer:
+                # The provider answered an earlier delivery of this message: the same answer,
+                # charged once (the ledger keeps one row per attempt).
+                return self._answered(
+                    request, request_id, journey, position, completion_from_json(ended.answer)
+                )
+            self._record(request, request_id, journey, position, "error", str(ended))
+            return self._next(request, request_id, journey, position + 1)
         except HopSkipped as skip:
             self._record(request, request_id, journey, position, skip.code, str(skip))
             return self._next(request, request_id, journey, position + 1)
         started = time.perf_counter()
         try:
-            completion = self.providers(hop.provider).complete(
-                request, hop.model, timeout_s=remaining
-            )
+            with call:
+                completion = self.providers(hop.provider).complete(
+                    request, hop.model, timeout_s=remaining
+                )
+                call.answered(completion)
         except Exception as exc:
-            # Adapters map their SDK's errors; anything else is a bug on the far side or ours, and
-            # still must not kill the worker or lose the request: count it as a bad response.
-            error = (
-                exc if isinstance(exc, ProviderError) else ProviderBadResponse(type(exc).__name__)
-            )
-            ticket.failed(error)
+            error = as_provider_error(exc)
             elapsed = (time.perf_counter() - started) * 1000
             self._record(
-                request, request_id, journey, position, "error", f"{error.code}: {error}", elapsed
+                request,
+                request_id,
+                journey,
+                position,
+                "error",
+                scrub_error(f"{error.code}: {error}"),
+                elapsed,
             )
             return self._next(request, request_id, journey, position + 1)
-        ticket.succeeded(completion)
+        return self._answered(request, request_id, journey, position, completion)
+
+    def _answered(
+        self,
+        request: Request,
+        request_id: str,
+        journey: Journey,
+        position: int,
+        completion: Completion,
+    ) -> Done:
+        hop = journey.route.chain[position]
         cost = self.pricing(
             hop.provider, completion.model, completion.input_tokens, completion.output_tokens
         )

@@ -87,7 +87,11 @@ class Breaker:
 
     def release(self, permit: Permit) -> None:
         """Hand back a permit whose call proved nothing about the provider (e.g. a 400-class
-        rejection, or a quota refusal before the call): frees its trial slot, changes no state."""
+        rejection, or a quota refusal before the call): frees its trial slot, changes no state.
+
+        A permit issued while CLOSED holds no slot, so it costs no round trip."""
+        if permit.trial_token is None:
+            return
         self._record("release", permit)
 
     def is_open(self) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -22,8 +23,15 @@ from aipool.quota.storage import (
     QuotaStore,
 )
 
-#: Reservations older than this (seconds) with no outcome are presumed left by a dead worker.
-DEFAULT_RESERVATION_TTL = 600.0
+#: Reservations older than this (seconds) with no outcome are presumed left by a dead worker: a live
+#: one settles or releases within the task's hard time limit, and the broker redelivers a dead
+#: worker's message after the visibility timeout, which is the bound both follow.
+DEFAULT_RESERVATION_TTL = float(os.environ.get("AIPOOL_VISIBILITY_TIMEOUT", "0") or 0) or (
+    float(os.environ.get("AIPOOL_TASK_TIME_LIMIT", "120")) + 60.0
+)
+#: How long a settled call's answer is kept for a redelivery of its message: a message is
+#: redelivered at most a visibility timeout after it was taken, and held at most a hard limit.
+ANSWER_KEEP = int(2 * DEFAULT_RESERVATION_TTL)
 WINDOW = 60.0
 
 
@@ -98,21 +106,33 @@ class Quota:
         if reply[0] == "exceeded":
             limit, retry_at, used, allowed = reply[1], float(reply[2]), int(reply[3]), int(reply[4])
             raise QuotaExceeded(self._refusal(limit, retry_at, used, allowed, tokens, now))
-        _, state, counted, at, res_day, res_month = reply
+        _, state, counted, at, res_day, res_month, *kept = reply
         return Reservation(
-            self.provider, request_id, attempt, int(counted), float(at), res_day, res_month, state
+            self.provider,
+            request_id,
+            attempt,
+            int(counted),
+            float(at),
+            res_day,
+            res_month,
+            state,
+            answer=kept[0] if kept else "",
         )
 
-    def settle(self, res: Reservation, actual_tokens: int) -> bool:
+    def settle(self, res: Reservation, actual_tokens: int, answer: str = "") -> bool:
         """Charge the real usage instead of the estimate; returns whether anything changed.
 
         Only an open reservation settles; settling it again, or after ``release``, does nothing.
         The call still counts as one request. Tokens are charged to the day and month it was
-        reserved in.
+        reserved in. ``answer`` (the completion as JSON) is kept beside it for ``ANSWER_KEEP``
+        seconds, so a redelivered message returns it instead of calling the provider again.
         """
         if res.unlimited:
             return False
-        return self._store.settle(res.name, res.day, res.month, int(actual_tokens)) == "reserved"
+        changed = self._store.settle(
+            res.name, res.day, res.month, int(actual_tokens), answer, ANSWER_KEEP
+        )
+        return changed == "reserved"
 
     def release(self, res: Reservation, *, called: bool = True) -> bool:
         """Hand back a reservation that will not be settled; returns whether anything changed.

@@ -14,7 +14,8 @@ class Reservation:
     ``released`` -- then settling or releasing it again changes nothing. ``tokens`` is the amount
     counted at that moment. ``day`` and ``month`` are the periods charged (the ones in force when
     it was reserved, even if it is settled after midnight). ``unlimited`` reservations touch no
-    counter at all (their ``day`` and ``month`` are empty).
+    counter at all (their ``day`` and ``month`` are empty). ``answer`` is the completion (JSON)
+    kept beside a ``settled`` reservation while its message can still be redelivered, else empty.
     """
 
     provider: str
@@ -26,6 +27,7 @@ class Reservation:
     month: str
     state: str = "reserved"
     unlimited: bool = False
+    answer: str = ""
 
     @property
     def name(self) -> str:

@@ -5,6 +5,7 @@
 -- KEYS[3]  current day's counters (hash: requests, tokens)
 -- KEYS[4]  current month's counters (hash: tokens)
 -- KEYS[5]  open reservations: sorted set, reservation -> time reserved (for sweeping)
+-- KEYS[6]  the answer of a settled reservation, kept while its message can still be redelivered
 -- ARGV[1]  now (epoch seconds)             ARGV[2]  tokens to reserve
 -- ARGV[3]  rpm        ARGV[4]  daily_requests   ARGV[5]  daily_tokens   ARGV[6]  monthly_tokens
 --          (-1 = unlimited)
@@ -14,13 +15,17 @@
 -- ARGV[11] end of the current day    ARGV[12] end of the current month    (epoch seconds)
 -- ARGV[13] current day's label          ARGV[14] current month's label
 --
--- Returns {'existing', state, tokens, at, day, month} when this reservation was already made and
---         still counts, {'reserved', 'reserved', tokens, at, day, month} when reserved now,
+-- Returns {'existing', state, tokens, at, day, month, answer} when this reservation was already made
+--         and still counts (answer is '' unless it was settled and its answer is still kept), {'reserved', 'reserved', tokens, at, day, month} when reserved now,
 --         {'exceeded', limit, retry_at, used, limit_value} when a limit has no room.
 local existing = redis.call('HMGET', KEYS[1], 'state', 'tokens', 'at', 'day', 'month')
 -- A reservation handed back in full ('cancelled') counts for nothing, so it may be made again.
 if existing[1] and existing[1] ~= 'cancelled' then
-  return {'existing', existing[1], existing[2], existing[3], existing[4], existing[5]}
+  local answer = ''
+  if existing[1] == 'settled' then
+    answer = redis.call('GET', KEYS[6]) or ''
+  end
+  return {'existing', existing[1], existing[2], existing[3], existing[4], existing[5], answer}
 end
 
 local now = tonumber(ARGV[1])

@@ -8,6 +8,8 @@ Keys, all under ``aipool:quota:{provider}:``::
     res:{request}:{n}   hash: one reservation (state, tokens, at, day, month); kept three days so
                         a redelivered message finds it
     open                sorted set: reservations not yet settled or released, by time reserved
+    answer:{request}:{n} the completion of a settled reservation (JSON), kept only while its
+                        message can be redelivered (the visibility timeout plus the hard limit)
 
 Changes run in Lua so each check-and-reserve is one atomic step for the whole pool; reads for
 dispatch and reports are one pipelined round trip that changes nothing.
@@ -65,6 +67,9 @@ class QuotaStore:
     def record_key(self, name: str) -> str:
         return f"{self.prefix}:res:{name}"
 
+    def answer_key(self, name: str) -> str:
+        return f"{self.prefix}:answer:{name}"
+
     def reserve(self, name: str, day: str, month: str, args: list[Any]) -> list[str]:
         reply = self._reserve(
             keys=[
@@ -73,14 +78,23 @@ class QuotaStore:
                 self.day_key(day),
                 self.month_key(month),
                 self.open_key,
+                self.answer_key(name),
             ],
             args=args,
         )
         return [text(v) for v in reply]
 
-    def settle(self, name: str, day: str, month: str, actual: int) -> str:
-        keys = [self.record_key(name), self.day_key(day), self.month_key(month), self.open_key]
-        return text(self._settle(keys=keys, args=[actual, name])[0])
+    def settle(
+        self, name: str, day: str, month: str, actual: int, answer: str = "", keep: int = 1
+    ) -> str:
+        keys = [
+            self.record_key(name),
+            self.day_key(day),
+            self.month_key(month),
+            self.open_key,
+            self.answer_key(name),
+        ]
+        return text(self._settle(keys=keys, args=[actual, name, answer, keep])[0])
 
     def release(self, name: str, day: str, month: str, mode: str) -> str:
         keys = [
