@@ -10,6 +10,28 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+#: The provider keys the adapters send (the ollama client sends ``OLLAMA_API_KEY`` on its own when
+#: an Ollama server sits behind an authenticating proxy).
+PROVIDER_KEYS: tuple[str, ...] = (
+    "GEMINI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "NVIDIA_API_KEY",
+    "OLLAMA_API_KEY",
+)
+#: Every configured value that must never be written anywhere: the provider keys and the
+#: credentials of the alert channels (a Slack webhook URL is its own secret).
+SECRET_NAMES: tuple[str, ...] = (
+    *PROVIDER_KEYS,
+    "AIPOOL_SMTP_PASSWORD",
+    "AIPOOL_SLACK_WEBHOOK_URL",
+    "AIPOOL_ALERT_WEBHOOK_URL",
+)
+
+
+def secrets_dir() -> Path:
+    """Where mounted secret files live (``AIPOOL_SECRETS_DIR``, default ``/run/secrets``)."""
+    return Path(os.environ.get("AIPOOL_SECRETS_DIR", "/run/secrets"))
+
 
 def read_secret(name: str) -> str | None:
     """Return the secret ``name`` or ``None`` when it is not configured anywhere."""
@@ -19,7 +41,7 @@ def read_secret(name: str) -> str | None:
     candidates = []
     if os.environ.get(f"{name}_FILE"):
         candidates.append(Path(os.environ[f"{name}_FILE"]))
-    candidates.append(Path(os.environ.get("AIPOOL_SECRETS_DIR", "/run/secrets")) / name.lower())
+    candidates.append(secrets_dir() / name.lower())
     for path in candidates:
         try:
             text = path.read_text(encoding="utf-8").strip()
@@ -28,3 +50,17 @@ def read_secret(name: str) -> str | None:
         if text:
             return text
     return None
+
+
+def configured_secrets(names: tuple[str, ...] = SECRET_NAMES) -> list[str]:
+    """The values of ``names`` that are configured, wherever each one comes from."""
+    return [value for name in names if (value := read_secret(name))]
+
+
+def secrets_source(names: tuple[str, ...] = SECRET_NAMES) -> tuple[str | None, ...]:
+    """What decides where ``names`` are read from: changes when a variable or file path changes."""
+    out: list[str | None] = [os.environ.get("AIPOOL_SECRETS_DIR")]
+    for name in names:
+        out.append(os.environ.get(name))
+        out.append(os.environ.get(f"{name}_FILE"))
+    return tuple(out)

@@ -29,8 +29,8 @@ from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
 
 from aipool.ledger.models import usage_logs
 from aipool.ledger.record import UsageRecord
-from aipool.ledger.scrub import scrub_error
 from aipool.redis_lua import LuaScripts
+from aipool.scrub import scrub as scrub_error
 
 log = logging.getLogger(__name__)
 
