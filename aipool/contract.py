@@ -8,8 +8,11 @@ producer can act on. Nothing here touches the network.
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import Any
 
 from aipool.errors import InvalidRequest
@@ -24,6 +27,19 @@ MAX_TOOLS = 64
 PRIORITIES = ("low", "normal", "high", "critical")
 #: Intents a producer may name explicitly (the classifier's vocabulary, aipool.routing.intent).
 INTENTS = ("ALERT_TRIAGE", "QUERY", "CODE_REVIEW", "SUMMARY", "CHAT", "TOOL_CALL")
+#: Deepest nesting of objects and arrays in metadata, tool parameters and tool-call arguments.
+MAX_DEPTH = 32
+#: Longest ``user_id``: the width of the ledger's ``user_id`` column, so it is stored whole.
+MAX_USER_ID_LENGTH = 128
+#: Largest ``metadata``, in characters of its JSON form.
+MAX_METADATA_SIZE = 16_384
+#: Integers a provider's JSON parser can hold (64 bits, signed or unsigned).
+_INT_RANGE = range(-(2**63), 2**64)
+#: C0 control characters other than tab, newline and carriage return, as UTF-8 bytes. In UTF-8
+#: these bytes occur only as themselves, never inside a multi-byte character.
+_CONTROL_BYTES = tuple(bytes([b]) for b in range(32) if chr(b) not in "\t\n\r")
+#: A metadata key that can be shown as it is in a field path.
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -93,15 +109,22 @@ class Request:
                 return message.content
         return ""
 
-    def estimated_input_tokens(self) -> int:
+    @cached_property
+    def _input_token_estimate(self) -> int:
+        # Computed once per request: every hop asks for it several times, and it reads all the
+        # prompt text. The request is frozen, so the estimate cannot go stale.
         tool_text = (
             json.dumps([asdict(t) for t in self.tools], ensure_ascii=False) if self.tools else ""
         )
         return estimate_tokens(self.text()) + estimate_tokens(tool_text) + 4 * len(self.messages)
 
+    def estimated_input_tokens(self) -> int:
+        """About how many tokens the prompt (system, messages, tool declarations) takes."""
+        return self._input_token_estimate
+
     def estimated_total_tokens(self) -> int:
         """What a call could cost at most: the prompt plus the full output allowance."""
-        return self.estimated_input_tokens() + self.max_tokens
+        return self._input_token_estimate + self.max_tokens
 
 
 @dataclass
@@ -132,6 +155,80 @@ def _fail(code: str, message: str) -> InvalidRequest:
     return InvalidRequest(code, message)
 
 
+def _text(value: str, where: str) -> str:
+    """``value`` if every provider can encode it; else raise ``invalid_text`` naming ``where``.
+
+    Lone surrogates cannot be encoded as UTF-8 at all; NUL and the other C0 controls (tab, newline
+    and carriage return aside) are refused by providers' JSON parsers and by PostgreSQL. One C-level
+    encode plus a byte search per control keeps a 100 KB prompt well under a millisecond.
+    """
+    try:
+        encoded = value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise _fail(
+            "invalid_text",
+            f"{where} holds a lone surrogate (U+{ord(value[exc.start]):04X}) at character "
+            f"{exc.start}; send valid Unicode",
+        ) from None
+    for control in _CONTROL_BYTES:
+        if control in encoded:
+            raise _fail(
+                "invalid_text",
+                f"{where} holds the control character U+{control[0]:04X}; only tab, newline and "
+                "carriage return are allowed",
+            )
+    return value
+
+
+def _key_path(where: str, key: str, index: int) -> str:
+    # Keys are shown only when plain, so a path never repeats odd or unsendable producer text.
+    return f"{where}.{key}" if _PLAIN_KEY.fullmatch(key) else f"{where}[key #{index}]"
+
+
+def _json_value(value: Any, where: str, depth: int = 1) -> int:
+    """Check that ``value`` is plain, sendable JSON; return about how many characters it takes.
+
+    Objects need string keys; strings pass :func:`_text`; numbers are finite and integers fit in
+    64 bits; nesting stops at :data:`MAX_DEPTH` (``depth`` is the level ``value`` sits at).
+    """
+    if isinstance(value, str):
+        return len(_text(value, where)) + 2
+    if value is None or isinstance(value, bool):
+        return 5
+    if isinstance(value, int):
+        if value not in _INT_RANGE:
+            raise _fail("invalid_number", f"{where} is an integer larger than 64 bits")
+        return 20
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise _fail("invalid_number", f"{where} must be a finite number")
+        return 24
+    if not isinstance(value, dict | list | tuple):
+        raise _fail("invalid_value", f"{where} holds a {type(value).__name__}, which is not JSON")
+    if depth > MAX_DEPTH:
+        raise _fail("too_deep", f"{where} nests objects or arrays deeper than {MAX_DEPTH} levels")
+    size = 2
+    if isinstance(value, dict):
+        for i, (key, item) in enumerate(value.items()):
+            if not isinstance(key, str):
+                raise _fail("invalid_value", f"{where} has a key that is not a string")
+            _text(key, f"{where}[key #{i}]")
+            size += len(key) + 4 + _json_value(item, _key_path(where, key, i), depth + 1)
+        return size
+    for i, item in enumerate(value):
+        size += 1 + _json_value(item, f"{where}[{i}]", depth + 1)
+    return size
+
+
+def _optional_id(value: Any, where: str) -> str:
+    """An id a producer may leave out: a string or an integer, returned as a string."""
+    if value is None or value == "":
+        return ""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise _fail("invalid_message", f"{where} must be a string")
+    return _text(str(value), where)
+
+
 def _parse_tool_calls(raw: Any, where: str) -> tuple[ToolCall, ...]:
     if raw in (None, []):
         return ()
@@ -139,19 +236,27 @@ def _parse_tool_calls(raw: Any, where: str) -> tuple[ToolCall, ...]:
         raise _fail("invalid_message", f"{where}.tool_calls must be a list")
     calls = []
     for i, item in enumerate(raw):
+        at = f"{where}.tool_calls[{i}]"
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-            raise _fail("invalid_message", f"{where}.tool_calls[{i}] needs a string 'name'")
+            raise _fail("invalid_message", f"{at} needs a string 'name'")
+        name = _text(item["name"], f"{at}.name")
         args = item.get("arguments", {})
         if isinstance(args, str):
+            _text(args, f"{at}.arguments")
             try:
                 args = json.loads(args or "{}")
-            except ValueError:
+            except RecursionError:
                 raise _fail(
-                    "invalid_message", f"{where}.tool_calls[{i}].arguments is not JSON"
+                    "too_deep", f"{at}.arguments nests deeper than {MAX_DEPTH} levels"
                 ) from None
+            except ValueError:
+                raise _fail("invalid_message", f"{at}.arguments is not JSON") from None
         if not isinstance(args, dict):
-            raise _fail("invalid_message", f"{where}.tool_calls[{i}].arguments must be an object")
-        calls.append(ToolCall(name=item["name"], arguments=args, id=str(item.get("id") or "")))
+            raise _fail("invalid_message", f"{at}.arguments must be an object")
+        _json_value(args, f"{at}.arguments")
+        calls.append(
+            ToolCall(name=name, arguments=args, id=_optional_id(item.get("id"), f"{at}.id"))
+        )
     return tuple(calls)
 
 
@@ -161,11 +266,13 @@ def _parse_messages(payload: dict[str, Any]) -> tuple[list[Message], str]:
     system = payload.get("system") or ""
     if not isinstance(system, str):
         raise _fail("invalid_system", "'system' must be a string")
+    _text(system, "system")
     if raw_messages is None and prompt is None:
         raise _fail("missing_messages", "the request needs 'messages' or 'prompt'")
     if prompt is not None:
         if not isinstance(prompt, str) or not prompt.strip():
             raise _fail("invalid_prompt", "'prompt' must be a non-empty string")
+        _text(prompt, "prompt")
         if raw_messages:
             raise _fail("ambiguous_input", "send either 'messages' or 'prompt', not both")
         return [Message(role="user", content=prompt)], system
@@ -184,13 +291,18 @@ def _parse_messages(payload: dict[str, Any]) -> tuple[list[Message], str]:
             content = ""
         if not isinstance(content, str):
             raise _fail("invalid_message", f"{where}.content must be a string")
+        _text(content, f"{where}.content")
         if role == "system":
             # System turns are folded into the one system prompt every provider understands.
             system = f"{system}\n{content}".strip() if system else content
             continue
         tool_calls = _parse_tool_calls(raw.get("tool_calls"), where) if role == "assistant" else ()
         name = raw.get("name") or ""
-        if role == "tool" and not (name or raw.get("tool_call_id")):
+        if not isinstance(name, str):
+            raise _fail("invalid_message", f"{where}.name must be a string")
+        _text(name, f"{where}.name")
+        tool_call_id = _optional_id(raw.get("tool_call_id"), f"{where}.tool_call_id")
+        if role == "tool" and not (name or tool_call_id):
             raise _fail(
                 "invalid_message", f"{where}: a tool message needs 'name' or 'tool_call_id'"
             )
@@ -200,8 +312,8 @@ def _parse_messages(payload: dict[str, Any]) -> tuple[list[Message], str]:
             Message(
                 role=role,
                 content=content,
-                name=str(name),
-                tool_call_id=str(raw.get("tool_call_id") or ""),
+                name=name,
+                tool_call_id=tool_call_id,
                 tool_calls=tool_calls,
             )
         )
@@ -227,6 +339,8 @@ def _parse_tools(raw: Any) -> tuple[Tool, ...]:
         if not isinstance(item, dict):
             raise _fail("invalid_tools", f"{where} must be an object")
         name = item.get("name")
+        if isinstance(name, str):
+            _text(name, f"{where}.name")
         if (
             not isinstance(name, str)
             or not name
@@ -243,9 +357,11 @@ def _parse_tools(raw: Any) -> tuple[Tool, ...]:
             )
         if params.get("type", "object") != "object":
             raise _fail("tool_without_schema", f"{where}.parameters must be of type 'object'")
+        _json_value(params, f"{where}.parameters")
         description = item.get("description") or ""
         if not isinstance(description, str):
             raise _fail("invalid_tools", f"{where}.description must be a string")
+        _text(description, f"{where}.description")
         tools.append(Tool(name=name, description=description, parameters=params))
     return tuple(tools)
 
@@ -277,19 +393,30 @@ def parse_request(payload: Any) -> Request:
     deadline_s = _number(payload, "deadline_s", 0.001, 3600, integer=False)
     intent = payload.get("intent")
     if intent is not None:
-        intent = intent.strip().upper() if isinstance(intent, str) else intent
+        intent = _text(intent, "intent").strip().upper() if isinstance(intent, str) else intent
         if intent not in INTENTS:
             raise _fail("invalid_intent", f"'intent' must be one of {', '.join(INTENTS)}")
     priority = payload.get("priority") or "normal"
     if priority not in PRIORITIES:
         raise _fail("invalid_priority", f"'priority' must be one of {', '.join(PRIORITIES)}")
     user_id = payload.get("user_id")
-    if user_id is not None and not isinstance(user_id, str | int):
-        raise _fail("invalid_user_id", "'user_id' must be a string")
+    if user_id is not None:
+        if isinstance(user_id, bool) or not isinstance(user_id, str | int):
+            raise _fail("invalid_user_id", "'user_id' must be a string")
+        user_id = _text(str(user_id), "user_id")
+        if len(user_id) > MAX_USER_ID_LENGTH:
+            raise _fail(
+                "invalid_user_id", f"'user_id' is longer than {MAX_USER_ID_LENGTH} characters"
+            )
     metadata = payload.get("metadata")
     metadata = {} if metadata is None else metadata
     if not isinstance(metadata, dict):
         raise _fail("invalid_metadata", "'metadata' must be an object")
+    if _json_value(metadata, "metadata") > MAX_METADATA_SIZE:
+        raise _fail(
+            "metadata_too_large",
+            f"'metadata' is larger than {MAX_METADATA_SIZE} characters of JSON",
+        )
     request = Request(
         messages=tuple(messages),
         system=system,
@@ -299,7 +426,7 @@ def parse_request(payload: Any) -> Request:
         intent=intent,
         priority=priority,
         deadline_s=float(deadline_s) if deadline_s is not None else None,
-        user_id=str(user_id) if user_id is not None else None,
+        user_id=user_id,
         metadata=metadata,
     )
     if request.estimated_input_tokens() > MAX_PROMPT_TOKENS:
