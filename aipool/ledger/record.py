@@ -30,6 +30,22 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def storable_text(value: str, limit: int | None = None) -> str:
+    """``value`` as every store takes it: NULs dropped, lone surrogates replaced, ``limit`` long.
+
+    PostgreSQL refuses NUL in text, and a lone surrogate cannot be encoded as UTF-8 at all (not
+    for Redis, not for the database), so either would make a usage record fail to store. A
+    surrogate pair split into two code points is joined back into its character.
+    """
+    if "\x00" in value:
+        value = value.replace("\x00", "")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        value = value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return value if limit is None else value[:limit]
+
+
 @dataclass(frozen=True)
 class UsageRecord:
     """One attempt at one provider, as stored in ``ai_usage_logs``.

@@ -5,7 +5,9 @@ well under a millisecond on loopback. ``drain()`` (a beat task every few seconds
 records into ``ai_usage_logs`` in batches:
 
 1. read the oldest ``batch`` records (LRANGE from the tail; new records arrive at the head),
-2. INSERT ... ON CONFLICT (request_id, attempt) DO NOTHING and commit,
+2. INSERT ... ON CONFLICT (request_id, attempt) and commit: when two rows arrive for one attempt
+   (a redelivered hop), the paid outcome wins: a success replaces a row that is not one, and
+   otherwise the first row stays,
 3. only then trim exactly those records from the list (a Lua script that trims only while the
    drainer still owns its lock).
 
@@ -13,22 +15,24 @@ A crash between 2 and 3 leaves the records in Redis; the next drain inserts them
 unique key turns that into a no-op. A database that is down fails step 2: nothing is trimmed and
 the records wait in Redis until it is back. One drainer runs at a time (a short Redis lock).
 Records that cannot be parsed or stored move to a dead-letter list instead of blocking the rest.
+Text fields are cleaned and cut to their columns before they are queued and again before they are
+stored, so no value written into a record can send it there.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from redis import Redis
 from redis.exceptions import RedisError
-from sqlalchemy import Engine, Insert
+from sqlalchemy import Engine, Insert, String, and_, not_
 from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
 
 from aipool.ledger.models import usage_logs
-from aipool.ledger.record import UsageRecord
+from aipool.ledger.record import UsageRecord, storable_text
 from aipool.redis_lua import LuaScripts
 from aipool.scrub import scrub as scrub_error
 
@@ -42,8 +46,11 @@ LOCK_TTL_MS = 30_000
 
 _SCRIPTS = LuaScripts("aipool.ledger", "trim_if_owner", "release_lock")
 
-# Column widths of ai_usage_logs: longer values are cut rather than failing a whole batch.
-_WIDTHS = {"request_id": 64, "provider": 32, "model": 128, "user_id": 128, "intent": 64}
+# Text columns of ai_usage_logs and their widths (None: unbounded). Longer values are cut rather
+# than failing a whole batch.
+_TEXT_COLUMNS: dict[str, int | None] = {
+    c.name: c.type.length for c in usage_logs.columns if isinstance(c.type, String)
+}
 
 
 class UsageLog:
@@ -57,9 +64,10 @@ class UsageLog:
         """Queue ``rec`` for the database with one LPUSH; never raises.
 
         The error message is scrubbed before it leaves the process, so no credential sits in
-        Redis either. Returns ``False`` (and logs the record) if Redis refused it.
+        Redis either, and every text field is made storable (:func:`storable`). Returns
+        ``False`` (and logs the record) if Redis refused it.
         """
-        payload = _scrubbed(rec).to_json()
+        payload = storable(rec).to_json()
         try:
             self._redis.lpush(self._key, payload)
         except RedisError:
@@ -79,7 +87,10 @@ class DrainResult:
 
     #: Rows inserted into ai_usage_logs.
     written: int = 0
-    #: Records removed from Redis because their (request_id, attempt) was already stored.
+    #: Stored rows of failed or skipped attempts replaced by the same attempt's success.
+    replaced: int = 0
+    #: Records removed from Redis because their (request_id, attempt) already had the row that
+    #: wins (stored, or earlier in the same batch).
     duplicates: int = 0
     #: Records moved to the dead-letter list.
     dead: int = 0
@@ -91,13 +102,27 @@ class DrainResult:
     error: str | None = None
 
 
-def _scrubbed(rec: UsageRecord) -> UsageRecord:
-    cleaned = scrub_error(rec.error_message)
-    return rec if cleaned == rec.error_message else replace(rec, error_message=cleaned)
+def storable(rec: UsageRecord) -> UsageRecord:
+    """``rec`` with its error message scrubbed and every text field fit for its column.
+
+    NULs are dropped, lone surrogates replaced and values cut to the column's width, so a record
+    never fails to store (or to be queued) because of what a producer or provider wrote into it.
+    """
+    changes: dict[str, Any] = {}
+    error_message = scrub_error(rec.error_message)
+    for name, width in _TEXT_COLUMNS.items():
+        value = error_message if name == "error_message" else getattr(rec, name)
+        if isinstance(value, str):
+            value = storable_text(value, width)
+        if value != getattr(rec, name):
+            changes[name] = value
+    return replace(rec, **changes) if changes else rec
 
 
-def _row(rec: UsageRecord) -> dict[str, Any]:
-    row: dict[str, Any] = {
+def _row(record: UsageRecord) -> dict[str, Any]:
+    # Records queued by older writers were not cleaned yet; cleaning twice changes nothing.
+    rec = storable(record)
+    return {
         "id": rec.id,
         "request_id": rec.request_id,
         "attempt": rec.attempt,
@@ -107,7 +132,7 @@ def _row(rec: UsageRecord) -> dict[str, Any]:
         "output_tokens": rec.output_tokens,
         "latency_ms": rec.latency_ms,
         "success": rec.success,
-        "error_message": scrub_error(rec.error_message),
+        "error_message": rec.error_message,
         "user_id": rec.user_id,
         "intent": rec.intent,
         "complexity": rec.complexity,
@@ -118,33 +143,62 @@ def _row(rec: UsageRecord) -> dict[str, Any]:
         "cost_usd": rec.cost_usd,
         "created_at": rec.created_at,
     }
-    for name, width in _WIDTHS.items():
-        value = row[name]
-        if isinstance(value, str):
-            row[name] = value[:width]
-    return row
 
 
-def insert_ignoring_duplicates(engine: Engine) -> Insert:
-    """INSERT into ai_usage_logs that skips rows whose (request_id, attempt) already exists."""
+def insert_keeping_success(engine: Engine) -> Insert:
+    """INSERT into ai_usage_logs where, for one (request_id, attempt), the paid outcome wins.
+
+    A redelivered hop can record one attempt twice, e.g. an ``error`` row from a run cut short
+    and then the ``ok`` row of the call that was paid for. An incoming success replaces a stored
+    row that is not one (keeping the stored row's id); a row that is not a success never replaces
+    anything, and of two successes the first stays. RETURNING yields the id of every row inserted
+    or replaced: a replaced row returns the stored id, not the incoming one.
+    """
     table = usage_logs
     if engine.dialect.name == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-        return (
-            pg_insert(table)
-            .on_conflict_do_nothing(index_elements=["request_id", "attempt"])
-            .returning(table.c.id)
-        )
+        stmt = pg_insert(table)
+        replacement = {
+            c.name: stmt.excluded[c.name]
+            for c in table.columns
+            if c.name not in ("id", "request_id", "attempt")
+        }
+        return stmt.on_conflict_do_update(
+            index_elements=["request_id", "attempt"],
+            set_=replacement,
+            where=and_(stmt.excluded.success, not_(table.c.success)),
+        ).returning(table.c.id)
     if engine.dialect.name == "sqlite":
         from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-        return (
-            sqlite_insert(table)
-            .on_conflict_do_nothing(index_elements=["request_id", "attempt"])
-            .returning(table.c.id)
-        )
+        lite = sqlite_insert(table)
+        replacement = {
+            c.name: lite.excluded[c.name]
+            for c in table.columns
+            if c.name not in ("id", "request_id", "attempt")
+        }
+        return lite.on_conflict_do_update(
+            index_elements=["request_id", "attempt"],
+            set_=replacement,
+            where=and_(lite.excluded.success, not_(table.c.success)),
+        ).returning(table.c.id)
     raise NotImplementedError(f"ledger does not support the {engine.dialect.name} dialect")
+
+
+def _winners(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (request_id, attempt) of a batch, chosen as the database would choose.
+
+    PostgreSQL refuses an upsert that touches one row twice in a statement, so two records of
+    one attempt in the same batch are settled here: the first success, else the first row.
+    """
+    kept: dict[tuple[str, int], dict[str, Any]] = {}
+    for row in rows:
+        key = (row["request_id"], row["attempt"])
+        held = kept.get(key)
+        if held is None or (row["success"] and not held["success"]):
+            kept[key] = row
+    return list(kept.values())
 
 
 def _is_connection_problem(exc: SQLAlchemyError) -> bool:
@@ -153,27 +207,41 @@ def _is_connection_problem(exc: SQLAlchemyError) -> bool:
     )
 
 
-def _store(engine: Engine, rows: list[dict[str, Any]]) -> tuple[int, list[dict[str, Any]]]:
-    """Insert ``rows``; return (inserted, rows that the database rejected).
+@dataclass
+class _Stored:
+    """What one upsert of rows did."""
+
+    inserted: int = 0
+    replaced: int = 0
+    rejected: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, other: _Stored) -> None:
+        self.inserted += other.inserted
+        self.replaced += other.replaced
+        self.rejected.extend(other.rejected)
+
+
+def _store(engine: Engine, rows: list[dict[str, Any]]) -> _Stored:
+    """Upsert ``rows`` (at most one per attempt); count inserts, replacements and rejections.
 
     Connection problems propagate (the batch stays in Redis). A batch the database rejects for
     its content is retried row by row, so one bad record cannot block the others.
     """
-    stmt = insert_ignoring_duplicates(engine)
+    stmt = insert_keeping_success(engine)
     try:
         with engine.begin() as conn:
-            return len(conn.execute(stmt, rows).all()), []
+            ids = set(conn.execute(stmt, rows).scalars())
+        inserted = sum(1 for row in rows if row["id"] in ids)
+        return _Stored(inserted=inserted, replaced=len(ids) - inserted)
     except SQLAlchemyError as exc:
         if _is_connection_problem(exc):
             raise
         if len(rows) == 1:
-            return 0, rows
-    inserted, rejected = 0, []
+            return _Stored(rejected=rows)
+    stored = _Stored()
     for row in rows:
-        n, bad = _store(engine, [row])
-        inserted += n
-        rejected.extend(bad)
-    return inserted, rejected
+        stored.add(_store(engine, [row]))
+    return stored
 
 
 def drain(
@@ -213,13 +281,14 @@ def drain(
                 except (ValueError, KeyError, TypeError) as exc:
                     log.error("unreadable usage record moved to %s: %s", DEAD_KEY, exc)
                     dead.append(item)
+            winners = _winners(rows)
             try:
-                inserted, rejected = _store(engine, rows) if rows else (0, [])
+                stored = _store(engine, winners) if winners else _Stored()
             except SQLAlchemyError as exc:
                 result.error = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
                 log.warning("ledger drain stopped, records stay in Redis: %s", result.error)
                 break
-            for row in rejected:
+            for row in stored.rejected:
                 log.error("usage record rejected by the database: %s", row["request_id"])
                 dead.append(_to_json(row))
             if dead:
@@ -227,9 +296,12 @@ def drain(
             if not trim(keys=[key, lock_key], args=[token, len(raw), LOCK_TTL_MS]):
                 result.error = "drain lock lost; another drainer continues"
                 break
-            result.written += inserted
+            result.written += stored.inserted
+            result.replaced += stored.replaced
             result.dead += len(dead)
-            result.duplicates += len(rows) - len(rejected) - inserted
+            result.duplicates += (
+                len(rows) - len(stored.rejected) - stored.inserted - stored.replaced
+            )
             if len(raw) < batch:
                 break
     finally:

@@ -2,22 +2,52 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
 from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
 
+from aipool.ledger.db import make_engine, migrate
 from aipool.ledger.testing import empty_ledger, ledger_engine
 
 REDIS_TEST_URL = "redis://127.0.0.1:6379/12"
+# Beside the session's test database ("<name>_ledger"), so runs given different test databases
+# never empty each other's ledger tables.
+LEDGER_DATABASE = "{}_ledger".format(
+    make_url(
+        os.environ.get(
+            "AIPOOL_TEST_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/aipool_test"
+        )
+    ).database
+)
 
 
 @pytest.fixture(scope="session")
 def _session_engine() -> Iterator[Engine]:
-    engine = ledger_engine("aipool_test_ledger")
+    engine = ledger_engine(LEDGER_DATABASE)
     yield engine
     engine.dispose()
+
+
+@pytest.fixture
+def sqlite_engine(tmp_path: Path) -> Iterator[Engine]:
+    """The embedded default: a migrated SQLite ledger file of this test's own."""
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    migrate(url)
+    engine = make_engine(url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture(params=["postgresql", "sqlite"])
+def any_engine(request: pytest.FixtureRequest) -> Engine:
+    """Each ledger backend in turn, empty."""
+    fixture = "engine" if request.param == "postgresql" else "sqlite_engine"
+    return request.getfixturevalue(fixture)  # type: ignore[no-any-return]
 
 
 @pytest.fixture

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import UTC, datetime
 from decimal import Decimal
 
+import pytest
 import redis
 from sqlalchemy import Engine, func, select
+from sqlalchemy.orm import Session
 
 from aipool.ledger.db import make_engine
 from aipool.ledger.models import UsageLogRow
@@ -184,3 +187,156 @@ def test_given_the_embedded_default_when_drained_then_sqlite_stores_once(
         created = conn.execute(select(UsageLogRow.created_at)).scalar_one()
     assert created == datetime(2026, 1, 1, tzinfo=UTC)
     sqlite.dispose()
+
+
+# -- every field stores ------------------------------------------------------------------------
+
+
+def _stored(engine: Engine) -> list[UsageLogRow]:
+    with Session(engine) as session:
+        return list(session.scalars(select(UsageLogRow).order_by(UsageLogRow.request_id)))
+
+
+def test_given_nul_surrogates_and_overlong_text_when_recorded_and_drained_then_the_row_is_stored(
+    ledger_redis: redis.Redis, engine: Engine
+) -> None:
+    # Given: a record whose text fields hold what PostgreSQL or UTF-8 refuse, and too much of it
+    rec = _record(
+        "req-\x00hostile",
+        provider="gem\x00ini" + "p" * 40,
+        model="m\ud800" + "m" * 200,
+        outcome="error",
+        success=False,
+        error_message="boom\x00 \udfff",
+        user_id="svc\x00-7\ud800" + "u" * 300,
+        intent="CHAT\x00" + "i" * 100,
+        route_chain="ollama>gemini\udc80" + ">static" * 100,
+        route_reason="rule\x00 matched \ud83d\ude00",
+    )
+    log = UsageLog(ledger_redis)
+    # When
+    queued = log.record(rec)
+    result = drain(ledger_redis, engine)
+    # Then: queued, stored whole-row, nothing in the dead letters
+    assert queued
+    assert (result.written, result.dead, result.pending) == (1, 0, 0)
+    assert ledger_redis.llen(DEAD_KEY) == 0
+    (row,) = _stored(engine)
+    # NULs gone, lone surrogates replaced, each value cut to its column, a split pair joined
+    assert row.request_id == "req-hostile"
+    assert row.user_id == ("svc-7\ufffd" + "u" * 300)[:128]
+    assert row.model.startswith("m\ufffdm") and len(row.model) == 128
+    assert len(row.provider) == 32 and "\x00" not in row.provider
+    assert row.intent == ("CHAT" + "i" * 100)[:64]
+    assert row.route_chain is not None and len(row.route_chain) == 400
+    assert row.route_reason == "rule matched 😀"
+    assert row.error_message == "boom \ufffd"
+
+
+def test_given_a_record_queued_unclean_by_an_older_writer_when_drained_then_it_is_stored(
+    ledger_redis: redis.Redis, engine: Engine
+) -> None:
+    # Given: JSON in the pending list that decodes to a NUL and a lone surrogate in user_id
+    good = _record("older-good")
+    unclean = json.loads(_record("older", user_id="x").to_json())
+    unclean["user_id"] = "svc\x00\ud800"
+    ledger_redis.lpush(PENDING_KEY, json.dumps(unclean))  # ensure_ascii escapes both
+    UsageLog(ledger_redis).record(good)
+    # When
+    result = drain(ledger_redis, engine)
+    # Then: both stored, the unclean one cleaned, nothing dead and nothing stuck
+    assert (result.written, result.dead, result.pending) == (2, 0, 0)
+    assert [r.user_id for r in _stored(engine)] == ["svc\ufffd", None]
+
+
+# -- two rows for one attempt: the paid outcome wins -------------------------------------------
+
+
+def _failed(request_id: str, attempt: int = 0, **kw: object) -> UsageRecord:
+    fields: dict[str, object] = {
+        "outcome": "error",
+        "success": False,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cost_usd": Decimal(0),
+        "error_message": "timeout: no answer in 30s",
+    }
+    fields.update(kw)
+    return _record(request_id, attempt, **fields)
+
+
+def _only_row(engine: Engine) -> UsageLogRow:
+    (row,) = _stored(engine)
+    return row
+
+
+def test_given_an_error_row_stored_when_the_paid_ok_row_arrives_then_it_replaces_it(
+    ledger_redis: redis.Redis, any_engine: Engine
+) -> None:
+    # Given: a redelivered hop: the attempt's error row is already in the ledger
+    log = UsageLog(ledger_redis)
+    log.record(_failed("redelivered", 1))
+    first = drain(ledger_redis, any_engine)
+    stored_id = _only_row(any_engine).id
+    # When: the run that was paid for records the same attempt as ok
+    log.record(_record("redelivered", 1, cost_usd=Decimal("0.000420")))
+    second = drain(ledger_redis, any_engine)
+    # Then: one row, the ok one, with its tokens and cost (and the row keeps its id)
+    row = _only_row(any_engine)
+    assert (row.outcome, row.success, row.error_message) == ("ok", True, None)
+    assert (row.input_tokens, row.output_tokens, row.cost_usd) == (100, 20, Decimal("0.000420"))
+    assert row.id == stored_id
+    assert (first.written, second.written, second.replaced, second.duplicates) == (1, 0, 1, 0)
+
+
+def test_given_an_ok_row_stored_when_an_error_row_arrives_then_the_ok_row_stays(
+    ledger_redis: redis.Redis, any_engine: Engine
+) -> None:
+    log = UsageLog(ledger_redis)
+    log.record(_record("paid-first", 0))
+    drain(ledger_redis, any_engine)
+    log.record(_failed("paid-first", 0))
+    result = drain(ledger_redis, any_engine)
+    row = _only_row(any_engine)
+    assert (row.outcome, row.success, row.cost_usd) == ("ok", True, Decimal("0.000120"))
+    assert (result.written, result.replaced, result.duplicates) == (0, 0, 1)
+
+
+def test_given_two_ok_rows_for_one_attempt_then_the_first_stays(
+    ledger_redis: redis.Redis, any_engine: Engine
+) -> None:
+    log = UsageLog(ledger_redis)
+    log.record(_record("twice-ok", 0, cost_usd=Decimal("0.000001")))
+    drain(ledger_redis, any_engine)
+    log.record(_record("twice-ok", 0, cost_usd=Decimal("0.000002")))
+    result = drain(ledger_redis, any_engine)
+    assert _only_row(any_engine).cost_usd == Decimal("0.000001")
+    assert (result.written, result.replaced, result.duplicates) == (0, 0, 1)
+
+
+@pytest.mark.parametrize(
+    ("order", "winner"),
+    [
+        (["error", "ok"], "ok"),
+        (["ok", "error"], "ok"),
+        (["error", "ok", "error", "ok"], "ok#1"),
+        (["error", "circuit_open"], "error"),
+    ],
+)
+def test_given_rows_of_one_attempt_in_one_batch_then_the_paid_outcome_wins(
+    ledger_redis: redis.Redis, any_engine: Engine, order: list[str], winner: str
+) -> None:
+    # Given: several records of one attempt waiting in the same batch, oldest first
+    log = UsageLog(ledger_redis)
+    for i, outcome in enumerate(order):
+        tag = f"{outcome}#{i}"
+        if outcome == "ok":
+            log.record(_record("batch", 2, route_reason=tag))
+        else:
+            log.record(_failed("batch", 2, outcome=outcome, route_reason=tag))
+    # When
+    result = drain(ledger_redis, any_engine)
+    # Then: one row: the first success, or else the first row
+    row = _only_row(any_engine)
+    assert row.route_reason is not None and row.route_reason.startswith(winner)
+    assert (result.written, result.duplicates, result.dead) == (1, len(order) - 1, 0)
