@@ -11,8 +11,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from aipool.chains import Hop
+from aipool.chains import PROVIDERS, REFUSE, TERMINALS, Hop, build_chain
+from aipool.errors import InvalidJourney
 from aipool.routing.router import Route
+from aipool.routing.table import RouteTable, load_table
 
 __all__ = ["Attempt", "Journey", "Route"]
 
@@ -80,3 +82,36 @@ class Journey:
             attempts=[Attempt.from_dict(a) for a in data.get("attempts", [])],
             received_at=float(data["received_at"]),
         )
+
+    @classmethod
+    def verified(cls, data: Any, table: RouteTable | None = None) -> Journey:
+        """The journey a message carries, if the router (or ``submit()``) could have produced it.
+
+        Any producer can write a journey, so it is trusted only as far as it matches what routing
+        builds: the first hop is one a rule (or the default) starts at, the rest of the chain is
+        the ADR order that follows it, and the position is on the chain. Anything else would let a
+        message pick any model at any price, or jump to the static answer: it raises
+        :class:`InvalidJourney`, and no call is made.
+        """
+        try:
+            journey = cls.from_dict(data)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise InvalidJourney("the journey field is malformed") from exc
+        chain = journey.route.chain
+        if not chain or not 0 <= journey.position < len(chain):
+            raise InvalidJourney(f"position {journey.position} is not on the route's chain")
+        first = chain[0]
+        if first.provider not in PROVIDERS or chain[-1].provider not in TERMINALS:
+            raise InvalidJourney("the route does not start at a provider and end in a terminal hop")
+        expected = build_chain(first, tools=chain[-1].provider == REFUSE)
+        if chain != expected or first not in _first_hops(table or load_table()):
+            raise InvalidJourney("the route is not one the pool's route table produces")
+        return journey
+
+
+def _first_hops(table: RouteTable) -> set[Hop]:
+    """Every hop a route can start at: each rule's first hop and the chains' defaults."""
+    starts = {rule.first_hop() for rule in table.rules}
+    for tools in (False, True):
+        starts.add(build_chain(None, tools=tools)[0])
+    return starts

@@ -15,9 +15,8 @@ from celery.result import AsyncResult
 from aipool.contract import parse_request
 from aipool.hop import Forward
 from aipool.routing.router import decide
+from tasks.generate import TASK_NAME, describe
 from workers.runtime import hop_runner
-
-TASK_NAME = "ai.generate"
 
 
 def submit(request: dict[str, Any], *, app: Celery | None = None, **options: Any) -> AsyncResult:
@@ -40,6 +39,7 @@ def submit(request: dict[str, Any], *, app: Celery | None = None, **options: Any
     return app.send_task(
         TASK_NAME,
         kwargs={"request": request, "journey": step.journey.to_dict()},
+        kwargsrepr=describe(step),
         task_id=task_id,
         queue=step.queue,
         routing_key=step.queue,

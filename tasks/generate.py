@@ -1,4 +1,10 @@
-"""``ai.generate``: the one inference task, re-dispatched hop by hop with ``Task.replace``."""
+"""``ai.generate``: the one inference task, re-dispatched hop by hop with ``Task.replace``.
+
+Whatever happens inside a hop, the producer's ``AsyncResult`` gets a contract result (v1), never a
+Celery FAILURE: malformed input and forged journeys come back as ``status: "error"``; a bug, the
+soft time limit or a broker that cannot take the next hop end in ``error`` with a code; the hard
+time limit, which kills the process, is answered by the worker's parent (:class:`AnsweringRequest`).
+"""
 
 from __future__ import annotations
 
@@ -6,52 +12,148 @@ import logging
 from typing import Any
 
 from celery import Task, shared_task
+from celery.exceptions import Ignore, SoftTimeLimitExceeded
+from celery.worker.request import Request as CeleryRequest
 
 from aipool import result
-from aipool.contract import parse_request
-from aipool.errors import InvalidRequest
-from aipool.hop import Done
+from aipool.contract import Request, parse_request
+from aipool.errors import InvalidJourney, InvalidRequest
+from aipool.hop import Done, Forward
 from aipool.journey import Journey
 from aipool.routing.router import decide
 from workers.runtime import hop_runner
 
 log = logging.getLogger("aipool.tasks")
 
+TASK_NAME = "ai.generate"
 
-@shared_task(name="ai.generate", bind=True)
-def generate(
-    self: Task, request: Any = None, journey: dict[str, Any] | None = None, **extra: Any
-) -> Any:
+
+class AnsweringRequest(CeleryRequest):
+    """A request whose hard time limit is answered with a contract result instead of FAILURE.
+
+    The hard limit kills the pool process running the hop, so the answer can only come from the
+    worker's parent, here. It is stored instead of Celery's FAILURE: the producer reads
+    ``status: "error"``, code ``time_limit``, and the message is acked as Celery would.
+    """
+
+    def on_timeout(self, soft: bool, timeout: float) -> None:
+        if soft:
+            super().on_timeout(soft, timeout)
+            return
+        log.error("hard time limit (%ss) passed for request_id=%s", timeout, self.id)
+        try:
+            self.task.backend.store_result(
+                self.id,
+                result.error(self.id, "time_limit", f"the hop did not finish within {timeout:g} s"),
+                "SUCCESS",
+                request=self._context,
+            )
+        except Exception:
+            log.exception("time-limit answer not stored for request_id=%s", self.id)
+        self.task.backend.process_cleanup()
+        if self.task.acks_late and self.task.acks_on_failure_or_timeout:
+            self.acknowledge()
+        from celery.worker.state import task_ready
+
+        task_ready(self)
+
+
+class GenerateTask(Task):
+    """The task class of ``ai.generate``: its hard time limit answers the producer."""
+
+    Request = AnsweringRequest
+
+
+@shared_task(name=TASK_NAME, bind=True, base=GenerateTask)
+def generate(self: Task, *args: Any, request: Any = None, journey: Any = None, **extra: Any) -> Any:
     """Answer ``request`` (contract v1) or pass it to the next provider's queue.
 
     Without ``journey`` the request is new (sent by name to the ``router`` queue): it is routed and
     dispatched to the first provider that can take it. With ``journey`` this worker runs the hop the
-    journey points at.
+    journey points at, after checking that routing could have produced it.
     """
     request_id = str(self.request.id)
+    if args:
+        return result.error(
+            request_id,
+            "positional_arguments",
+            'ai.generate takes keyword arguments only: kwargs={"request": {...}}',
+        )
     if extra:
         return result.error(
             request_id, "unknown_argument", f"unexpected arguments: {', '.join(sorted(extra))}"
         )
     try:
         parsed = parse_request(request)
+        step = _hop(request_id, parsed, journey)
     except InvalidRequest as exc:
         return result.error(request_id, exc.code, exc.message)
-    runner = hop_runner()
-    if journey is None:
-        step = runner.start(parsed, request_id, decide(parsed))
-    else:
-        try:
-            trip = Journey.from_dict(journey)
-        except (KeyError, TypeError, ValueError, IndexError):
-            return result.error(request_id, "invalid_journey", "the journey field is malformed")
-        step = runner.run(parsed, request_id, trip)
+    except InvalidJourney as exc:
+        return result.error(request_id, exc.code, str(exc))
+    except SoftTimeLimitExceeded:
+        log.error("soft time limit passed for request_id=%s", request_id)
+        return result.error(request_id, "time_limit", "the hop did not finish in time")
+    except Exception:
+        # A bug must cost one request a clear error, never the producer's wait or the worker.
+        log.exception("hop failed for request_id=%s", request_id)
+        return result.error(request_id, "internal_error", "the pool failed to serve this hop")
     if isinstance(step, Done):
         return step.result
-    # Same task id on the next queue: the producer's AsyncResult resolves to the last hop's result.
-    signature = generate.signature(
+    return _forward(self, request, step)
+
+
+def _hop(request_id: str, parsed: Request, journey: Any) -> Done | Forward:
+    runner = hop_runner()
+    if journey is None:
+        return runner.start(parsed, request_id, decide(parsed))
+    return runner.run(parsed, request_id, Journey.verified(journey))
+
+
+def _forward(task: Task, request: Any, step: Forward) -> Any:
+    """Same task id on the next queue: the producer's AsyncResult resolves to the last hop's
+    result. The message keeps what its producer asked of it (priority, expiry, time limits)."""
+    signature = task.signature(
         kwargs={"request": request, "journey": step.journey.to_dict()},
         queue=step.queue,
         routing_key=step.queue,
+        kwargsrepr=describe(step),
+        **carried_options(task.request),
     )
-    return self.replace(signature)
+    try:
+        return task.replace(signature)
+    except Ignore:
+        raise
+    except Exception:
+        log.exception("request_id=%s not dispatched to %s", task.request.id, step.queue)
+        return result.error(
+            str(task.request.id),
+            "dispatch_failed",
+            f"the request could not be queued for {step.queue}",
+            step.journey,
+        )
+
+
+def describe(step: Forward) -> str:
+    """What Flower and the task events show of a message: where it is, never the prompt."""
+    journey = step.journey
+    return (
+        f"{{'intent': {journey.route.intent!r}, 'hop': {journey.position}, "
+        f"'provider': {journey.hop.provider!r}, 'model': {journey.hop.model!r}}}"
+    )
+
+
+def carried_options(context: Any) -> dict[str, Any]:
+    """The producer's message options a re-dispatch must keep (Celery's replace drops them)."""
+    options: dict[str, Any] = {}
+    priority = (getattr(context, "delivery_info", None) or {}).get("priority")
+    if priority is not None:
+        options["priority"] = priority
+    expires = getattr(context, "expires", None)
+    if expires:
+        options["expires"] = expires
+    hard, soft = getattr(context, "timelimit", None) or (None, None)
+    if hard:
+        options["time_limit"] = hard
+    if soft:
+        options["soft_time_limit"] = soft
+    return options
