@@ -4,11 +4,20 @@ An adapter turns a provider-neutral :class:`~aipool.contract.Request` into its S
 SDK's answer back into a :class:`~aipool.contract.Completion`. SDK exceptions are mapped into
 :mod:`aipool.errors` in exactly one place per adapter (its ``map_error``), so the worker decides
 "next provider or not" with one ``isinstance``.
+
+What every adapter does the same way lives here: the timeout of one call (:func:`call_timeout`),
+the request that cannot be sent (:func:`building_request`, :func:`request_error`), messages
+scrubbed of credentials (:func:`scrubbed`), and usage checked before it is charged
+(:func:`checked_usage`).
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -16,10 +25,23 @@ from aipool.contract import Completion, Message, Request, ToolCall
 from aipool.errors import (
     ProviderBadResponse,
     ProviderError,
+    ProviderRejected,
     ProviderTimeout,
     ProviderUnreachable,
     status_error,
 )
+from aipool.scrub import scrub
+from aipool.tokens import estimate_tokens
+
+log = logging.getLogger("aipool.providers")
+
+#: Shortest timeout handed to an SDK: some read 0 as "no timeout at all".
+MIN_CALL_TIMEOUT_S = 0.001
+#: More prompt tokens than any model takes: a count above it is a broken answer, not a bill.
+MAX_INPUT_TOKENS = 10_000_000
+#: How far above ``max_tokens`` a reported output count may go before it is a broken answer
+#: (thinking and tool-call framing can exceed the visible limit, never by this much).
+OUTPUT_SLACK = 10
 
 
 class Provider(Protocol):
@@ -81,6 +103,63 @@ def with_tool_call_ids(messages: tuple[Message, ...]) -> tuple[Message, ...]:
     return tuple(out)
 
 
+class UnsendableRequest(Exception):
+    """The request could not be turned into the provider's call; nothing was sent."""
+
+
+@contextmanager
+def building_request() -> Iterator[None]:
+    """Mark the code that builds a call: whatever it raises means the request was not sent."""
+    try:
+        yield
+    except Exception as exc:
+        raise UnsendableRequest(type(exc).__name__) from exc
+
+
+def call_timeout(timeout_s: float | None, provider_timeout_s: float) -> float:
+    """Seconds one call may take: the provider's own timeout, cut to what is left of the deadline.
+
+    A long deadline never lengthens a provider's timeout; a short one shortens it.
+    """
+    if timeout_s is None:
+        return provider_timeout_s
+    return max(MIN_CALL_TIMEOUT_S, min(timeout_s, provider_timeout_s))
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """A ``Retry-After`` header in seconds (the HTTP-date form is not used by these providers)."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
+def scrubbed(error: ProviderError) -> ProviderError:
+    """``error`` with its message scrubbed: adapters build messages from what providers answer,
+    and a provider may echo the request's credentials (a proxy, a misconfigured gateway)."""
+    clean = scrub(error.message) or error.code
+    error.message = clean
+    error.args = (clean,)
+    return error
+
+
+def request_error(exc: Exception, provider: str) -> ProviderError | None:
+    """The mapping every adapter shares for a request that could not be sent, or ``None``.
+
+    A request the SDK cannot build or encode (text with a lone surrogate makes the JSON encoder
+    raise ``UnicodeEncodeError`` before anything is sent) says nothing about the provider's health:
+    :class:`~aipool.errors.ProviderRejected`, which does not count against it.
+    """
+    if isinstance(exc, UnsendableRequest):
+        return ProviderRejected(f"{provider}: the request could not be built ({exc})")
+    if isinstance(exc, UnicodeEncodeError):
+        return ProviderRejected(f"{provider}: the request text cannot be encoded ({exc.reason})")
+    return None
+
+
 def map_api_error(exc: Exception, provider: str, sdk: Any) -> ProviderError:
     """Map an exception of the ``anthropic`` or ``openai`` SDK (``sdk`` is the module).
 
@@ -88,7 +167,10 @@ def map_api_error(exc: Exception, provider: str, sdk: Any) -> ProviderError:
     ``APIResponseValidationError``, ``APIStatusError`` with ``status_code`` and ``response``).
     """
     if isinstance(exc, ProviderError):
-        return exc
+        return scrubbed(exc)
+    unsent = request_error(exc, provider)
+    if unsent is not None:
+        return unsent
     if isinstance(exc, sdk.APITimeoutError):
         return ProviderTimeout(f"{provider}: no answer in time")
     if isinstance(exc, sdk.APIConnectionError):
@@ -103,18 +185,59 @@ def map_api_error(exc: Exception, provider: str, sdk: Any) -> ProviderError:
             kind = (
                 str(error.get("type") or error.get("code") or "") if isinstance(error, dict) else ""
             )
-        retry_after: float | None = None
-        try:
-            header = exc.response.headers.get("retry-after")
-            retry_after = float(header) if header is not None else None
-        except ValueError:
-            retry_after = None
-        return status_error(
-            exc.status_code, f"{provider} HTTP {exc.status_code}: {kind}".strip(), retry_after
+        retry_after = parse_retry_after(exc.response.headers.get("retry-after"))
+        return scrubbed(
+            status_error(
+                exc.status_code, f"{provider} HTTP {exc.status_code}: {kind}".strip(), retry_after
+            )
         )
     if isinstance(exc, ValueError | KeyError | TypeError | AttributeError | IndexError):
         return ProviderBadResponse(f"{provider}: unreadable answer ({type(exc).__name__})")
     return ProviderUnreachable(f"{provider}: {type(exc).__name__}")
+
+
+def checked_usage(
+    provider: str,
+    request: Request,
+    input_tokens: int | None,
+    output_tokens: int | None,
+    text: str,
+    calls: list[ToolCall],
+) -> tuple[int, int]:
+    """The usage to charge for an answer, or :class:`~aipool.errors.ProviderBadResponse`.
+
+    A count the provider left out is estimated (the prompt from the request, the output from what
+    came back), so the answer is kept and still charged about right. A negative or absurd count
+    (more than :data:`MAX_INPUT_TOKENS` in, or :data:`OUTPUT_SLACK` times ``max_tokens`` out) is a
+    broken answer: refused, so it is never charged.
+    """
+    missing = [
+        name for name, n in (("input", input_tokens), ("output", output_tokens)) if n is None
+    ]
+    if input_tokens is None:
+        input_tokens = request.estimated_input_tokens()
+    if output_tokens is None:
+        output_tokens = estimate_tokens(text) + sum(
+            estimate_tokens(c.name + json.dumps(c.arguments, ensure_ascii=False)) for c in calls
+        )
+    if missing:
+        log.warning(
+            "%s answered without %s token usage; charged an estimate (%d in, %d out)",
+            provider,
+            " and ".join(missing),
+            input_tokens,
+            output_tokens,
+        )
+    if input_tokens < 0 or output_tokens < 0:
+        raise ProviderBadResponse(f"{provider}: negative token usage")
+    if input_tokens > MAX_INPUT_TOKENS:
+        raise ProviderBadResponse(f"{provider}: absurd input usage ({input_tokens} tokens)")
+    if output_tokens > OUTPUT_SLACK * request.max_tokens:
+        raise ProviderBadResponse(
+            f"{provider}: absurd output usage ({output_tokens} tokens for max_tokens "
+            f"{request.max_tokens})"
+        )
+    return input_tokens, output_tokens
 
 
 def parse_arguments(raw: Any) -> dict[str, Any]:

@@ -10,7 +10,14 @@ import anthropic
 from aipool import config
 from aipool.contract import Completion, Request, ToolCall
 from aipool.errors import ProviderError
-from aipool.providers.base import map_api_error, with_tool_call_ids
+from aipool.providers.base import (
+    building_request,
+    call_timeout,
+    checked_usage,
+    map_api_error,
+    parse_arguments,
+    with_tool_call_ids,
+)
 from aipool.secrets import read_secret
 
 _FINISH = {
@@ -81,34 +88,46 @@ class ClaudeProvider:
     def complete(
         self, request: Request, model: str, *, timeout_s: float | None = None
     ) -> Completion:
-        kwargs: dict[str, Any] = {}
-        if request.system:
-            kwargs["system"] = request.system
-        if request.tools:
-            kwargs["tools"] = to_claude_tools(request)
-        if request.temperature is not None:
-            kwargs["temperature"] = request.temperature
         started = time.perf_counter()
         try:
+            with building_request():
+                kwargs: dict[str, Any] = {}
+                if request.system:
+                    kwargs["system"] = request.system
+                if request.tools:
+                    kwargs["tools"] = to_claude_tools(request)
+                if request.temperature is not None:
+                    kwargs["temperature"] = request.temperature
+                messages = to_claude_messages(request)
             message = self._client.messages.create(
                 model=model,
                 max_tokens=request.max_tokens,
-                messages=to_claude_messages(request),  # type: ignore[arg-type]
-                timeout=timeout_s or self.endpoint.timeout_s,
+                messages=messages,  # type: ignore[arg-type]
+                timeout=call_timeout(timeout_s, self.endpoint.timeout_s),
                 **kwargs,
             )
             text = "".join(b.text for b in message.content if b.type == "text")
             calls = [
-                ToolCall(name=b.name, arguments=dict(b.input), id=b.id)
+                ToolCall(name=b.name, arguments=parse_arguments(b.input), id=b.id)
                 for b in message.content
                 if b.type == "tool_use"
             ]
+            # The SDK builds answers without validating them: usage may be missing altogether.
+            usage = getattr(message, "usage", None)
+            input_tokens, output_tokens = checked_usage(
+                self.name,
+                request,
+                getattr(usage, "input_tokens", None),
+                getattr(usage, "output_tokens", None),
+                text,
+                calls,
+            )
             reason = str(message.stop_reason or "end_turn")
             return Completion(
                 text=text,
                 model=model,
-                input_tokens=message.usage.input_tokens,
-                output_tokens=message.usage.output_tokens,
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
                 tool_calls=calls,
                 finish_reason=_FINISH.get(reason, reason),
                 latency_ms=(time.perf_counter() - started) * 1000,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 from typing import Any
 
@@ -23,7 +24,15 @@ from aipool.errors import (
     ProviderUnreachable,
     status_error,
 )
-from aipool.providers.base import with_tool_call_ids
+from aipool.providers.base import (
+    building_request,
+    call_timeout,
+    checked_usage,
+    parse_retry_after,
+    request_error,
+    scrubbed,
+    with_tool_call_ids,
+)
 from aipool.secrets import read_secret
 
 _FINISH = {"STOP": "stop", "MAX_TOKENS": "length"}
@@ -72,22 +81,28 @@ def to_gemini_config(request: Request, timeout_s: float) -> types.GenerateConten
         tools=tools,
         # The pool, not the SDK, decides what a tool call does: never run functions locally.
         automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
-        http_options=types.HttpOptions(timeout=int(timeout_s * 1000)),
+        http_options=types.HttpOptions(timeout=_milliseconds(timeout_s)),
     )
 
 
 def map_error(exc: Exception) -> ProviderError:
     """The one place google-genai exceptions become aipool errors."""
     if isinstance(exc, ProviderError):
-        return exc
+        return scrubbed(exc)
+    unsent = request_error(exc, "gemini")
+    if unsent is not None:
+        return unsent
     if isinstance(exc, genai_errors.APIError):
         code = int(exc.code or 500)
+        # Google's message is the provider's own text: it goes through the scrubber.
+        detail = f"{exc.status or ''} {exc.message or ''}".strip()
         # Google answers a bad key with 400 API_KEY_INVALID: that is the pool's fault, not the request's.
         if code == 400 and "API_KEY" in str(exc.message or "").upper():
-            return ProviderAuthError(f"gemini HTTP {code}: {exc.status}", status=code)
-        return status_error(
-            code, f"gemini HTTP {code}: {exc.status or ''} {exc.message or ''}".strip()
-        )
+            return scrubbed(ProviderAuthError(f"gemini HTTP {code}: {exc.status}", status=code))
+        response = getattr(exc, "response", None)
+        headers = getattr(response, "headers", None)
+        retry_after = parse_retry_after(headers.get("retry-after")) if headers else None
+        return scrubbed(status_error(code, f"gemini HTTP {code}: {detail}".strip(), retry_after))
     if isinstance(exc, httpx2.TimeoutException | httpx.TimeoutException | TimeoutError):
         return ProviderTimeout(f"gemini: no answer in time ({type(exc).__name__})")
     if isinstance(exc, httpx2.NetworkError | httpx.NetworkError | ConnectionError):
@@ -109,7 +124,7 @@ class GeminiProvider:
             http_options=types.HttpOptions(
                 base_url=self.endpoint.base_url,
                 api_version="v1beta",
-                timeout=int(self.endpoint.timeout_s * 1000),
+                timeout=_milliseconds(self.endpoint.timeout_s),
             ),
         )
 
@@ -122,10 +137,13 @@ class GeminiProvider:
     ) -> Completion:
         started = time.perf_counter()
         try:
+            with building_request():
+                contents = to_gemini_contents(request)
+                generation = to_gemini_config(
+                    request, call_timeout(timeout_s, self.endpoint.timeout_s)
+                )
             response = self._client.models.generate_content(
-                model=model,
-                contents=to_gemini_contents(request),
-                config=to_gemini_config(request, timeout_s or self.endpoint.timeout_s),
+                model=model, contents=contents, config=generation
             )
             candidates = response.candidates or []
             if not candidates or candidates[0].content is None:
@@ -140,13 +158,21 @@ class GeminiProvider:
                 if p.function_call is not None
             ]
             usage = response.usage_metadata
+            input_tokens, output_tokens = checked_usage(
+                self.name,
+                request,
+                usage.prompt_token_count if usage else None,
+                usage.candidates_token_count if usage else None,
+                text,
+                calls,
+            )
             finish = candidates[0].finish_reason
             finish_name = finish.value if finish is not None else "STOP"
             return Completion(
                 text=text,
                 model=model,
-                input_tokens=(usage.prompt_token_count or 0) if usage else 0,
-                output_tokens=(usage.candidates_token_count or 0) if usage else 0,
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
                 tool_calls=calls,
                 finish_reason="tool_calls"
                 if calls
@@ -155,3 +181,8 @@ class GeminiProvider:
             )
         except Exception as exc:
             raise map_error(exc) from exc
+
+
+def _milliseconds(seconds: float) -> int:
+    # google-genai takes whole milliseconds; never round a short deadline down to 0 (no timeout).
+    return max(1, math.ceil(seconds * 1000))

@@ -12,7 +12,14 @@ import openai
 from aipool import config
 from aipool.contract import Completion, Request, ToolCall
 from aipool.errors import ProviderBadResponse, ProviderError
-from aipool.providers.base import map_api_error, parse_arguments, with_tool_call_ids
+from aipool.providers.base import (
+    building_request,
+    call_timeout,
+    checked_usage,
+    map_api_error,
+    parse_arguments,
+    with_tool_call_ids,
+)
 from aipool.secrets import read_secret
 
 # Nemotron's reasoning models take their mode from the system prompt; tool calling works best with
@@ -83,18 +90,20 @@ class NemotronProvider:
     def complete(
         self, request: Request, model: str, *, timeout_s: float | None = None
     ) -> Completion:
-        kwargs: dict[str, Any] = {}
-        if request.tools:
-            kwargs["tools"] = to_openai_tools(request)
-        if request.temperature is not None:
-            kwargs["temperature"] = request.temperature
         started = time.perf_counter()
         try:
+            with building_request():
+                kwargs: dict[str, Any] = {}
+                if request.tools:
+                    kwargs["tools"] = to_openai_tools(request)
+                if request.temperature is not None:
+                    kwargs["temperature"] = request.temperature
+                messages = to_openai_messages(request)
             response = self._client.chat.completions.create(
                 model=model,
-                messages=to_openai_messages(request),  # type: ignore[arg-type]
+                messages=messages,  # type: ignore[arg-type]
                 max_tokens=request.max_tokens,
-                timeout=timeout_s or self.endpoint.timeout_s,
+                timeout=call_timeout(timeout_s, self.endpoint.timeout_s),
                 **kwargs,
             )
             if not response.choices:
@@ -107,12 +116,21 @@ class NemotronProvider:
                 for c in (choice.message.tool_calls or [])
                 if c.type == "function"
             ]
+            text = choice.message.content or ""
             usage = response.usage
+            input_tokens, output_tokens = checked_usage(
+                self.name,
+                request,
+                getattr(usage, "prompt_tokens", None),
+                getattr(usage, "completion_tokens", None),
+                text,
+                calls,
+            )
             return Completion(
-                text=choice.message.content or "",
+                text=text,
                 model=model,
-                input_tokens=usage.prompt_tokens if usage else 0,
-                output_tokens=usage.completion_tokens if usage else 0,
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
                 tool_calls=calls,
                 finish_reason="tool_calls" if calls else (choice.finish_reason or "stop"),
                 latency_ms=(time.perf_counter() - started) * 1000,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -19,7 +21,15 @@ from aipool.errors import (
     ProviderUnreachable,
     status_error,
 )
-from aipool.providers.base import parse_arguments
+from aipool.providers.base import (
+    building_request,
+    call_timeout,
+    checked_usage,
+    parse_arguments,
+    parse_retry_after,
+    request_error,
+    scrubbed,
+)
 
 
 def to_ollama_messages(request: Request) -> list[dict[str, Any]]:
@@ -50,16 +60,54 @@ def to_ollama_tools(request: Request) -> list[dict[str, Any]] | None:
     ]
 
 
-def map_error(exc: Exception) -> ProviderError:
-    """The one place Ollama client exceptions become aipool errors."""
+@dataclass
+class _Call:
+    """What one ``chat`` call needs from the HTTP layer, and what it learns there."""
+
+    timeout_s: float
+    retry_after: float | None = None
+
+
+# The ollama client takes its timeout when it is built and passes none per call, and its errors
+# keep only the status and body. httpx's event hooks see every request and response of the
+# reused client: they set this call's timeout (the request's ``timeout`` extension, which the
+# transport reads) and keep its Retry-After. A context variable keeps concurrent calls apart.
+_CALL: ContextVar[_Call | None] = ContextVar("aipool_ollama_call", default=None)
+
+
+def _bound_timeout(request: httpx.Request) -> None:
+    call = _CALL.get()
+    if call is not None:
+        request.extensions["timeout"] = httpx.Timeout(call.timeout_s).as_dict()
+
+
+def _keep_retry_after(response: httpx.Response) -> None:
+    call = _CALL.get()
+    if call is not None:
+        call.retry_after = parse_retry_after(response.headers.get("retry-after"))
+
+
+def map_error(exc: Exception, retry_after: float | None = None) -> ProviderError:
+    """The one place Ollama client exceptions become aipool errors.
+
+    ``retry_after`` is the Retry-After header of the answer, which the client's exception lacks.
+    """
     if isinstance(exc, ProviderError):
-        return exc
+        return scrubbed(exc)
+    unsent = request_error(exc, "ollama")
+    if unsent is not None:
+        return unsent
     if isinstance(exc, ollama.RequestError):
-        return ProviderRejected(f"ollama: {exc.error}")
+        return scrubbed(ProviderRejected(f"ollama: {exc.error}"))
     if isinstance(exc, ollama.ResponseError):
+        # ``exc.error`` is the server's body text: it goes through the scrubber.
         if exc.status_code < 0:
-            return ProviderBadResponse(f"ollama: {exc.error}")
-        return status_error(exc.status_code, f"ollama HTTP {exc.status_code}: {exc.error}")
+            return scrubbed(ProviderBadResponse(f"ollama: {exc.error}"))
+        return scrubbed(
+            status_error(
+                exc.status_code, f"ollama HTTP {exc.status_code}: {exc.error}", retry_after
+            )
+        )
     if isinstance(exc, httpx.TimeoutException):
         return ProviderTimeout(f"ollama: no answer in time ({type(exc).__name__})")
     if isinstance(exc, ConnectionError | httpx.NetworkError):
@@ -77,7 +125,11 @@ class OllamaProvider:
     def __init__(self, endpoint: config.ProviderEndpoint | None = None) -> None:
         self.endpoint = endpoint or config.ProviderEndpoint.for_provider("ollama")
         # One client per process: building one costs ~20 ms, a reused one ~0.6 ms per call.
-        self._client = ollama.Client(host=self.endpoint.base_url, timeout=self.endpoint.timeout_s)
+        self._client = ollama.Client(
+            host=self.endpoint.base_url,
+            timeout=self.endpoint.timeout_s,
+            event_hooks={"request": [_bound_timeout], "response": [_keep_retry_after]},
+        )
 
     def close(self) -> None:
         """Release the SDK client's connection pool."""
@@ -86,30 +138,38 @@ class OllamaProvider:
     def complete(
         self, request: Request, model: str, *, timeout_s: float | None = None
     ) -> Completion:
-        options: dict[str, Any] = {"num_predict": request.max_tokens}
-        if request.temperature is not None:
-            options["temperature"] = request.temperature
         started = time.perf_counter()
+        call = _Call(call_timeout(timeout_s, self.endpoint.timeout_s))
+        token = _CALL.set(call)
         try:
+            with building_request():
+                options: dict[str, Any] = {"num_predict": request.max_tokens}
+                if request.temperature is not None:
+                    options["temperature"] = request.temperature
+                messages = to_ollama_messages(request)
+                tools = to_ollama_tools(request)
             response = self._client.chat(
-                model=model,
-                messages=to_ollama_messages(request),
-                tools=to_ollama_tools(request),
-                options=options,
-                stream=False,
+                model=model, messages=messages, tools=tools, options=options, stream=False
             )
             calls = [
                 ToolCall(name=c.function.name, arguments=parse_arguments(c.function.arguments))
                 for c in (response.message.tool_calls or [])
             ]
+            text = response.message.content or ""
+            # Ollama leaves prompt_eval_count out when the prompt came from its cache.
+            input_tokens, output_tokens = checked_usage(
+                self.name, request, response.prompt_eval_count, response.eval_count, text, calls
+            )
             return Completion(
-                text=response.message.content or "",
+                text=text,
                 model=model,
-                input_tokens=response.prompt_eval_count or 0,
-                output_tokens=response.eval_count or 0,
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
                 tool_calls=calls,
                 finish_reason="tool_calls" if calls else (response.done_reason or "stop"),
                 latency_ms=(time.perf_counter() - started) * 1000,
             )
         except Exception as exc:
-            raise map_error(exc) from exc
+            raise map_error(exc, call.retry_after) from exc
+        finally:
+            _CALL.reset(token)

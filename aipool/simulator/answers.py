@@ -52,18 +52,28 @@ _CLOSINGS = (
 
 @dataclass(frozen=True)
 class ToolCallAnswer:
-    """A tool call the simulated model makes; ``call_id`` is deterministic (no provider prefix)."""
+    """A tool call the simulated model makes; ``call_id`` is deterministic (no provider prefix).
+
+    ``raw_arguments``, when set, is sent instead of ``arguments``: text that is not a JSON object
+    (the ``bad_tool_args`` fault).
+    """
 
     name: str
     arguments: dict[str, Any]
     call_id: str
+    raw_arguments: str | None = None
+
+    def wire_arguments(self) -> Any:
+        """What goes on the wire where the provider puts a call's arguments object."""
+        return self.arguments if self.raw_arguments is None else self.raw_arguments
 
 
 @dataclass(frozen=True)
 class Answer:
     """What the simulated model answers, with its token usage.
 
-    ``truncated`` is true when the output limit cut the text short (finish reason "length").
+    ``truncated`` is true when the output limit cut the text short (finish reason "length");
+    ``usage_reported`` false leaves the usage out of the response (the ``no_usage`` fault).
     """
 
     text: str
@@ -71,6 +81,7 @@ class Answer:
     output_tokens: int
     tool_calls: tuple[ToolCallAnswer, ...] = field(default=())
     truncated: bool = False
+    usage_reported: bool = True
 
 
 def compose(provider: str, exchange: Exchange) -> Answer:

@@ -14,8 +14,16 @@ calls, then the provider is healthy again; without it the fault lasts until heal
   each real service sends); ``status`` overrides the code.
 - ``hang``: hold the request ``seconds`` (default 30), longer than any client timeout, then answer.
 - ``slow``: answer correctly after ``ms`` milliseconds (default 500).
-- ``malformed``: HTTP 200 whose body is not valid JSON (``body="json"``, the default) or valid JSON
-  outside the provider's schema (``body="schema"``).
+- ``malformed``: HTTP 200 whose body is not valid JSON (``body="json"``, the default: a body cut
+  short) or valid JSON outside the provider's schema (``body="schema"``).
+- ``echo_key``: an error (``status``, default 401) whose message repeats the credential the request
+  carried (``x-api-key``, ``Authorization``, ``x-goog-api-key`` or ``?key=``), as a misconfigured
+  gateway does; tests plant a key and check it is never repeated anywhere.
+- ``no_usage``: a correct answer that reports no token usage.
+- ``bad_usage``: a correct answer reporting ``input_tokens`` and/or ``output_tokens`` as given
+  (negative or absurd; without either, output is -1).
+- ``bad_tool_args``: a tool-call answer whose arguments are not a JSON object (a string cut short);
+  a request without tools gets its usual text answer.
 """
 
 from __future__ import annotations
@@ -32,6 +40,10 @@ FAULT_KINDS: tuple[str, ...] = (
     "hang",
     "slow",
     "malformed",
+    "echo_key",
+    "no_usage",
+    "bad_usage",
+    "bad_tool_args",
 )
 #: Kind names that mean "no fault"; setting one heals the provider.
 HEALTHY_KINDS: tuple[str, ...] = ("healthy", "none", "ok", "heal")
@@ -45,6 +57,10 @@ _OPTIONS: dict[str, frozenset[str]] = {
     "hang": frozenset({"seconds"}),
     "slow": frozenset({"ms"}),
     "malformed": frozenset({"body"}),
+    "echo_key": frozenset({"status"}),
+    "no_usage": frozenset(),
+    "bad_usage": frozenset({"input_tokens", "output_tokens"}),
+    "bad_tool_args": frozenset(),
 }
 
 #: The settings worth reporting for each kind (``seconds`` is only an alias for rate limits).
@@ -57,6 +73,10 @@ _SHOWN: dict[str, tuple[str, ...]] = {
     "hang": ("seconds",),
     "slow": ("ms",),
     "malformed": ("body",),
+    "echo_key": ("status",),
+    "no_usage": (),
+    "bad_usage": ("input_tokens", "output_tokens"),
+    "bad_tool_args": (),
 }
 
 
@@ -75,6 +95,8 @@ class Fault:
     ms: float = 500.0
     status: int | None = None
     body: str = "json"
+    input_tokens: int | None = None
+    output_tokens: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the kind, ``times`` and the options that matter for this kind."""
@@ -107,16 +129,29 @@ def make_fault(kind: str, **options: Any) -> Fault | None:
     elif kind == "slow":
         fields["ms"] = _non_negative("ms", options.get("ms", 500.0))
     elif kind == "overloaded" and options.get("status") is not None:
-        status = options["status"]
-        if not isinstance(status, int) or not 400 <= status <= 599:
-            raise InvalidFault(f"status must be an HTTP error code, got {status!r}")
-        fields["status"] = status
+        fields["status"] = _error_status(options["status"])
+    elif kind == "echo_key":
+        fields["status"] = _error_status(options.get("status", 401))
+    elif kind == "bad_usage":
+        for name in ("input_tokens", "output_tokens"):
+            value = options.get(name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise InvalidFault(f"{name} must be an integer, got {value!r}")
+            fields[name] = value
+        if fields["input_tokens"] is None and fields["output_tokens"] is None:
+            fields["output_tokens"] = -1
     elif kind == "malformed":
         body = options.get("body", "json")
         if body not in ("json", "schema"):
             raise InvalidFault(f"malformed body must be 'json' or 'schema', got {body!r}")
         fields["body"] = body
     return Fault(**fields)
+
+
+def _error_status(status: Any) -> int:
+    if isinstance(status, bool) or not isinstance(status, int) or not 400 <= status <= 599:
+        raise InvalidFault(f"status must be an HTTP error code, got {status!r}")
+    return status
 
 
 def _non_negative(name: str, value: Any) -> float:

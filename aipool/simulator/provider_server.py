@@ -9,16 +9,17 @@ from __future__ import annotations
 import json
 import threading
 import time
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from aipool.simulator import listener as listeners
-from aipool.simulator.answers import compose
+from aipool.simulator.answers import Answer, compose
 from aipool.simulator.conversation import BadRequest
 from aipool.simulator.faults import Fault
 from aipool.simulator.state import ProviderState
-from aipool.simulator.wire import Reply, WireProtocol
+from aipool.simulator.wire import ErrorKind, Reply, WireProtocol
 
 #: Largest request body read; bigger ones are refused (413) before anything is parsed.
 MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -155,21 +156,27 @@ class _Handler(BaseHTTPRequestHandler):
         body: Any,
     ) -> Reply | None:
         wire = provider.wire
+        headers = {name.lower(): value for name, value in self.headers.items()}
         if fault is not None:
-            faulted = _apply(provider, fault)
+            faulted = _apply(provider, fault, wire.credential(headers, query))
             if faulted is not _PROCEED:
                 return faulted if isinstance(faulted, Reply) else None
-        headers = {name.lower(): value for name, value in self.headers.items()}
         refused = wire.authenticate(headers, query)
         if refused is not None:
             return refused
         if isinstance(body, str):
             return wire.error("bad_request", "request body is not valid JSON")
+        if not _encodable(body):
+            # JSON may escape a lone surrogate (\ud800); every provider refuses such text.
+            return wire.error("bad_request", "request holds an unpaired surrogate")
         try:
             exchange = wire.parse(path, body)
         except BadRequest as error:
             return wire.error("bad_request", str(error))
-        return Reply.json(200, wire.render(exchange, compose(wire.kind, exchange)))
+        answer = compose(wire.kind, exchange)
+        if fault is not None:
+            answer = _shape(answer, fault)
+        return Reply.json(200, wire.render(exchange, answer))
 
     def _read_body(self) -> bytes | None:
         try:
@@ -200,9 +207,17 @@ class _Handler(BaseHTTPRequestHandler):
 _PROCEED = object()
 
 
-def _apply(provider: ProviderServer, fault: Fault) -> Reply | object | None:
-    """The fault's effect: a reply, ``None`` for "close without answering", or ``_PROCEED``."""
+def _apply(provider: ProviderServer, fault: Fault, credential: str) -> Reply | object | None:
+    """The fault's effect: a reply, ``None`` for "close without answering", or ``_PROCEED``.
+
+    ``credential`` is what the request carried as its key, for ``echo_key``.
+    """
     wire = provider.wire
+    if fault.kind == "echo_key":
+        status = fault.status or 401
+        return wire.error(
+            _error_kind(status), f"invalid credential {credential or '(none sent)'}", status
+        )
     if fault.kind == "error_500":
         return wire.error("server_error", "Internal server error (simulated fault)")
     if fault.kind == "bad_request":
@@ -223,6 +238,50 @@ def _apply(provider: ProviderServer, fault: Fault) -> Reply | object | None:
         return None if provider.stopping or not provider.is_up else _PROCEED
     # ``down`` without ``times`` never reaches a handler; a counted one is dropped before admit.
     return _PROCEED
+
+
+def _error_kind(status: int) -> ErrorKind:
+    if status in (401, 403):
+        return "authentication"
+    if status == 429:
+        return "rate_limit"
+    if status < 500:
+        return "bad_request"
+    return "server_error"
+
+
+def _shape(answer: Answer, fault: Fault) -> Answer:
+    """The answer as a fault that reaches it changes it (usage and tool-call arguments)."""
+    if fault.kind == "no_usage":
+        return replace(answer, usage_reported=False)
+    if fault.kind == "bad_usage":
+        return replace(
+            answer,
+            input_tokens=answer.input_tokens if fault.input_tokens is None else fault.input_tokens,
+            output_tokens=(
+                answer.output_tokens if fault.output_tokens is None else fault.output_tokens
+            ),
+        )
+    if fault.kind == "bad_tool_args":
+        # The arguments' JSON cut in half: never an object, whatever the client does with it.
+        calls = tuple(
+            replace(call, raw_arguments=_cut_in_half(json.dumps(call.arguments)))
+            for call in answer.tool_calls
+        )
+        return replace(answer, tool_calls=calls)
+    return answer
+
+
+def _cut_in_half(text: str) -> str:
+    return text[: max(1, len(text) // 2)]
+
+
+def _encodable(body: Any) -> bool:
+    try:
+        json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _decode(raw: bytes) -> Any:

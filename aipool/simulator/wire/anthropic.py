@@ -100,7 +100,7 @@ class AnthropicWire(WireProtocol):
                     "type": "tool_use",
                     "id": "toolu_" + call.call_id,
                     "name": call.name,
-                    "input": call.arguments,
+                    "input": call.wire_arguments(),
                 }
                 for call in answer.tool_calls
             ]
@@ -108,7 +108,7 @@ class AnthropicWire(WireProtocol):
         else:
             content = [{"type": "text", "text": answer.text}]
             stop_reason = "max_tokens" if answer.truncated else "end_turn"
-        return {
+        body: dict[str, Any] = {
             "id": "msg_" + uuid.uuid4().hex[:24],
             "type": "message",
             "role": "assistant",
@@ -116,8 +116,13 @@ class AnthropicWire(WireProtocol):
             "content": content,
             "stop_reason": stop_reason,
             "stop_sequence": None,
-            "usage": {"input_tokens": answer.input_tokens, "output_tokens": answer.output_tokens},
         }
+        if answer.usage_reported:
+            body["usage"] = {
+                "input_tokens": answer.input_tokens,
+                "output_tokens": answer.output_tokens,
+            }
+        return body
 
     def error_body(self, kind: ErrorKind, status: int, message: str) -> Any:
         return {"type": "error", "error": {"type": _ERROR_TYPES[kind], "message": message}}

@@ -71,6 +71,16 @@ class WireProtocol(ABC):
         """Return an error reply if the request carries no credentials; ``None`` lets it in."""
         return None
 
+    def credential(self, headers: Mapping[str, str], query: Mapping[str, str]) -> str:
+        """The credential the request carried, wherever a client may put one (``""`` if none)."""
+        for name in ("x-api-key", "x-goog-api-key"):
+            if headers.get(name):
+                return headers[name]
+        authorization = headers.get("authorization", "")
+        if authorization.lower().startswith("bearer "):
+            return authorization[len("bearer ") :].strip()
+        return query.get("key", "")
+
     @abstractmethod
     def parse(self, path: str, body: Any) -> Exchange:
         """Parse an inference request body; raise ``BadRequest`` when the provider would refuse it."""

@@ -109,12 +109,12 @@ class GeminiWire(WireProtocol):
         parts: list[dict[str, Any]]
         if answer.tool_calls:
             parts = [
-                {"functionCall": {"name": call.name, "args": call.arguments}}
+                {"functionCall": {"name": call.name, "args": call.wire_arguments()}}
                 for call in answer.tool_calls
             ]
         else:
             parts = [{"text": answer.text}]
-        return {
+        body: dict[str, Any] = {
             "candidates": [
                 {
                     "content": {"role": "model", "parts": parts},
@@ -122,14 +122,16 @@ class GeminiWire(WireProtocol):
                     "index": 0,
                 }
             ],
-            "usageMetadata": {
-                "promptTokenCount": answer.input_tokens,
-                "candidatesTokenCount": answer.output_tokens,
-                "totalTokenCount": answer.input_tokens + answer.output_tokens,
-            },
             "modelVersion": exchange.model,
             "responseId": uuid.uuid4().hex[:22],
         }
+        if answer.usage_reported:
+            body["usageMetadata"] = {
+                "promptTokenCount": answer.input_tokens,
+                "candidatesTokenCount": answer.output_tokens,
+                "totalTokenCount": answer.input_tokens + answer.output_tokens,
+            }
+        return body
 
     def error_body(self, kind: ErrorKind, status: int, message: str) -> Any:
         return {

@@ -84,10 +84,10 @@ class OllamaWire(WireProtocol):
         message: dict[str, Any] = {"role": "assistant", "content": answer.text}
         if answer.tool_calls:
             message["tool_calls"] = [
-                {"function": {"name": call.name, "arguments": call.arguments}}
+                {"function": {"name": call.name, "arguments": call.wire_arguments()}}
                 for call in answer.tool_calls
             ]
-        return {
+        body: dict[str, Any] = {
             "model": exchange.model,
             "created_at": _now(),
             "message": message,
@@ -95,11 +95,15 @@ class OllamaWire(WireProtocol):
             "done_reason": "length" if answer.truncated else "stop",
             "total_duration": _LOAD_NS + prompt_ns + eval_ns,
             "load_duration": _LOAD_NS,
-            "prompt_eval_count": answer.input_tokens,
-            "prompt_eval_duration": prompt_ns,
-            "eval_count": answer.output_tokens,
-            "eval_duration": eval_ns,
         }
+        if answer.usage_reported:
+            body.update(
+                prompt_eval_count=answer.input_tokens,
+                prompt_eval_duration=prompt_ns,
+                eval_count=answer.output_tokens,
+                eval_duration=eval_ns,
+            )
+        return body
 
     def error_body(self, kind: ErrorKind, status: int, message: str) -> Any:
         return {"error": message}

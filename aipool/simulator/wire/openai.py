@@ -99,7 +99,9 @@ class OpenAIWire(WireProtocol):
                     "type": "function",
                     "function": {
                         "name": call.name,
-                        "arguments": json.dumps(call.arguments, ensure_ascii=False),
+                        "arguments": call.raw_arguments
+                        if call.raw_arguments is not None
+                        else json.dumps(call.arguments, ensure_ascii=False),
                     },
                 }
                 for call in answer.tool_calls
@@ -107,7 +109,7 @@ class OpenAIWire(WireProtocol):
             finish_reason = "tool_calls"
         else:
             finish_reason = "length" if answer.truncated else "stop"
-        return {
+        body: dict[str, Any] = {
             "id": "chatcmpl-" + uuid.uuid4().hex[:24],
             "object": "chat.completion",
             "created": int(time.time()),
@@ -120,12 +122,14 @@ class OpenAIWire(WireProtocol):
                     "logprobs": None,
                 }
             ],
-            "usage": {
+        }
+        if answer.usage_reported:
+            body["usage"] = {
                 "prompt_tokens": answer.input_tokens,
                 "completion_tokens": answer.output_tokens,
                 "total_tokens": answer.input_tokens + answer.output_tokens,
-            },
-        }
+            }
+        return body
 
     def error_body(self, kind: ErrorKind, status: int, message: str) -> Any:
         error_type, code = _ERROR_TYPES[kind]

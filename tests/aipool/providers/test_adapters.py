@@ -124,7 +124,7 @@ def test_each_fault_maps_to_its_error_class(adapter, healthy, fault, options, er
     with pytest.raises(error) as caught:
         impl.complete(parse_request({"prompt": "hello"}), default_model(provider))
     assert caught.value.counts_against_provider
-    if fault == "rate_limit" and provider in ("claude", "nemotron"):
+    if fault == "rate_limit":
         assert caught.value.retry_after == 7  # type: ignore[attr-defined]
 
 

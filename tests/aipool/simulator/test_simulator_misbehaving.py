@@ -1,0 +1,212 @@
+"""Faults of providers that answer, but wrongly: echoed keys, missing or absurd usage, bad tool calls."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from aipool.simulator import InvalidFault, Simulator
+
+KEY = "planted-key-0123456789"
+TOOL_PARAMETERS = {
+    "type": "object",
+    "properties": {"pod": {"type": "string"}},
+    "required": ["pod"],
+}
+
+
+def _path_and_body(kind: str, text: str, *, tools: bool = False) -> tuple[str, dict[str, Any]]:
+    """The inference path and a minimal body in ``kind``'s own format."""
+    if kind == "ollama":
+        body: dict[str, Any] = {
+            "model": "m",
+            "stream": False,
+            "messages": [{"role": "user", "content": text}],
+        }
+        if tools:
+            body["tools"] = [
+                {"type": "function", "function": {"name": "logs", "parameters": TOOL_PARAMETERS}}
+            ]
+        return "/api/chat", body
+    if kind == "gemini":
+        body = {"contents": [{"role": "user", "parts": [{"text": text}]}]}
+        if tools:
+            body["tools"] = [
+                {"functionDeclarations": [{"name": "logs", "parameters": TOOL_PARAMETERS}]}
+            ]
+        return "/v1beta/models/m:generateContent", body
+    if kind == "anthropic":
+        body = {"model": "m", "max_tokens": 64, "messages": [{"role": "user", "content": text}]}
+        if tools:
+            body["tools"] = [{"name": "logs", "input_schema": TOOL_PARAMETERS}]
+        return "/v1/messages", body
+    body = {"model": "m", "messages": [{"role": "user", "content": text}]}
+    if tools:
+        body["tools"] = [
+            {"type": "function", "function": {"name": "logs", "parameters": TOOL_PARAMETERS}}
+        ]
+    return "/v1/chat/completions", body
+
+
+#: Where each client puts its key: (provider kind, headers, query parameters).
+CREDENTIALS = [
+    ("ollama", {"Authorization": f"Bearer {KEY}"}, {}),
+    ("gemini", {"x-goog-api-key": KEY}, {}),
+    ("gemini", {}, {"key": KEY}),
+    ("anthropic", {"x-api-key": KEY}, {}),
+    ("anthropic", {"Authorization": f"Bearer {KEY}"}, {}),
+    ("openai", {"Authorization": f"Bearer {KEY}"}, {}),
+]
+KINDS = ("ollama", "gemini", "anthropic", "openai")
+
+
+@pytest.fixture
+def http() -> Iterator[httpx.Client]:
+    with httpx.Client(timeout=5) as client:
+        yield client
+
+
+def _post(
+    http: httpx.Client,
+    sim: Simulator,
+    kind: str,
+    *,
+    text: str = "Why is the api slow?",
+    tools: bool = False,
+    headers: dict[str, str] | None = None,
+    params: dict[str, str] | None = None,
+) -> httpx.Response:
+    path, body = _path_and_body(kind, text, tools=tools)
+    root = sim.base_urls[kind].removesuffix("/v1")
+    # json.dumps escapes non-ASCII (a lone surrogate becomes \ud800), as google-genai sends it.
+    return http.post(
+        root + path,
+        content=json.dumps(body),
+        headers={
+            "Content-Type": "application/json",
+            **(headers if headers is not None else {"Authorization": f"Bearer {KEY}"}),
+        },
+        params=params or {},
+    )
+
+
+@pytest.mark.parametrize(("kind", "headers", "params"), CREDENTIALS)
+def test_echo_key_answers_an_error_repeating_the_key_the_request_carried(
+    sim: Simulator,
+    http: httpx.Client,
+    kind: str,
+    headers: dict[str, str],
+    params: dict[str, str],
+) -> None:
+    # Given a provider that echoes credentials in its errors
+    sim.set_fault(kind, "echo_key")
+    # When a request carries its key where that provider's clients put it
+    response = _post(http, sim, kind, headers=headers, params=params)
+    # Then the answer is a 401 in the provider's own error format, and it holds the key
+    assert response.status_code == 401
+    assert KEY in response.text
+    json.loads(response.text)
+
+
+def test_echo_key_takes_the_status_to_answer_with(sim: Simulator, http: httpx.Client) -> None:
+    sim.set_fault("gemini", "echo_key", status=500)
+    response = _post(http, sim, "gemini", headers={"x-goog-api-key": KEY})
+    assert response.status_code == 500
+    assert response.json()["error"]["status"] == "INTERNAL"
+    assert KEY in response.json()["error"]["message"]
+
+
+_USAGE_FIELDS = {
+    "ollama": ("prompt_eval_count", "eval_count"),
+    "gemini": ("usageMetadata",),
+    "anthropic": ("usage",),
+    "openai": ("usage",),
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_no_usage_answers_without_any_usage_field(
+    sim: Simulator, http: httpx.Client, kind: str
+) -> None:
+    healthy = _post(http, sim, kind).json()
+    sim.set_fault(kind, "no_usage")
+    faulted = _post(http, sim, kind).json()
+    for name in _USAGE_FIELDS[kind]:
+        assert name in healthy
+        assert name not in faulted
+
+
+def _usage(kind: str, body: dict[str, Any]) -> tuple[int, int]:
+    if kind == "ollama":
+        return body["prompt_eval_count"], body["eval_count"]
+    if kind == "gemini":
+        meta = body["usageMetadata"]
+        return meta["promptTokenCount"], meta["candidatesTokenCount"]
+    if kind == "anthropic":
+        return body["usage"]["input_tokens"], body["usage"]["output_tokens"]
+    return body["usage"]["prompt_tokens"], body["usage"]["completion_tokens"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_bad_usage_reports_the_counts_it_was_given(
+    sim: Simulator, http: httpx.Client, kind: str
+) -> None:
+    sim.set_fault(kind, "bad_usage", input_tokens=20_000_000)
+    assert _usage(kind, _post(http, sim, kind).json())[0] == 20_000_000
+    sim.set_fault(kind, "bad_usage")
+    assert _usage(kind, _post(http, sim, kind).json())[1] == -1
+
+
+def _tool_arguments(kind: str, body: dict[str, Any]) -> Any:
+    if kind == "ollama":
+        return body["message"]["tool_calls"][0]["function"]["arguments"]
+    if kind == "gemini":
+        return body["candidates"][0]["content"]["parts"][0]["functionCall"]["args"]
+    if kind == "anthropic":
+        return body["content"][0]["input"]
+    return body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_bad_tool_args_sends_arguments_that_are_no_json_object(
+    sim: Simulator, http: httpx.Client, kind: str
+) -> None:
+    # Given a provider whose tool calls carry broken arguments
+    sim.set_fault(kind, "bad_tool_args")
+    # When a request offers a tool
+    arguments = _tool_arguments(kind, _post(http, sim, kind, tools=True).json())
+    # Then the arguments are text that does not parse as JSON
+    assert isinstance(arguments, str)
+    with pytest.raises(ValueError):
+        json.loads(arguments)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_text_with_an_unpaired_surrogate_is_refused_as_a_bad_request(
+    sim: Simulator, http: httpx.Client, kind: str
+) -> None:
+    # JSON can carry a lone surrogate escaped (\ud800); providers refuse it, the server survives.
+    response = _post(http, sim, kind, text="broken \ud800 text")
+    assert response.status_code == 400
+    assert _post(http, sim, kind).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("kind", "options"),
+    [
+        ("echo_key", {"status": 200}),
+        ("echo_key", {"seconds": 1}),
+        ("bad_usage", {"input_tokens": "many"}),
+        ("bad_usage", {"output_tokens": 1.5}),
+        ("no_usage", {"status": 500}),
+    ],
+)
+def test_bad_options_of_the_new_faults_are_refused(
+    sim: Simulator, kind: str, options: dict[str, Any]
+) -> None:
+    with pytest.raises(InvalidFault):
+        sim.set_fault("claude", kind, **options)
