@@ -1,4 +1,4 @@
-"""Worker life-cycle hooks: the metrics endpoint and the ledger schema."""
+"""Worker life-cycle hooks: scrubbed logs, the metrics endpoint and the ledger schema."""
 
 from __future__ import annotations
 
@@ -8,9 +8,36 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from celery.signals import worker_init, worker_process_shutdown, worker_ready
+from celery.signals import (
+    after_setup_logger,
+    after_setup_task_logger,
+    worker_init,
+    worker_process_init,
+    worker_process_shutdown,
+    worker_ready,
+)
+
+from aipool.scrub import install_log_scrubbing
 
 log = logging.getLogger("aipool.workers")
+
+
+@after_setup_logger.connect
+@after_setup_task_logger.connect
+def _scrub_logs(logger: logging.Logger | None = None, **_: Any) -> None:
+    # Celery has just given the root logger (and its task logger, which does not propagate) their
+    # handlers: a filter on each handler scrubs every record they write, whichever logger made it
+    # (aipool.hop's attempt lines, Celery's "succeeded: <result>" lines). Prefork children inherit
+    # the handlers and so the filters; beat sends the same signals.
+    install_log_scrubbing(*(x for x in (logger,) if x is not None))
+
+
+@worker_process_init.connect
+@worker_ready.connect
+def _scrub_late_handlers(**_: Any) -> None:
+    # Handlers added after Celery's set-up (a custom ``setup_logging`` receiver sends no
+    # after_setup_* signal) get their filter here, in the parent and in every child.
+    install_log_scrubbing(logging.getLogger(), logging.getLogger("celery.task"))
 
 
 @worker_init.connect

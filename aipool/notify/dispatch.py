@@ -6,8 +6,10 @@ import logging
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 from aipool.notify.base import Notification, Notifier
+from aipool.scrub import scrub
 
 log = logging.getLogger(__name__)
 
@@ -32,15 +34,31 @@ def _deliver(notifier: Notifier, notification: Notification, attempts: int) -> s
     return f"failed: {error}"
 
 
+def scrubbed(notification: Notification) -> Notification:
+    """``notification`` with every text scrubbed of credentials, whatever a caller put in it.
+
+    Alerts quote what happened, and what happened may be a provider's error text: every channel
+    sends what comes out of here, so none can carry a key.
+    """
+    return replace(
+        notification,
+        summary=scrub(notification.summary, None) or "",
+        description=scrub(notification.description, None) or "",
+        body=scrub(notification.body, None),
+        labels={k: scrub(v, None) or "" for k, v in notification.labels.items()},
+    )
+
+
 def dispatch(
     notification: Notification, notifiers: Sequence[Notifier], attempts: int = ATTEMPTS
 ) -> dict[str, str]:
-    """Send ``notification`` through every notifier concurrently.
+    """Send ``notification``, scrubbed, through every notifier concurrently.
 
     Returns ``{channel name: "ok" | "failed: <error type>"}``. Never raises.
     """
     if not notifiers:
         return {}
+    notification = scrubbed(notification)
     with ThreadPoolExecutor(max_workers=len(notifiers), thread_name_prefix="notify") as pool:
         futures = {n.name: pool.submit(_deliver, n, notification, attempts) for n in notifiers}
         return {name: future.result() for name, future in futures.items()}

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from aipool.notify import Notification, dispatch
 from aipool.scrub import (
     MAX_ERROR_LENGTH,
     REDACTED,
@@ -172,3 +173,33 @@ def test_given_the_filter_installed_twice_then_each_handler_has_one() -> None:
     assert install_log_scrubbing(parent) == 0
     [handler] = parent.handlers
     assert sum(isinstance(f, ScrubFilter) for f in handler.filters) == 1
+
+
+class _Recorder:
+    name = "recorder"
+
+    def __init__(self) -> None:
+        self.sent: list[Notification] = []
+
+    def send(self, notification: Notification) -> None:
+        self.sent.append(notification)
+
+
+def test_given_an_alert_quoting_a_key_when_dispatched_then_no_channel_receives_it(
+    planted_key: str,
+) -> None:
+    # Given an alert whose text quotes a provider's error that echoed the key
+    alert = Notification(
+        summary="gemini breaker opened",
+        description=f"last error: gemini HTTP 401: invalid credential {planted_key}",
+        body=f"report\nkey={planted_key}",
+        labels={"provider": "gemini", "error": planted_key},
+    )
+    channel = _Recorder()
+    # When it is dispatched
+    assert dispatch(alert, [channel]) == {"recorder": "ok"}
+    # Then the channel got the alert without the key anywhere in it
+    [sent] = channel.sent
+    assert planted_key not in repr(sent)
+    assert sent.description == f"last error: gemini HTTP 401: invalid credential {REDACTED}"
+    assert sent.summary == alert.summary and sent.labels["provider"] == "gemini"

@@ -1,0 +1,64 @@
+"""A worker's log never holds a configured key, whichever logger writes the line."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from aipool.secrets import read_secret
+from tasks.client import submit
+from tests.support.pool import Worker
+
+pytestmark = pytest.mark.integration
+
+ENV_TOOL = {
+    "name": "get_pod_env",
+    "description": "Show the environment of a pod",
+    "parameters": {
+        "type": "object",
+        "properties": {"pod": {"type": "string"}},
+        "required": ["pod"],
+    },
+}
+
+
+def _log_line(worker: Worker, needle: str, timeout: float = 10.0) -> str:
+    """The first line of ``worker``'s log that holds ``needle``, waiting for it to be written."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for line in worker.log_path.read_text(errors="replace").splitlines():
+            if needle in line:
+                return line
+        time.sleep(0.1)
+    raise AssertionError(f"no log line with {needle!r}: {worker.log()}")
+
+
+def test_given_an_answer_repeating_a_key_when_the_worker_logs_its_result_then_the_line_is_scrubbed(
+    pool: Worker, healthy, clean_redis
+) -> None:  # type: ignore[no-untyped-def]
+    # Given the Gemini key the worker is configured with, and a conversation in which a tool
+    # returned it (a pod's environment), so the model's answer repeats it
+    key = read_secret("GEMINI_API_KEY")
+    assert key
+    request = {
+        "messages": [
+            {"role": "user", "content": "Show me the environment of pod api-7"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"name": "get_pod_env", "arguments": {"pod": "api-7"}}],
+            },
+            {"role": "tool", "name": "get_pod_env", "content": f"REGION=eu CRED={key}"},
+        ],
+        "tools": [ENV_TOOL],
+    }
+    # When the pool answers it
+    answer = submit(request).get(timeout=30)
+    assert answer["status"] == "ok"
+    assert key in answer["content"]  # the producer gets the answer as the model gave it
+    # Then Celery's "succeeded" line, which prints the result, has the key redacted, and no line
+    # of the worker's log holds it
+    line = _log_line(pool, f"[{answer['request_id']}] succeeded")
+    assert "[REDACTED]" in line
+    assert key not in pool.log_path.read_text(errors="replace")
