@@ -12,8 +12,9 @@ import logging
 from typing import Any
 
 from celery import Task, shared_task
-from celery.exceptions import Ignore, SoftTimeLimitExceeded
+from celery.exceptions import Ignore, SoftTimeLimitExceeded, TimeLimitExceeded
 from celery.worker.request import Request as CeleryRequest
+from celery.worker.state import task_ready
 
 from aipool import result
 from aipool.contract import Request, parse_request
@@ -41,21 +42,34 @@ class AnsweringRequest(CeleryRequest):
             super().on_timeout(soft, timeout)
             return
         log.error("hard time limit (%ss) passed for request_id=%s", timeout, self.id)
+        self._answer_time_limit(timeout)
+
+    def on_failure(
+        self, exc_info: Any, send_failed_event: bool = True, return_ok: bool = False
+    ) -> None:
+        exc = getattr(exc_info, "exception", None)
+        exc = getattr(exc, "exc", exc)  # the pool wraps it in an ExceptionWithTraceback
+        if not isinstance(exc, TimeLimitExceeded):
+            super().on_failure(exc_info, send_failed_event, return_ok)
+            return
+        # The pool reports the killed hop as failed too: ack it as Celery would, and keep the
+        # contract answer in place of the FAILURE Celery would store.
+        task_ready(self)
+        if self.task.acks_late and self.task.acks_on_failure_or_timeout:
+            self.acknowledge()
+        self._answer_time_limit(exc.args[0] if exc.args else None)
+
+    def _answer_time_limit(self, timeout: Any) -> None:
+        limit = f" within {timeout:g} s" if isinstance(timeout, int | float) else ""
         try:
             self.task.backend.store_result(
                 self.id,
-                result.error(self.id, "time_limit", f"the hop did not finish within {timeout:g} s"),
+                result.error(self.id, "time_limit", f"the hop did not finish{limit}"),
                 "SUCCESS",
                 request=self._context,
             )
         except Exception:
             log.exception("time-limit answer not stored for request_id=%s", self.id)
-        self.task.backend.process_cleanup()
-        if self.task.acks_late and self.task.acks_on_failure_or_timeout:
-            self.acknowledge()
-        from celery.worker.state import task_ready
-
-        task_ready(self)
 
 
 class GenerateTask(Task):

@@ -40,7 +40,7 @@ def crash_worker(request, celery_app, simulator, clean_redis) -> Iterator[Worker
     worker = Worker(
         worker_env(AIPOOL_TEST_CRASH_AT=request.param, AIPOOL_TEST_CRASH_FLAG=flag),
         concurrency=1,
-        app="tests.support.crash_app",
+        app="tests.support.instrumented_app",
     )
     worker.flag = flag  # type: ignore[attr-defined]
     try:

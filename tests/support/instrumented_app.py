@@ -1,0 +1,76 @@
+"""The pool's Celery app with test instruments (tests only).
+
+``celery -A tests.support.instrumented_app worker`` serves exactly like ``workers.app``, plus:
+
+- ``AIPOOL_TEST_HOPS_KEY``: every ``ai.generate`` hop appends what its message carried (queue,
+  priority, expiry, time limits, kwargsrepr) as JSON to that Redis list, before it runs;
+- ``tests.collect``: a chord body that returns the results it is given;
+- ``AIPOOL_TEST_CRASH_AT``: the first time the point it names is reached, the pool process SIGKILLs
+  itself, the way the OOM killer would:
+
+- ``dispatch``: a hop's call has ended and the hop is about to publish the next hop's message;
+- ``ack``: a hop answered and its result is stored, but the message is not acked yet.
+
+"First time" is pool-wide: a key in Redis (``AIPOOL_TEST_CRASH_FLAG``) is set when it fires.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from typing import Any
+
+from celery.signals import before_task_publish, task_postrun, task_prerun
+
+from workers.app import app
+
+__all__ = ["app"]
+
+_POINT = os.environ.get("AIPOOL_TEST_CRASH_AT", "")
+_FLAG = os.environ.get("AIPOOL_TEST_CRASH_FLAG", "aipool:test:crashed")
+_HOPS_KEY = os.environ.get("AIPOOL_TEST_HOPS_KEY", "")
+
+
+@app.task(name="tests.collect")
+def collect(results: list[Any]) -> list[Any]:
+    """A chord body: the header's results, as they arrived."""
+    return results
+
+
+@task_prerun.connect
+def _record_hop(task: Any = None, **_: Any) -> None:
+    if not _HOPS_KEY or getattr(task, "name", "") != "ai.generate":
+        return
+    from workers.runtime import shared_redis
+
+    context = task.request
+    delivery = context.delivery_info or {}
+    seen = {
+        "queue": delivery.get("routing_key"),
+        "priority": delivery.get("priority"),
+        "expires": context.expires,
+        "timelimit": list(context.timelimit or (None, None)),
+        "kwargsrepr": context.get("kwargsrepr"),
+    }
+    shared_redis().rpush(_HOPS_KEY, json.dumps(seen, default=str))
+
+
+def _first_time() -> bool:
+    from workers.runtime import shared_redis
+
+    return bool(shared_redis().set(_FLAG, os.getpid(), nx=True))
+
+
+@before_task_publish.connect
+def _crash_before_dispatch(sender: str | None = None, **_: Any) -> None:
+    if _POINT == "dispatch" and sender == "ai.generate" and _first_time():
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+@task_postrun.connect
+def _crash_before_ack(task: Any = None, retval: Any = None, **_: Any) -> None:
+    answered = isinstance(retval, dict) and retval.get("status") == "ok"
+    ours = _POINT == "ack" and getattr(task, "name", "") == "ai.generate"
+    if ours and answered and _first_time():
+        os.kill(os.getpid(), signal.SIGKILL)

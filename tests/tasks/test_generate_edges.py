@@ -1,0 +1,249 @@
+"""What a producer gets at the edges of ``ai.generate``: always a contract result, the options it
+sent kept on every hop, forged journeys refused, nothing of the prompt left in Redis.
+
+These tests run their own worker (the instrumented app) on a Redis database of their own, so every
+message of theirs is served by it and what each hop received can be read back.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from celery import Celery, chord, group
+
+from aipool.contract import parse_request
+from aipool.journey import Journey
+from aipool.routing.router import decide
+from tests.conftest import TEST_REDIS_URL, worker_env
+from tests.support.pool import Worker
+
+pytestmark = pytest.mark.integration
+TIMEOUT = 60
+PRIVATE_URL = TEST_REDIS_URL.rsplit("/", 1)[0] + "/15"
+HOPS_KEY = "aipool:test:hops"
+
+
+@pytest.fixture(scope="module")
+def private(simulator, ledger_url) -> Iterator[tuple[Celery, Any]]:  # type: ignore[no-untyped-def]
+    """A producer app and an instrumented worker on a Redis database no other test uses."""
+    import redis
+
+    client = redis.Redis.from_url(PRIVATE_URL)
+    client.flushdb()
+    app = Celery("aipool-edge-producer")
+    app.config_from_object("celeryconfig")
+    app.conf.broker_url = app.conf.result_backend = PRIVATE_URL
+    worker = Worker(
+        worker_env(
+            REDIS_URL=PRIVATE_URL,
+            CELERY_BROKER_URL=PRIVATE_URL,
+            CELERY_RESULT_BACKEND=PRIVATE_URL,
+            AIPOOL_TEST_HOPS_KEY=HOPS_KEY,
+            # The time-limit tests need calls that outlive the task, not the provider timeout.
+            AIPOOL_TIMEOUT_OLLAMA="30",
+            # No default soft limit, so a message's own hard limit is armed on its own.
+            AIPOOL_TASK_SOFT_TIME_LIMIT="0",
+        ),
+        concurrency=2,
+        app="tests.support.instrumented_app",
+    )
+    try:
+        worker.wait_ready(app)
+        yield app, client
+    finally:
+        worker.stop()
+        client.flushdb()
+        client.close()
+
+
+@pytest.fixture()
+def producer(private, healthy) -> tuple[Celery, Any]:  # type: ignore[no-untyped-def]
+    app, client = private
+    for key in client.scan_iter("aipool:*"):
+        client.delete(key)
+    return app, client
+
+
+def _send(app: Celery, **options: Any) -> Any:
+    options.setdefault("kwargs", {"request": {"prompt": "What is a pod?"}})
+    return app.send_task("ai.generate", queue="router", **options)
+
+
+def _hops(client: Any) -> list[dict[str, Any]]:
+    return [json.loads(raw) for raw in client.lrange(HOPS_KEY, 0, -1)]
+
+
+def test_positional_arguments_get_an_error_not_a_failure(producer) -> None:  # type: ignore[no-untyped-def]
+    app, _ = producer
+    # When a producer passes the request positionally
+    answer = _send(app, args=[{"prompt": "What is a pod?"}], kwargs={}).get(timeout=TIMEOUT)
+    # Then it gets a contract error saying how to call
+    assert answer["status"] == "error"
+    assert answer["error"]["code"] == "positional_arguments"
+
+
+def _journey(change: Any) -> Any:
+    request = parse_request({"prompt": "Summarise the incident", "priority": "critical"})
+    journey = Journey(route=decide(request)).to_dict()
+    return change(journey)
+
+
+def _at(position: int) -> Any:
+    return lambda j: {**j, "position": position}
+
+
+def _claude_with(model: str) -> Any:
+    def change(j: dict[str, Any]) -> dict[str, Any]:
+        chain = [dict(hop) for hop in j["route"]["chain"]]
+        chain[0]["model"] = model
+        return {**j, "route": {**j["route"], "chain": chain}, "position": 0}
+
+    return change
+
+
+def _first_provider(provider: str) -> Any:
+    def change(j: dict[str, Any]) -> dict[str, Any]:
+        chain = [dict(hop) for hop in j["route"]["chain"]]
+        chain[0] = {"provider": provider, "model": "gpt-9"}
+        return {**j, "route": {**j["route"], "chain": chain}}
+
+    return change
+
+
+@pytest.mark.parametrize(
+    "forge",
+    [
+        _at(99),
+        _at(-1),
+        _claude_with("claude-opus-9-ultra"),
+        _first_provider("openai"),
+        lambda j: {**j, "route": "claude"},
+        lambda j: None,
+    ],
+    ids=["past-the-end", "negative", "unrouted-model", "unknown-provider", "garbage", "null"],
+)
+def test_a_forged_journey_is_refused_before_any_call(producer, healthy, forge) -> None:  # type: ignore[no-untyped-def]
+    app, _ = producer
+    journey = _journey(forge)
+    request = {"prompt": "Summarise the incident", "priority": "critical"}
+    # When a message arrives on claude's queue with a journey routing never produced
+    sent = app.send_task(
+        "ai.generate",
+        kwargs={"request": request, "journey": journey},
+        queue="claude",
+        routing_key="claude",
+    )
+    answer = sent.get(timeout=TIMEOUT)
+    # Then it is refused with invalid_journey (a null journey is simply a new request)
+    if journey is None:
+        assert answer["status"] == "ok"
+        return
+    assert answer["status"] == "error", answer["attempts"]
+    assert answer["error"]["code"] == "invalid_journey"
+    # And no provider was called for it
+    assert sum(healthy.calls(p) for p in ("ollama", "nemotron", "gemini", "claude")) == 0
+
+
+def test_redispatch_keeps_the_producers_options_and_shows_no_prompt(producer, healthy) -> None:  # type: ignore[no-untyped-def]
+    app, client = producer
+    word = f"zebra{uuid.uuid4().hex[:8]}"
+    # Given ollama failing, so the request visits router, ollama and gemini
+    healthy.set_fault("ollama", "error_500")
+    # When it is sent with a priority, an expiry and time limits
+    answer = _send(
+        app,
+        kwargs={"request": {"prompt": f"What is a pod? {word}"}},
+        priority=7,
+        expires=300,
+        time_limit=50,
+        soft_time_limit=40,
+    ).get(timeout=TIMEOUT)
+    assert (answer["status"], answer["provider"]) == ("ok", "gemini")
+    hops = _hops(client)
+    # Then every hop's message carried them
+    assert [h["queue"] for h in hops] == ["router", "ollama", "gemini"]
+    assert all(h["priority"] == 7 for h in hops), hops
+    assert all(h["expires"] for h in hops), hops
+    assert all(h["timelimit"] == [50, 40] for h in hops), hops
+    # And the messages the pool sent describe the hop, not the prompt
+    for hop in hops[1:]:
+        assert word not in hop["kwargsrepr"]
+        assert "'provider'" in hop["kwargsrepr"]
+
+
+def test_nothing_of_the_prompt_stays_in_redis_once_answered(producer, healthy) -> None:  # type: ignore[no-untyped-def]
+    app, client = producer
+    word = f"okapi{uuid.uuid4().hex[:8]}"
+    # Given a request that fails over from ollama to gemini, a paid provider
+    healthy.set_fault("ollama", "error_500")
+    answer = _send(app, kwargs={"request": {"prompt": f"Explain {word} please"}}).get(
+        timeout=TIMEOUT
+    )
+    assert answer["status"] == "ok"
+    time.sleep(0.5)  # the last ack lands after the result
+    # Then no key of the database holds the word
+    found = []
+    for key in client.scan_iter("*"):
+        if key == HOPS_KEY.encode():
+            continue  # the test's own record of what each message carried
+        kind = client.type(key).decode()
+        if kind == "string":
+            values = [client.get(key)]
+        elif kind == "list":
+            values = client.lrange(key, 0, -1)
+        elif kind == "hash":
+            values = list(client.hgetall(key).values())
+        elif kind == "zset":
+            values = client.zrange(key, 0, -1)
+        elif kind == "set":
+            values = list(client.smembers(key))
+        else:
+            values = []
+        if any(word.encode() in (v or b"") for v in values):
+            found.append(key)
+    assert found == []
+
+
+def test_a_group_and_a_chord_of_requests_resolve(producer, healthy) -> None:  # type: ignore[no-untyped-def]
+    app, _ = producer
+    healthy.set_fault("ollama", "error_500")  # every member is re-dispatched at least once
+    members = [
+        app.signature(
+            "ai.generate", kwargs={"request": {"prompt": f"Question {n}?"}}, queue="router"
+        )
+        for n in range(3)
+    ]
+    answers = group(members).apply_async().get(timeout=TIMEOUT)
+    assert [a["status"] for a in answers] == ["ok"] * 3
+    body = app.signature("tests.collect", queue="router")
+    collected = chord(members)(body).get(timeout=TIMEOUT)
+    assert [a["status"] for a in collected] == ["ok"] * 3
+    assert {a["provider"] for a in collected} == {"gemini"}
+
+
+def test_the_hard_time_limit_answers_the_producer(producer, healthy) -> None:  # type: ignore[no-untyped-def]
+    app, _ = producer
+    # Given ollama hanging past the message's hard time limit, with no soft limit to move on
+    healthy.set_fault("ollama", "hang", seconds=15)
+    # When the hop's process is killed by the hard limit
+    answer = _send(app, time_limit=3).get(timeout=TIMEOUT)
+    # Then the producer gets a contract error, not a Celery failure
+    assert answer["status"] == "error", answer["attempts"]
+    assert answer["error"]["code"] == "time_limit"
+
+
+def test_the_soft_time_limit_moves_the_request_on(producer, healthy) -> None:  # type: ignore[no-untyped-def]
+    app, _ = producer
+    healthy.set_fault("ollama", "hang", seconds=15)
+    # When ollama's call outlives the message's soft limit
+    answer = _send(app, soft_time_limit=2, time_limit=20).get(timeout=TIMEOUT)
+    # Then the hop gives up on ollama and the next provider answers
+    assert answer["status"] == "ok", (answer["attempts"], answer["route"])
+    assert answer["provider"] == "gemini"
+    assert answer["attempts"][0]["provider"] == "ollama"
+    assert answer["attempts"][0]["outcome"] == "error"
