@@ -22,8 +22,8 @@ from aipool.chains import Hop
 from aipool.contract import Completion, Request
 from aipool.errors import AttemptEnded, DeadlineExceeded, HopSkipped, as_provider_error
 from aipool.journey import Attempt, Journey, Route
-from aipool.ledger.scrub import scrub_error
 from aipool.providers import Provider, get_provider
+from aipool.scrub import scrub
 
 log = logging.getLogger("aipool.hop")
 
@@ -161,7 +161,7 @@ class HopRunner:
                 journey,
                 position,
                 "error",
-                scrub_error(f"{error.code}: {error}"),
+                scrub(f"{error.code}: {error}"),
                 elapsed,
             )
             return self._next(request, request_id, journey, position + 1)

@@ -1,0 +1,179 @@
+"""The hop runner over real guard scripts (fakeredis): what a producer gets when Redis fails, when
+a message is redelivered, and what an attempt's error may say."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+import fakeredis
+import pytest
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from aipool.breaker import breakers_for
+from aipool.chains import Hop
+from aipool.contract import Completion, Request, parse_request
+from aipool.errors import ProviderServerError
+from aipool.guard import SharedGuards
+from aipool.hop import AttemptEvent, Done, Forward, HopRunner
+from aipool.journey import Journey
+from aipool.quota import quotas_for
+from aipool.routing.router import Route
+
+REQUEST = parse_request({"prompt": "What is a pod?"})
+ROUTE = Route(
+    intent="QUERY",
+    complexity=1,
+    chain=(
+        Hop("gemini", "gemini-2.5-flash"),
+        Hop("claude", "claude-sonnet-5"),
+        Hop("static", "static"),
+    ),
+    reason="test",
+)
+
+
+class Provider:
+    """A provider that answers, or raises ``error``, and counts its calls."""
+
+    def __init__(self, error: Exception | None = None) -> None:
+        self.error = error
+        self.calls = 0
+
+    def complete(self, request: Request, model: str, timeout_s: float | None = None) -> Completion:
+        self.calls += 1
+        if self.error is not None:
+            raise self.error
+        return Completion(text="an answer", model=model, input_tokens=12, output_tokens=30)
+
+    def close(self) -> None:
+        return None
+
+
+class FlakyRedis(fakeredis.FakeRedis):
+    """A Redis that goes away (every command, pipelines included) once ``down`` is set."""
+
+    down = False
+
+    def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        if self.down:
+            raise RedisConnectionError("Redis went away")
+        return super().execute_command(*args, **kwargs)
+
+    def pipeline(self, *args: Any, **kwargs: Any) -> Any:
+        if self.down:
+            raise RedisConnectionError("Redis went away")
+        return super().pipeline(*args, **kwargs)
+
+
+@pytest.fixture()
+def redis_client() -> FlakyRedis:
+    return FlakyRedis(server=fakeredis.FakeServer())
+
+
+def _runner(client: Any, providers: dict[str, Provider], events: list[AttemptEvent]) -> HopRunner:
+    guards = SharedGuards(breakers_for(client), quotas_for(client))
+    lookup: Callable[[str], Any] = lambda name: providers.get(name) or Provider()  # noqa: E731
+    return HopRunner(
+        guards=guards,
+        observers=[events.append],
+        pricing=lambda *_: Decimal("0.01"),
+        providers=lookup,
+    )
+
+
+def _run(runner: HopRunner, position: int = 0) -> Done | Forward:
+    return runner.run(REQUEST, "req-1", Journey(route=ROUTE, position=position))
+
+
+def test_a_paid_answer_reaches_the_producer_when_redis_fails_while_charging_it(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given gemini answering, and Redis going away once the call is admitted
+    gemini, events = Provider(), []
+    runner = _runner(redis_client, {"gemini": gemini}, events)
+    original = gemini.complete
+
+    def answer_then_lose_redis(*args: Any, **kwargs: Any) -> Completion:
+        redis_client.down = True
+        return original(*args, **kwargs)
+
+    gemini.complete = answer_then_lose_redis  # type: ignore[method-assign]
+    # When the hop runs
+    step = _run(runner)
+    # Then the producer gets the paid answer with its cost, and the ledger observer saw it
+    assert isinstance(step, Done)
+    assert (step.result["status"], step.result["provider"]) == ("ok", "gemini")
+    assert step.result["cost_usd"] == pytest.approx(0.01)
+    assert [(e.hop.provider, e.attempt.outcome) for e in events] == [("gemini", "ok")]
+    assert events[0].completion is not None and events[0].completion.output_tokens == 30
+
+
+def test_guards_that_cannot_be_read_skip_the_provider_instead_of_failing(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given Redis down before the hop asks its guards
+    gemini, claude, events = Provider(), Provider(), []
+    runner = _runner(redis_client, {"gemini": gemini, "claude": claude}, events)
+    redis_client.down = True
+    # When the hop runs
+    step = _run(runner)
+    # Then no provider is called unguarded, and the request still gets its terminal answer
+    assert gemini.calls == claude.calls == 0
+    assert isinstance(step, Done)
+    assert step.result["status"] == "fallback"
+    assert [a["outcome"] for a in step.result["attempts"]][:2] == [
+        "guard_unavailable",
+        "guard_unavailable",
+    ]
+
+
+def test_a_redelivered_answered_attempt_returns_the_same_answer_without_calling(
+    redis_client: FlakyRedis,
+) -> None:
+    gemini, events = Provider(), []
+    runner = _runner(redis_client, {"gemini": gemini}, events)
+    first = _run(runner)
+    # When the same message (request id, position) runs again, as after a crash before the ack
+    again = _run(runner)
+    # Then gemini was called once, and both deliveries give the same answer
+    assert gemini.calls == 1
+    assert isinstance(first, Done) and isinstance(again, Done)
+    assert again.result["content"] == first.result["content"]
+    assert again.result["usage"] == first.result["usage"]
+    # And the quota holds one request with the real tokens
+    usage = quotas_for(redis_client)["gemini"].usage()
+    assert usage["daily_requests"]["used"] == 1
+    assert usage["daily_tokens"]["used"] == 42
+
+
+def test_a_redelivered_failed_attempt_moves_on_without_calling_again(
+    redis_client: FlakyRedis,
+) -> None:
+    gemini, events = Provider(ProviderServerError("gemini HTTP 500")), []
+    runner = _runner(redis_client, {"gemini": gemini}, events)
+    first = _run(runner)
+    again = _run(runner)
+    assert gemini.calls == 1
+    assert isinstance(first, Forward) and isinstance(again, Forward)
+    assert again.queue == first.queue == "claude"
+    usage = quotas_for(redis_client)["gemini"].usage()
+    assert (usage["daily_requests"]["used"], usage["daily_tokens"]["used"]) == (1, 0)
+
+
+def test_an_error_echoing_the_api_key_is_scrubbed_from_the_attempts(
+    redis_client: FlakyRedis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from aipool.scrub import forget_configured_secrets
+
+    planted = "planted-gemini-key-5f1c9a7e"
+    monkeypatch.setenv("GEMINI_API_KEY", planted)
+    forget_configured_secrets()
+    gemini = Provider(ProviderServerError(f"gemini HTTP 500: invalid credential {planted}"))
+    step = _run(_runner(redis_client, {"gemini": gemini}, []))
+    assert isinstance(step, Forward)
+    errors = [a.error or "" for a in step.journey.attempts]
+    assert errors and all(planted not in e for e in errors)
+    assert errors[0].startswith("server_error: gemini HTTP 500")
+    forget_configured_secrets()
