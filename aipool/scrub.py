@@ -21,7 +21,7 @@ import threading
 import time
 from urllib.parse import quote
 
-from aipool.secrets import configured_secrets, secrets_source
+from aipool.secrets import configured_secrets
 
 #: Longest error message stored; provider errors can echo whole request bodies.
 MAX_ERROR_LENGTH = 500
@@ -38,21 +38,29 @@ MIN_SECRET_LENGTH = 8
 SECRETS_TTL_S = 30.0
 
 # Order matters: header forms first, so "Authorization: Bearer sk-..." loses the whole value.
-_PATTERNS = [
-    re.compile(
-        r"(?i)\b(authorization|x-api-key|x-goog-api-key|api[-_]?key|access[-_]?token"
-        r"|secret|password|token)\b(\s*[:=]\s*|\"\s*:\s*\")(bearer\s+)?[^\s\"',;&]+"
+# Each pattern runs only when the lower-cased text holds one of its cues: scrubbing runs on every
+# log line, and a cue test is far cheaper than a regex pass over text that cannot match.
+_PATTERNS: list[tuple[tuple[str, ...], re.Pattern[str]]] = [
+    (
+        ("authorization", "api", "token", "secret", "password"),
+        re.compile(
+            r"(?i)\b(authorization|x-api-key|x-goog-api-key|api[-_]?key|access[-_]?token"
+            r"|secret|password|token)\b(\s*[:=]\s*|\"\s*:\s*\")(bearer\s+)?[^\s\"',;&]+"
+        ),
     ),
-    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"),
-    re.compile(r"\bsk-(?:ant-)?[A-Za-z0-9_-]{8,}"),
-    re.compile(r"\bAIza[0-9A-Za-z_-]{20,}"),
-    re.compile(r"\bnvapi-[A-Za-z0-9_-]{8,}"),
-    re.compile(r"\b(?:gh[pousr]|xox[abpr])[-_][A-Za-z0-9-]{8,}"),
-    re.compile(r"(?i)([?&](?:key|api_key|token|access_token)=)[^&\s]+"),
+    (("bearer",), re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}")),
+    (
+        ("sk-", "aiza", "nvapi-", "gh", "xox"),
+        re.compile(
+            r"\b(?:sk-(?:ant-)?[A-Za-z0-9_-]{8,}|AIza[0-9A-Za-z_-]{20,}|nvapi-[A-Za-z0-9_-]{8,}"
+            r"|(?:gh[pousr]|xox[abpr])[-_][A-Za-z0-9-]{8,})"
+        ),
+    ),
+    (("=",), re.compile(r"(?i)([?&](?:key|api_key|token|access_token)=)[^&\s]+")),
     # The password of a URL's user info: scheme://user:<password>@host.
-    re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@]*:)[^@\s/]+(?=@)"),
+    (("://",), re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@]*:)[^@\s/]+(?=@)")),
     # Long hex runs are secrets (or digests) far more often than they are useful context.
-    re.compile(r"\b[0-9a-fA-F]{32,}\b"),
+    ((), re.compile(r"\b[0-9a-fA-F]{32,}\b")),
 ]
 # Long base64-ish runs: a key when they mix letters and digits, unless they read like a file path
 # (tracebacks are full of long lower-case paths such as ``11/site-packages/google/genai/...``).
@@ -80,23 +88,19 @@ def _replace_long_run(match: re.Match[str]) -> str:
 class _ConfiguredSecrets:
     """The configured secret values and their URL-encoded forms, longest first, read lazily.
 
-    Scrubbing runs for every log record, so the values are cached; the cache is dropped when the
-    variables that locate them change (tests, a reloaded environment) or after
-    :data:`SECRETS_TTL_S`.
+    Scrubbing runs for every log record, so the values are cached for :data:`SECRETS_TTL_S`
+    (a rotated secret file is picked up after that) or until :func:`forget_configured_secrets`.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._source: tuple[str | None, ...] | None = None
-        self._read_at = 0.0
+        self._expires = 0.0
         self._needles: tuple[str, ...] = ()
 
     def needles(self) -> tuple[str, ...]:
-        source = secrets_source()
         now = time.monotonic()
-        with self._lock:
-            if source == self._source and now - self._read_at < SECRETS_TTL_S:
-                return self._needles
+        if now < self._expires:
+            return self._needles
         found: set[str] = set()
         for value in configured_secrets():
             if len(value) >= MIN_SECRET_LENGTH:
@@ -104,20 +108,20 @@ class _ConfiguredSecrets:
                 found.update({value, quote(value, safe="")})
         needles = tuple(sorted(found, key=len, reverse=True))
         with self._lock:
-            self._source, self._read_at, self._needles = source, now, needles
+            self._needles, self._expires = needles, now + SECRETS_TTL_S
         return needles
 
     def forget(self) -> None:
         """Read the values again on next use."""
         with self._lock:
-            self._source = None
+            self._expires = 0.0
 
 
 _secrets = _ConfiguredSecrets()
 
 
 def forget_configured_secrets() -> None:
-    """Drop the cached secret values (after rotating a key in place)."""
+    """Drop the cached secret values: after changing a key's variable, or rotating it in place."""
     _secrets.forget()
 
 
@@ -131,8 +135,10 @@ def scrub(text: str | None, limit: int | None = MAX_ERROR_LENGTH) -> str | None:
     text = str(text)
     for needle in _secrets.needles():
         text = text.replace(needle, REDACTED)
-    for pattern in _PATTERNS:
-        text = pattern.sub(_replace, text)
+    lowered = text.lower()
+    for cues, pattern in _PATTERNS:
+        if not cues or any(cue in lowered for cue in cues):
+            text = pattern.sub(_replace, text)
     text = _LONG_RUN.sub(_replace_long_run, text)
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"

@@ -55,12 +55,3 @@ def read_secret(name: str) -> str | None:
 def configured_secrets(names: tuple[str, ...] = SECRET_NAMES) -> list[str]:
     """The values of ``names`` that are configured, wherever each one comes from."""
     return [value for name in names if (value := read_secret(name))]
-
-
-def secrets_source(names: tuple[str, ...] = SECRET_NAMES) -> tuple[str | None, ...]:
-    """What decides where ``names`` are read from: changes when a variable or file path changes."""
-    out: list[str | None] = [os.environ.get("AIPOOL_SECRETS_DIR")]
-    for name in names:
-        out.append(os.environ.get(name))
-        out.append(os.environ.get(f"{name}_FILE"))
-    return tuple(out)

@@ -40,6 +40,7 @@ PLANTED = "correct-horse-battery-staple-7f3a"
 def planted_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Given GEMINI_API_KEY is configured with a value of no known key shape."""
     monkeypatch.setenv("GEMINI_API_KEY", PLANTED)
+    forget_configured_secrets()
     yield PLANTED
     forget_configured_secrets()
 
@@ -90,6 +91,7 @@ def test_given_a_configured_key_when_echoed_url_encoded_then_it_is_gone(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "odd key/with+chars")
+    forget_configured_secrets()
     try:
         assert "odd" not in (scrub("GET /models?k=odd%20key%2Fwith%2Bchars failed") or "")
     finally:
@@ -103,6 +105,7 @@ def test_given_a_key_from_a_file_variable_when_echoed_then_it_is_gone(
     key_file.write_text("filed-secret-value-1\n")
     monkeypatch.delenv("NVIDIA_API_KEY", raising=False)
     monkeypatch.setenv("NVIDIA_API_KEY_FILE", str(key_file))
+    forget_configured_secrets()
     try:
         assert scrub("echo filed-secret-value-1") == f"echo {REDACTED}"
     finally:
@@ -116,6 +119,7 @@ def test_given_a_key_mounted_in_the_secrets_dir_when_echoed_then_it_is_gone(
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_API_KEY_FILE", raising=False)
     monkeypatch.setenv("AIPOOL_SECRETS_DIR", str(tmp_path))
+    forget_configured_secrets()
     try:
         assert scrub("echo mounted-secret-value-2") == f"echo {REDACTED}"
     finally:
@@ -126,6 +130,7 @@ def test_given_a_short_placeholder_key_when_scrubbing_then_ordinary_words_surviv
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("GEMINI_API_KEY", "dummy")
+    forget_configured_secrets()
     try:
         assert scrub("a dummy answer") == "a dummy answer"
     finally:

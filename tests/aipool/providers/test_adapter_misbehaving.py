@@ -76,6 +76,7 @@ def planted_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Given every provider key configured as :data:`PLANTED` (the ollama client sends its own)."""
     for name in KEY_VARIABLES:
         monkeypatch.setenv(name, PLANTED)
+    forget_configured_secrets()
     yield PLANTED
     forget_configured_secrets()
 
