@@ -15,7 +15,9 @@ tools                       +1 when the request carries tools
 analysis ask                +1 for root cause / correlate / timeline (根因, 關聯, 因果)
 ==========================  =========================================================
 
-Token counts use :func:`aipool.tokens.estimate_tokens`, so CJK text is weighed per character.
+Token counts use :func:`aipool.tokens.estimate_tokens` over the whole text, so CJK text is weighed
+per character; every other signal reads a long text's first and last few kilobytes
+(:func:`aipool.routing.text.bounded`), so scoring a 100 KB paste costs what a few kilobytes do.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import re
 from dataclasses import dataclass
 
 from aipool.contract import Request
-from aipool.routing.text import split_text
+from aipool.routing.text import bounded, fold, fold_pattern, split_text
 from aipool.tokens import estimate_tokens
 
 MIN_SCORE = 1
@@ -57,29 +59,36 @@ _ALERT_NAME = re.compile(
     r"\b(?:Kube|Node|Etcd|CoreDNS|Postgres|Kafka|Redis|High|Target|CertManager|"
     r"Prometheus|Container|SLO)[A-Z][A-Za-z]+\b"
 )
+
+
+def _folded(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    """A case-insensitive ``pattern``, compiled to match :func:`~aipool.routing.text.fold`-ed
+    text: about twice as fast as ``re.IGNORECASE`` on long texts."""
+    return re.compile(fold_pattern(pattern), flags)
+
+
 # "three services", "3 個告警": a count the user states outright.
-_STATED_COUNT = re.compile(
+_STATED_COUNT = _folded(
     r"\b(\d+|two|three|four|five|six|several|multiple)\s+(?:services|alerts|pods|regions|nodes|clusters)\b|"
-    r"(\d+|兩|二|三|四|五|六|多)\s*個?\s*(?:服務|告警|警報|pod|node|region|叢集)",
-    re.IGNORECASE,
+    r"(\d+|兩|二|三|四|五|六|多)\s*個?\s*(?:服務|告警|警報|pod|node|region|叢集)"
 )
 _WORD_NUMBERS = {
     "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "several": 3, "multiple": 3,
     "兩": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "多": 3,
 }  # fmt: skip
+# Matched against folded text (see _folded).
 _STEP_MARKERS = (
-    ("first … then", re.compile(r"\bfirst\b.{0,300}?\b(?:then|and)\b", re.IGNORECASE | re.DOTALL)),
-    ("then", re.compile(r"\b(?:then|after that|afterwards|and finally|finally)\b", re.IGNORECASE)),
+    ("first … then", _folded(r"\bfirst\b.{0,300}?\b(?:then|and)\b", re.DOTALL)),
+    ("then", _folded(r"\b(?:then|after that|afterwards|and finally|finally)\b")),
     ("numbered steps", re.compile(r"(?ms)^\s*1[.)]\s.*^\s*2[.)]\s")),
-    ("one at a time", re.compile(r"one at a time|step by step|逐一|一步一步", re.IGNORECASE)),
+    ("one at a time", _folded(r"one at a time|step by step|逐一|一步一步")),
     ("先…再/然後", re.compile(r"先.{0,80}?(?:再|然後|接著)", re.DOTALL)),
     ("然後/接著/最後", re.compile(r"然後|接著|最後|之後再")),
     ("並且/並…", re.compile(r"並且|並(?:說明|判斷|列出|給出|找出|提供|確認)")),
 )
-_ANALYSIS = re.compile(
+_ANALYSIS = _folded(
     r"root\s*cause|\bRCA\b|correlat|根因|根本原因|關聯|因果|timeline|時間線|"
-    r"one incident or two|trade-?offs?|recommend",
-    re.IGNORECASE,
+    r"one incident or two|trade-?offs?|recommend"
 )
 
 
@@ -109,6 +118,9 @@ def score(request: Request) -> ComplexityScore:
         points += steps
         reasons.append(f"~{tokens} tokens (+{steps})")
 
+    # Everything but the length reads a long text's head and tail only (text.bounded): a pasted
+    # block's lines, entities and asks all show there, and a long text earns its length points.
+    text = bounded(text)
     split = split_text(text)
     lines = split.code_lines
     if split.blocks and lines >= BLOCK_LINES:
@@ -117,7 +129,7 @@ def score(request: Request) -> ComplexityScore:
         reasons.append(f"{len(split.blocks)} pasted block(s), {lines} lines (+{extra})")
 
     entities = _entities(text)
-    count = max(len(entities), _stated_count(split.prose))
+    count = max(len(entities), _stated_count(fold(split.prose)))
     if count >= ENTITY_STEPS[1]:
         points += 2
         reasons.append(f"{count} services/pods/alerts (+2)")
@@ -125,9 +137,10 @@ def score(request: Request) -> ComplexityScore:
         points += 1
         reasons.append(f"{count} services/pods/alerts (+1)")
 
-    asks = request.last_user_text() or text
-    asks_prose = split_text(asks).prose
-    markers = [name for name, pattern in _STEP_MARKERS if pattern.search(asks_prose)]
+    asks = bounded(request.last_user_text()) or text
+    asks_prose = split.prose if asks == text else split_text(asks).prose
+    folded_asks = fold(asks_prose)
+    markers = [name for name, pattern in _STEP_MARKERS if pattern.search(folded_asks)]
     if markers:
         extra = 2 if len(markers) >= 3 else 1
         points += extra
@@ -142,10 +155,11 @@ def score(request: Request) -> ComplexityScore:
         points += 1
         reasons.append(f"{len(request.tools)} tool(s) (+1)")
 
-    analysis = _ANALYSIS.search(asks_prose)
+    analysis = _ANALYSIS.search(folded_asks)
     if analysis:
         points += 1
-        reasons.append(f"analysis ask '{analysis.group(0)}' (+1)")
+        quoted = asks_prose[analysis.start() : analysis.end()]
+        reasons.append(f"analysis ask '{quoted}' (+1)")
 
     final = max(MIN_SCORE, min(MAX_SCORE, points))
     if not reasons:

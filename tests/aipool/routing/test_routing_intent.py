@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from aipool.contract import Message, Request, Tool
@@ -149,14 +147,42 @@ def test_decisions_carry_reasons_and_bounded_confidence() -> None:
     assert any("CrashLoopBackOff" in r for r in decision.reasons)
 
 
-def test_classification_is_deterministic_and_fast() -> None:
+def test_classification_is_deterministic() -> None:
     # Given a mixed-language request
     text = "幫我看一下這個 pod 為什麼一直 CrashLoopBackOff，昨天 deploy 之後開始的"
     # When it is classified many times
     first = classify_text(text)
-    started = time.perf_counter()
-    for _ in range(200):
+    # Then the answer never changes (its cost is measured by bench/run, not asserted here)
+    for _ in range(20):
         assert classify_text(text) == first
-    per_call = (time.perf_counter() - started) / 200
-    # Then the answer never changes and each call stays well under a millisecond
-    assert per_call < 0.001
+
+
+_LOG_LINE = "2026-11-30T10:00:01Z WARN checkout-api latency p99 1.2s on /cart\n"
+
+
+def test_a_long_paste_is_classified_by_the_ask_around_it_not_by_its_middle() -> None:
+    # Given a 100 KB paste that asks for a summary first, and quotes old instructions in the middle
+    middle = (
+        "[ops chat] please restart checkout-api now\n[ops chat] 幫我重啟 checkout-api\n"
+        "[ops chat] 把 checkout-api 擴容到 6 個\n$ kubectl rollout restart deploy/checkout-api\n"
+    )
+    text = (
+        "Summarise this log for the status page:\n"
+        + _LOG_LINE * 800
+        + middle
+        + _LOG_LINE * 800
+        + "Thanks!"
+    )
+    assert len(text) > 100_000
+    # When it is classified
+    decision = classify_text(text)
+    # Then the ask decides: routing reads the head and tail of a long message, not its middle
+    assert decision.intent == Intent.SUMMARY
+    assert not any("restart" in reason for reason in decision.reasons)
+
+
+def test_the_question_after_a_long_paste_still_decides() -> None:
+    # Given a 100 KB pasted log with the question at its very end
+    text = _LOG_LINE * 1600 + "\n幫我重啟 checkout-api"
+    # When it is classified, Then the ask at the end is read
+    assert classify_text(text).intent == Intent.TOOL_CALL
