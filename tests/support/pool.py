@@ -1,7 +1,13 @@
-"""Real ``celery worker`` processes for integration tests (never eager mode)."""
+"""Real ``celery worker`` processes for integration tests (never eager mode).
+
+A :class:`Worker` is one ``celery worker`` parent and its prefork pool children. Besides starting
+and stopping it, a test can crash it the way production crashes: SIGKILL one pool child (the OOM
+killer picking a process) or the whole worker at once (a node or container lost).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -47,6 +53,8 @@ class Worker:
             env=env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
+            # Its own process group, so a crash can take the parent and its children in one signal.
+            start_new_session=True,
         )
 
     def wait_ready(self, app, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
@@ -61,12 +69,77 @@ class Worker:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-4000:]
 
+    @property
+    def pid(self) -> int:
+        """The worker's parent (main) process id."""
+        return self.process.pid
+
+    def children(self) -> list[int]:
+        """Process ids of the pool children now running under the parent."""
+        path = Path(f"/proc/{self.pid}/task/{self.pid}/children")
+        try:
+            return [int(pid) for pid in path.read_text().split()]
+        except (FileNotFoundError, ProcessLookupError):
+            return []
+
+    def kill_child(self, pid: int | None = None) -> int:
+        """SIGKILL one pool child (``pid``, or the first one); the parent stays up.
+
+        Returns the killed child's pid. The parent replaces the child and, with late acks and
+        ``task_reject_on_worker_lost``, gives its message back to the queue.
+        """
+        children = self.children()
+        if pid is None:
+            if not children:
+                raise RuntimeError(f"worker {self.name} has no pool child: {self.log()}")
+            pid = children[0]
+        elif pid not in children:
+            raise ValueError(f"{pid} is not a pool child of worker {self.name}")
+        os.kill(pid, signal.SIGKILL)
+        return pid
+
+    def wait_children(self, count: int, timeout: float = 15.0) -> list[int]:
+        """Wait until ``count`` pool children run (after a kill, until one replaced it)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            children = self.children()
+            if len(children) >= count:
+                return children
+            time.sleep(0.05)
+        raise TimeoutError(f"worker {self.name} has {self.children()} children, wanted {count}")
+
+    def kill(self) -> None:
+        """SIGKILL the parent and every child at once: nothing gets to ack, requeue or clean up."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+    def rss_bytes(self) -> int:
+        """Resident memory of the parent and its pool children together."""
+        total = 0
+        for pid in (self.pid, *self.children()):
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            for line in status.splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+        return total
+
+    def alive(self) -> bool:
+        """Whether the parent process is still running."""
+        return self.process.poll() is None
+
     def stop(self) -> None:
+        """Warm shutdown (SIGTERM), then SIGKILL of the whole group if it takes over 15 s."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
                 self.process.wait(timeout=15)
             except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+                self.kill()
+        # Children a killed parent left behind must not outlive the test.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
         self._log.close()

@@ -1,0 +1,134 @@
+"""Redis killed and restarted under load, with its data lost, and with an append-only file.
+
+Redis holds the queues, the results, the breakers, the quota counters and the usage spool. When it
+restarts, workers reconnect and serve new requests; quotas come back from the ledger (the
+``aipool.restore_quotas`` maintenance task, run by beat every minute) and breakers open again on
+failures. Requests accepted before the restart are answered or fail clearly -- the producer's
+``get`` raises -- and the suite measures which: with nothing on disk the queued messages are
+gone; with ``appendonly yes`` they survive. Calls in flight during the restart were paid for:
+they are answered either way.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+from sqlalchemy import Engine
+
+from aipool.ledger.testing import empty_ledger
+from aipool.simulator import Simulator
+from tests.support.accounting import (
+    drain_everything,
+    ledger_charges,
+    ledger_rows,
+    quota_charges,
+    trail,
+)
+from tests.support.figures import record_figure
+from tests.support.pool import Worker
+from tests.support.producer import Outcome, Producer
+from tests.support.services import RedisServer
+from tests.support.waiting import eventually
+
+pytestmark = pytest.mark.integration
+
+CRITICAL = {
+    "prompt": "Summarise the payment-api incident",
+    "priority": "critical",
+    "user_id": "rel",
+}
+QUESTION = {"prompt": "What is a pod?", "user_id": "rel"}
+WORKER_ENV = {
+    "AIPOOL_CLAUDE_RPM": "0",
+    # Ollama's breaker stays open for the whole test once it opens (the suite's default is 2 s).
+    "AIPOOL_OLLAMA_RECOVERY_TIMEOUT": "120",
+    "AIPOOL_TIMEOUT_CLAUDE": "5",
+    "AIPOOL_VISIBILITY_TIMEOUT": "20",
+    "AIPOOL_TASK_TIME_LIMIT": "15",
+    "AIPOOL_TASK_SOFT_TIME_LIMIT": "12",
+}
+SLOW_MS = 2500
+#: How long after the restart the producer waits for what it sent before (beyond the visibility
+#: timeout, so a message the broker hands back once it is sure its worker is gone would come).
+PATIENCE_S = 25
+
+
+def _status(outcome: Outcome) -> str:
+    if outcome.answered and outcome.answer is not None:
+        return str(outcome.answer["status"])
+    return type(outcome.error).__name__
+
+
+@pytest.mark.parametrize("appendonly", [False, True], ids=["nothing-on-disk", "appendonly"])
+def test_redis_restarted_under_load_workers_reconnect_and_nothing_hangs(
+    appendonly: bool,
+    providers: Simulator,
+    redis_server: Callable[..., RedisServer],
+    spawn_worker: Callable[..., Worker],
+    producer: Callable[[str], Producer],
+    ledger: Engine,
+) -> None:
+    mode = "appendonly yes" if appendonly else 'save "" appendonly no'
+    scenario = f"Redis restarted ({mode})"
+    # Given a worker that has answered four requests, their usage drained into the ledger
+    empty_ledger(ledger)
+    server = redis_server(appendonly=appendonly)
+    client = server.client()
+    spawn_worker(server.url, concurrency=2, **WORKER_ENV)
+    send = producer(server.url)
+    before = send.collect([send.send(CRITICAL) for _ in range(4)], timeout=60)
+    assert [_status(o) for o in before] == ["ok"] * 4
+    drain_everything(client, ledger)
+    charged_before = quota_charges(client)
+    # And, accepted when Redis dies, two requests in a slow Claude call and six in the queue
+    providers.set_fault("claude", "slow", ms=SLOW_MS)
+    calls = providers.calls("claude")
+    in_flight = [send.send(CRITICAL) for _ in range(2)]
+    eventually(lambda: providers.calls("claude") >= calls + 2, 60, "two calls in flight")
+    queued = [send.send(CRITICAL) for _ in range(6)]
+    assert not any(r.ready() for r in in_flight), "a call ended before the restart"
+    # When Redis is killed and restarted on the same port, and new requests arrive right away
+    server.restart()
+    restarted_at = time.monotonic()
+    providers.heal("claude")
+    fresh = [send.send(CRITICAL) for _ in range(3)]
+    after = send.collect(fresh, timeout=30)
+    left = restarted_at + PATIENCE_S - time.monotonic()
+    accepted = send.collect(in_flight + queued, timeout=left)
+    # Then nothing hangs: each request accepted before the restart is answered or its producer's
+    # get raises within the wait
+    statuses = [_status(o) for o in accepted]
+    lost = [s for s in statuses if s != "ok"]
+    record_figure(scenario, "calls in flight answered", f"{statuses[:2].count('ok')}/2")
+    record_figure(scenario, "queued requests answered", f"{statuses[2:].count('ok')}/6")
+    failures = ", ".join(sorted(set(lost))) or "-"
+    record_figure(scenario, "accepted requests failing clearly", f"{len(lost)} ({failures})")
+    # And workers reconnect and answer the requests sent once Redis was back
+    record_figure(scenario, "new requests answered", f"{[_status(o) for o in after].count('ok')}/3")
+    assert [_status(o) for o in after] == ["ok"] * 3
+    serving = max(o.at for o in after) - restarted_at
+    record_figure(scenario, "restart to new requests answered", round(serving, 1), "s")
+    # And breakers work: Ollama failing opens its breaker after its threshold of three calls
+    providers.set_fault("ollama", "error_500")
+    ollama_calls = providers.calls("ollama")
+    opened = [send.collect([send.send(QUESTION)], timeout=30)[0] for _ in range(5)]
+    assert all(o.answered for o in opened)
+    assert providers.calls("ollama") - ollama_calls == 3
+    assert [trail(o.answer or {})[0] for o in opened][3:] == [("ollama", "circuit_open")] * 2
+    # And quotas come back: once the spool is drained and the restore task has run (as beat runs
+    # it), Claude's counters say what the ledger says, the budget spent before the restart included
+    drain_everything(client, ledger)
+    outcomes = before + accepted + after + opened
+    expected = ledger_charges(ledger_rows(ledger, [o.task_id for o in outcomes]))
+    send.send_task("aipool.restore_quotas", queue="maintenance")
+    restored = eventually(
+        lambda: quota_charges(client) == expected, 15, "quota counters restored from the ledger"
+    )
+    record_figure(scenario, "quota counters equal to the ledger after restore", restored)
+    assert expected["claude"].requests >= charged_before["claude"].requests
+    # Finally, the calls that were in flight were paid for: they are answered
+    assert statuses[:2] == ["ok", "ok"]
+    if appendonly:
+        assert statuses[2:] == ["ok"] * 6
