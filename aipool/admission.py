@@ -95,23 +95,37 @@ class Admission:
             )
 
     def _succeeded(self, completion: Completion) -> None:
-        if self.quota is not None and self.reservation is not None:
-            answer = json.dumps(completion.to_dict(), ensure_ascii=False)
-            self.quota.settle(
-                self.reservation, completion.input_tokens + completion.output_tokens, answer
-            )
-        if self.breaker is not None and self.permit is not None:
-            self.breaker.record_success(self.permit)
+        # A success while CLOSED with no failure counted changes nothing in the breaker.
+        report = self.permit is not None and not self.permit.clean
+        self._write("success", report, completion)
 
     def _failed(self, exc: BaseException | None) -> None:
-        if self.quota is not None and self.reservation is not None:
-            self.quota.release(self.reservation, called=True)
-        if self.breaker is None or self.permit is None:
+        counts = exc is not None and as_provider_error(exc).counts_against_provider
+        # A permit with no trial slot has nothing to free when the failure proves nothing.
+        report = self.permit is not None and (counts or self.permit.trial)
+        self._write("failure" if counts else "release", report)
+
+    def _write(self, outcome: str, report: bool, completion: Completion | None = None) -> None:
+        """The quota's and the breaker's share of the outcome, in one round trip."""
+        quota, res, breaker, permit = self.quota, self.reservation, self.breaker, self.permit
+        if breaker is None:
             return
-        if exc is not None and as_provider_error(exc).counts_against_provider:
-            self.breaker.record_failure(self.permit)
-        else:
-            self.breaker.release(self.permit)
+        pipe = breaker.client.pipeline(transaction=False)
+        queued = False
+        if quota is not None and res is not None and not res.unlimited:
+            if completion is not None:
+                used = completion.input_tokens + completion.output_tokens
+                answer = json.dumps(completion.to_dict(), ensure_ascii=False)
+                quota.settle_in(pipe, res, used, answer)
+            else:
+                quota.release_in(pipe, res, called=True)
+            queued = True
+        now = breaker.record_in(pipe, outcome, permit) if report and permit else None
+        if now is None and not queued:
+            return
+        replies = pipe.execute()
+        if now is not None:
+            breaker.recorded(replies[-1], now)
 
 
 def completion_from_json(data: str) -> Completion:

@@ -9,6 +9,7 @@ call is ever made unguarded and the request still moves on to its terminal answe
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from redis.exceptions import RedisError
 
@@ -16,6 +17,19 @@ from aipool.admission import Admission
 from aipool.breaker import Breaker
 from aipool.errors import AttemptEnded, CircuitOpen, GuardUnavailable, HopSkipped, QuotaExceeded
 from aipool.quota import Quota
+from aipool.redis_lua import LuaScripts, compose, source, text
+
+#: Breaker and quota asked in one script: one round trip per admitted call instead of two.
+_SCRIPTS = LuaScripts(
+    "aipool",
+    composed={
+        "admit": compose(
+            source("aipool", "admit"),
+            acquire=source("aipool.breaker", "acquire"),
+            reserve=source("aipool.quota", "reserve"),
+        )
+    },
+)
 
 
 class SharedGuards:
@@ -26,17 +40,25 @@ class SharedGuards:
         self.quotas = quotas
 
     def blocked(self, provider: str, tokens: int) -> HopSkipped | None:
+        breaker = self.breakers[provider]
+        quota = self.quotas[provider]
         try:
-            if self.breakers[provider].is_open():
-                return CircuitOpen(f"{provider} breaker is open")
-            if not self.quotas[provider].has_room(tokens):
-                return QuotaExceeded(f"{provider} quota has no room for {tokens} tokens")
+            # The breaker's and the quota's reads in one round trip.
+            pipe = breaker.client.pipeline(transaction=False)
+            breaker.peek_in(pipe)
+            quota.peek_in(pipe)
+            replies = pipe.execute()
         except RedisError as exc:
             return GuardUnavailable(f"{provider} guards unreadable: {type(exc).__name__}")
+        if breaker.is_open_from(replies[0]):
+            return CircuitOpen(f"{provider} breaker is open")
+        if not quota.has_room_from(replies[1:], tokens):
+            return QuotaExceeded(f"{provider} quota has no room for {tokens} tokens")
         return None
 
     def admit(self, provider: str, request_id: str, attempt: int, tokens: int) -> Admission:
-        """Acquire the breaker and reserve quota for one call of (``request_id``, ``attempt``).
+        """Acquire the breaker and reserve quota for one call of (``request_id``, ``attempt``),
+        in one script.
 
         Raises :class:`HopSkipped` when the call may not be made now, and :class:`AttemptEnded`
         when an earlier delivery of this attempt already made it.
@@ -44,20 +66,30 @@ class SharedGuards:
         breaker = self.breakers[provider]
         quota = self.quotas[provider]
         try:
-            permit = breaker.acquire()
-            try:
-                reservation = quota.reserve(request_id, attempt, tokens)
-            except QuotaExceeded:
-                breaker.release(permit)
-                raise
-            if reservation.state in ("settled", "released"):
-                breaker.release(permit)
-                raise AttemptEnded(
-                    f"{provider} was already called for this attempt ({reservation.state})",
-                    answer=reservation.answer if reservation.state == "settled" else None,
-                )
+            reply = self._admit(breaker, quota, request_id, attempt, tokens)
         except RedisError as exc:
             raise GuardUnavailable(f"{provider} guards unreachable: {type(exc).__name__}") from exc
+        return reply
+
+    def _admit(
+        self, breaker: Breaker, quota: Quota, request_id: str, attempt: int, tokens: int
+    ) -> Admission:
+        b_keys, b_args, token = breaker.acquire_call()
+        q_call = quota.reserve_call(request_id, attempt, tokens)
+        keys: list[Any] = [*b_keys, *(q_call.keys if q_call else ())]
+        args: list[Any] = [*b_args, "1" if q_call else "0", *(q_call.args if q_call else ())]
+        reply = list(_SCRIPTS.for_client(breaker.client)["admit"](keys=keys, args=args))
+        permit = breaker.permit_from(reply[:6], token, float(b_args[0]))
+        if q_call is None:
+            reservation = quota.unlimited_reservation(request_id, attempt, tokens)
+        else:
+            # A refusal, or an attempt already made, freed the trial slot inside the script.
+            reservation = quota.reservation_from([text(v) for v in reply[6:]], q_call)
+            if reservation.state in ("settled", "released"):
+                raise AttemptEnded(
+                    f"{breaker.provider} was already called for this attempt ({reservation.state})",
+                    answer=reservation.answer if reservation.state == "settled" else None,
+                )
         return Admission(
-            provider, breaker=breaker, permit=permit, quota=quota, reservation=reservation
+            breaker.provider, breaker=breaker, permit=permit, quota=quota, reservation=reservation
         )

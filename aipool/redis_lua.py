@@ -17,11 +17,9 @@ from redis.commands.core import Script
 class LuaScripts:
     """The named ``.lua`` files of one package, registered lazily and once per client."""
 
-    def __init__(self, package: str, *names: str) -> None:
-        self._sources = {
-            name: resources.files(package).joinpath(f"{name}.lua").read_text(encoding="utf-8")
-            for name in names
-        }
+    def __init__(self, package: str, *names: str, composed: dict[str, str] | None = None) -> None:
+        self._sources = {name: source(package, name) for name in names}
+        self._sources.update(composed or {})
         self._registered: weakref.WeakKeyDictionary[Any, dict[str, Script]] = (
             weakref.WeakKeyDictionary()
         )
@@ -33,6 +31,23 @@ class LuaScripts:
             scripts = {name: client.register_script(src) for name, src in self._sources.items()}
             self._registered[client] = scripts
         return scripts
+
+
+def source(package: str, name: str) -> str:
+    """The text of ``<name>.lua`` shipped in ``package``."""
+    return resources.files(package).joinpath(f"{name}.lua").read_text(encoding="utf-8")
+
+
+def compose(template: str, **functions: str) -> str:
+    """``template`` preceded by whole scripts turned into local functions of ``(KEYS, ARGV)``.
+
+    One script can then run what several scripts do, atomically and in one round trip, while
+    each piece stays one ``.lua`` file with its own tests.
+    """
+    parts = [
+        f"local function {name}(KEYS, ARGV)\n{body}\nend\n" for name, body in functions.items()
+    ]
+    return "".join(parts) + template
 
 
 def text(value: Any) -> str:

@@ -8,7 +8,8 @@
 -- ARGV[4]  trial_timeout: a slot older than this belongs to a dead holder and is reclaimed
 -- ARGV[5]  token naming the trial slot this call would take
 --
--- Returns {admitted (0|1), state, generation, retry_at ('' when admitted), transitioned_from}.
+-- Returns {admitted (0|1), state, generation, retry_at ('' when admitted), transitioned_from,
+--          consecutive failures}.
 -- transitioned_from is '' unless this very call moved OPEN -> HALF_OPEN; only one caller in the
 -- pool can see it non-empty, so the event is emitted exactly once.
 local now = tonumber(ARGV[1])
@@ -16,19 +17,21 @@ local recovery = tonumber(ARGV[2])
 local max_trials = tonumber(ARGV[3])
 local trial_timeout = tonumber(ARGV[4])
 
-local fields = redis.call('HMGET', KEYS[1], 'state', 'gen', 'opened_at')
+local fields = redis.call('HMGET', KEYS[1], 'state', 'gen', 'opened_at', 'failures')
 local state = fields[1] or 'closed'
 local gen = tonumber(fields[2]) or 0
 
+local failures = tonumber(fields[4]) or 0
+
 if state == 'closed' then
-  return {1, state, gen, '', ''}
+  return {1, state, gen, '', '', failures}
 end
 
 local from = ''
 if state == 'open' then
   local retry_at = (tonumber(fields[3]) or 0) + recovery
   if now < retry_at then
-    return {0, state, gen, string.format('%.6f', retry_at), ''}
+    return {0, state, gen, string.format('%.6f', retry_at), '', failures}
   end
   gen = gen + 1
   state = 'half_open'
@@ -41,7 +44,7 @@ end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - trial_timeout)
 if redis.call('ZCARD', KEYS[2]) >= max_trials then
   local oldest = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-  return {0, state, gen, string.format('%.6f', tonumber(oldest[2]) + trial_timeout), from}
+  return {0, state, gen, string.format('%.6f', tonumber(oldest[2]) + trial_timeout), from, failures}
 end
 redis.call('ZADD', KEYS[2], now, ARGV[5])
-return {1, state, gen, '', from}
+return {1, state, gen, '', from, failures}

@@ -10,7 +10,7 @@ from typing import Any
 
 from aipool.breaker.listeners import Listener, notify
 from aipool.breaker.state import BreakerState, BreakerTransition, Permit
-from aipool.breaker.storage import BreakerStore
+from aipool.breaker.storage import BreakerStore, Outcome, acquired, opened, recorded
 from aipool.errors import CircuitOpen
 from aipool.limits import BreakerSettings, ProviderLimits, load_limits
 
@@ -54,24 +54,57 @@ class Breaker:
         self.trial_timeout = trial_timeout
         self._store = BreakerStore(redis_client, provider)
 
+    @property
+    def client(self) -> Any:
+        """The Redis client holding this breaker's state."""
+        return self._store.redis
+
     def acquire(self) -> Permit:
         """Admit one call or raise ``CircuitOpen`` saying when the breaker next admits one."""
-        now = self.clock()
+        keys, args, token = self.acquire_call()
+        return self.permit_from(self._store.run_acquire(keys, args), token, float(args[0]))
+
+    def acquire_call(self) -> tuple[list[str], list[Any], str]:
+        """Keys, arguments and trial token of one ``acquire.lua`` run (alone, or composed with
+        the quota's reservation into one script)."""
         token = uuid.uuid4().hex
-        admission = self._store.acquire(
-            now,
+        keys, args = self._store.acquire_call(
+            self.clock(),
             self.settings.recovery_timeout,
             max(1, self.settings.half_open_max_calls),
             self.trial_timeout,
             token,
         )
+        return keys, args, token
+
+    def permit_from(self, reply: list[Any], token: str, now: float) -> Permit:
+        """The permit ``acquire.lua`` granted, or ``CircuitOpen``; transitions go to listeners."""
+        admission = acquired(reply)
         if admission.transitioned_from is not None:
             self._emit(admission.transitioned_from, admission.state, now, "recovery timeout passed")
         if not admission.admitted:
             raise CircuitOpen(self._refusal(admission.state, admission.retry_at, now))
         # Only a trial holds a slot; the token is that slot's name in Redis.
         trial = admission.state is BreakerState.HALF_OPEN
-        return Permit(self.provider, admission.generation, token if trial else None)
+        clean = admission.state is BreakerState.CLOSED and admission.consecutive_failures == 0
+        return Permit(self.provider, admission.generation, token if trial else None, clean)
+
+    def record_in(self, pipe: Any, outcome: str, permit: Permit) -> float:
+        """Queue an outcome on ``pipe``; hand its reply to :meth:`recorded`. Returns the time."""
+        now = self.clock()
+        self._store.record_in(
+            pipe,
+            outcome,
+            now,
+            permit.generation,
+            permit.trial_token,
+            self.settings.failure_threshold,
+        )
+        return now
+
+    def recorded(self, reply: list[Any], now: float) -> bool:
+        """Deliver the transition a pipelined outcome caused; returns whether it counted."""
+        return self._after_record(recorded(reply), now)
 
     def record_success(self, permit: Permit) -> bool:
         """Report a successful call; returns whether it counted (it was of the current episode)."""
@@ -96,7 +129,16 @@ class Breaker:
 
     def is_open(self) -> bool:
         """True only while OPEN and the recovery window has not passed; one read, no slot taken."""
-        state, opened_at = self._store.peek_open()
+        return self._open_now(*self._store.peek_open())
+
+    def peek_in(self, pipe: Any) -> None:
+        """Queue :meth:`is_open`'s read on ``pipe``; answer it with :meth:`is_open_from`."""
+        self._store.peek_open_in(pipe)
+
+    def is_open_from(self, reply: list[Any]) -> bool:
+        return self._open_now(*opened(reply))
+
+    def _open_now(self, state: BreakerState, opened_at: float | None) -> bool:
         if state is not BreakerState.OPEN or opened_at is None:
             return False
         return self.clock() < opened_at + self.settings.recovery_timeout
@@ -128,6 +170,9 @@ class Breaker:
         result = self._store.record(
             outcome, now, permit.generation, permit.trial_token, self.settings.failure_threshold
         )
+        return self._after_record(result, now)
+
+    def _after_record(self, result: Outcome, now: float) -> bool:
         if result.transitioned_from is not None:
             reason = _REASONS[(result.transitioned_from, result.state)]
             if (

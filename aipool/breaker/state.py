@@ -21,12 +21,15 @@ class Permit:
     ``generation`` is the breaker episode the call was admitted in: an outcome reported after the
     breaker has moved on (opened, closed, reopened) is ignored, so a late report from an earlier
     episode can never flip the current one. ``trial_token`` names the half-open trial slot held,
-    ``None`` for a call admitted while CLOSED.
+    ``None`` for a call admitted while CLOSED. ``clean``: admitted while CLOSED with no failure
+    counted, so a success changes nothing and need not be reported (one round trip saved; a
+    failure reported meanwhile by another call is then reset by the next unclean success).
     """
 
     provider: str
     generation: int
     trial_token: str | None = None
+    clean: bool = False
 
     @property
     def trial(self) -> bool:

@@ -18,7 +18,7 @@ _SCRIPTS = LuaScripts("aipool.breaker", "acquire", "record")
 
 
 @dataclass(frozen=True)
-class Admission:
+class Acquired:
     """What ``acquire.lua`` decided."""
 
     admitted: bool
@@ -26,6 +26,7 @@ class Admission:
     generation: int
     retry_at: float | None
     transitioned_from: BreakerState | None
+    consecutive_failures: int = 0
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,31 @@ def _state(value: Any) -> BreakerState | None:
     return BreakerState(name) if name else None
 
 
+def acquired(reply: list[Any]) -> Acquired:
+    """Read ``acquire.lua``'s reply."""
+    admitted, state, gen, retry_at, moved, *failures = reply
+    retry = text(retry_at)
+    return Acquired(
+        admitted=int(admitted) == 1,
+        state=BreakerState(text(state)),
+        generation=int(gen),
+        retry_at=float(retry) if retry else None,
+        transitioned_from=_state(moved),
+        consecutive_failures=int(failures[0]) if failures else 0,
+    )
+
+
+def recorded(reply: list[Any]) -> Outcome:
+    """Read ``record.lua``'s reply."""
+    counted, state, moved, failures = reply
+    return Outcome(
+        counted=int(counted) == 1,
+        state=BreakerState(text(state)),
+        transitioned_from=_state(moved),
+        consecutive_failures=int(failures),
+    )
+
+
 class BreakerStore:
     """The Redis side of one provider's breaker."""
 
@@ -64,35 +90,38 @@ class BreakerStore:
         self._acquire = scripts["acquire"]
         self._record = scripts["record"]
 
+    def acquire_call(
+        self, now: float, recovery_timeout: float, max_trials: int, trial_timeout: float, token: str
+    ) -> tuple[list[str], list[Any]]:
+        """Keys and arguments of ``acquire.lua``, for running it alone or inside another script."""
+        keys = [self.state_key, self.trials_key]
+        return keys, [repr(now), repr(recovery_timeout), max_trials, repr(trial_timeout), token]
+
     def acquire(
         self, now: float, recovery_timeout: float, max_trials: int, trial_timeout: float, token: str
-    ) -> Admission:
-        admitted, state, gen, retry_at, moved = self._acquire(
-            keys=[self.state_key, self.trials_key],
-            args=[repr(now), repr(recovery_timeout), max_trials, repr(trial_timeout), token],
-        )
-        retry = text(retry_at)
-        return Admission(
-            admitted=int(admitted) == 1,
-            state=BreakerState(text(state)),
-            generation=int(gen),
-            retry_at=float(retry) if retry else None,
-            transitioned_from=_state(moved),
-        )
+    ) -> Acquired:
+        keys, args = self.acquire_call(now, recovery_timeout, max_trials, trial_timeout, token)
+        return acquired(self.run_acquire(keys, args))
+
+    def run_acquire(self, keys: list[str], args: list[Any]) -> list[Any]:
+        return list(self._acquire(keys=keys, args=args))
+
+    def record_call(
+        self, outcome: str, now: float, generation: int, token: str | None, threshold: int
+    ) -> tuple[list[str], list[Any]]:
+        keys = [self.state_key, self.trials_key]
+        return keys, [outcome, repr(now), generation, token or "", threshold]
+
+    def record_in(self, pipe: Any, *call: Any) -> None:
+        """Queue ``record.lua`` on ``pipe`` (one round trip with the other outcome writes)."""
+        keys, args = self.record_call(*call)
+        self._record(keys=keys, args=args, client=pipe)
 
     def record(
         self, outcome: str, now: float, generation: int, token: str | None, threshold: int
     ) -> Outcome:
-        counted, state, moved, failures = self._record(
-            keys=[self.state_key, self.trials_key],
-            args=[outcome, repr(now), generation, token or "", threshold],
-        )
-        return Outcome(
-            counted=int(counted) == 1,
-            state=BreakerState(text(state)),
-            transitioned_from=_state(moved),
-            consecutive_failures=int(failures),
-        )
+        keys, args = self.record_call(outcome, now, generation, token, threshold)
+        return recorded(self._record(keys=keys, args=args))
 
     def read(self, now: float, trial_timeout: float) -> StoredState:
         """One round trip: the state hash and the live trial slots."""
@@ -111,6 +140,15 @@ class BreakerStore:
 
     def peek_open(self) -> tuple[BreakerState, float | None]:
         """The stored state and when it last opened, in one command."""
-        state, opened_at = self.redis.hmget(self.state_key, ["state", "opened_at"])
-        current = _state(state) if state is not None else None
-        return current or BreakerState.CLOSED, float(opened_at) if opened_at is not None else None
+        return opened(self.redis.hmget(self.state_key, ["state", "opened_at"]))
+
+    def peek_open_in(self, pipe: Any) -> None:
+        """Queue :meth:`peek_open`'s command on ``pipe``; read its reply with :func:`opened`."""
+        pipe.hmget(self.state_key, ["state", "opened_at"])
+
+
+def opened(reply: list[Any]) -> tuple[BreakerState, float | None]:
+    """The stored state and when it last opened, from an HMGET of state and opened_at."""
+    state, opened_at = reply
+    current = _state(state) if state is not None else None
+    return current or BreakerState.CLOSED, float(opened_at) if opened_at is not None else None

@@ -6,6 +6,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -21,7 +22,21 @@ from aipool.quota.storage import (
     RECORD_KEEP,
     Counters,
     QuotaStore,
+    counters,
 )
+
+
+@dataclass(frozen=True)
+class ReserveCall:
+    """One prepared ``reserve.lua`` run: what it reserves, when, and its keys and arguments."""
+
+    request_id: str
+    attempt: int
+    tokens: int
+    now: float
+    keys: list[str]
+    args: list[Any]
+
 
 #: Reservations older than this (seconds) with no outcome are presumed left by a dead worker: a live
 #: one settles or releases within the task's hard time limit, and the broker redelivers a dead
@@ -73,19 +88,32 @@ class Quota:
         reservation unchanged and counts nothing; one released with ``called=False`` or swept
         counted nothing, so it is reserved afresh.
         """
-        now = self.clock()
+        call = self.reserve_call(request_id, attempt, tokens)
+        if call is None:
+            return self.unlimited_reservation(request_id, attempt, tokens)
+        return self.reservation_from(self._store.run_reserve(call.keys, call.args), call)
+
+    def unlimited_reservation(self, request_id: str, attempt: int, tokens: int) -> Reservation:
+        """Nothing is counted, so no period is charged: the hot path of a local model stays a
+        few microseconds of Python."""
+        return Reservation(
+            self.provider, request_id, attempt, tokens, self.clock(), "", "", unlimited=True
+        )
+
+    def reserve_call(self, request_id: str, attempt: int, tokens: int) -> ReserveCall | None:
+        """Keys and arguments of one ``reserve.lua`` run (alone, or composed with the breaker's
+        admission into one script); ``None`` for a provider with no limit at all."""
         if self.limits.unlimited:
-            # Nothing is counted, so no period is charged: the hot path of a local model stays
-            # a few microseconds of Python.
-            return Reservation(
-                self.provider, request_id, attempt, tokens, now, "", "", unlimited=True
-            )
+            return None
+        now = self.clock()
         day, month = day_of(now, self.tz), month_of(now, self.tz)
         name = f"{request_id}:{attempt}"
-        reply = self._store.reserve(
-            name,
-            day.label,
-            month.label,
+        return ReserveCall(
+            request_id,
+            attempt,
+            int(tokens),
+            now,
+            self._store.reserve_keys(name, day.label, month.label),
             [
                 repr(now),
                 int(tokens),
@@ -103,14 +131,19 @@ class Quota:
                 month.label,
             ],
         )
+
+    def reservation_from(self, reply: list[str], call: ReserveCall) -> Reservation:
+        """The reservation ``reserve.lua`` made (or found), or ``QuotaExceeded``."""
         if reply[0] == "exceeded":
             limit, retry_at, used, allowed = reply[1], float(reply[2]), int(reply[3]), int(reply[4])
-            raise QuotaExceeded(self._refusal(limit, retry_at, used, allowed, tokens, now))
+            raise QuotaExceeded(
+                self._refusal(limit, retry_at, used, allowed, call.tokens, call.now)
+            )
         _, state, counted, at, res_day, res_month, *kept = reply
         return Reservation(
             self.provider,
-            request_id,
-            attempt,
+            call.request_id,
+            call.attempt,
             int(counted),
             float(at),
             res_day,
@@ -134,6 +167,18 @@ class Quota:
         )
         return changed == "reserved"
 
+    def settle_in(self, pipe: Any, res: Reservation, actual_tokens: int, answer: str = "") -> None:
+        """Queue :meth:`settle` on ``pipe``, to run with the breaker's outcome in one round trip."""
+        self._store.settle_in(
+            pipe, res.name, res.day, res.month, int(actual_tokens), answer, ANSWER_KEEP
+        )
+
+    def release_in(self, pipe: Any, res: Reservation, *, called: bool = True) -> None:
+        """Queue :meth:`release` on ``pipe``."""
+        self._store.release_in(
+            pipe, res.name, res.day, res.month, "released" if called else "cancelled"
+        )
+
     def release(self, res: Reservation, *, called: bool = True) -> bool:
         """Hand back a reservation that will not be settled; returns whether anything changed.
 
@@ -151,7 +196,22 @@ class Quota:
         """Whether a call of ``tokens`` tokens would fit now; reserves nothing (dispatch peek)."""
         if self.limits.unlimited:
             return True
-        c = self._read(self.clock())
+        return self._fits(self._read(self.clock()), tokens)
+
+    def peek_in(self, pipe: Any) -> int:
+        """Queue :meth:`has_room`'s reads on ``pipe``; returns how many replies they add (none
+        for a provider with no limit). Answer with :meth:`has_room_from`."""
+        if self.limits.unlimited:
+            return 0
+        now = self.clock()
+        return self._store.read_in(
+            pipe, now, day_of(now, self.tz).label, month_of(now, self.tz).label
+        )
+
+    def has_room_from(self, replies: list[Any], tokens: int) -> bool:
+        return self.limits.unlimited or self._fits(counters(replies), tokens)
+
+    def _fits(self, c: Counters, tokens: int) -> bool:
         lim = self.limits
         return (
             (lim.rpm is None or c.window_requests < lim.rpm)

@@ -44,6 +44,14 @@ class Counters:
     month_tokens: int
 
 
+def counters(replies: list[Any]) -> Counters:
+    """The counters from the replies of :meth:`QuotaStore.read_in`'s commands."""
+    window, (day_requests, day_tokens), month_tokens = replies
+    return Counters(
+        int(window), int(day_requests or 0), int(day_tokens or 0), int(month_tokens or 0)
+    )
+
+
 class QuotaStore:
     """The Redis side of one provider's quota."""
 
@@ -70,23 +78,25 @@ class QuotaStore:
     def answer_key(self, name: str) -> str:
         return f"{self.prefix}:answer:{name}"
 
-    def reserve(self, name: str, day: str, month: str, args: list[Any]) -> list[str]:
-        reply = self._reserve(
-            keys=[
-                self.record_key(name),
-                self.window_key,
-                self.day_key(day),
-                self.month_key(month),
-                self.open_key,
-                self.answer_key(name),
-            ],
-            args=args,
-        )
-        return [text(v) for v in reply]
+    def reserve_keys(self, name: str, day: str, month: str) -> list[str]:
+        return [
+            self.record_key(name),
+            self.window_key,
+            self.day_key(day),
+            self.month_key(month),
+            self.open_key,
+            self.answer_key(name),
+        ]
 
-    def settle(
-        self, name: str, day: str, month: str, actual: int, answer: str = "", keep: int = 1
-    ) -> str:
+    def reserve(self, name: str, day: str, month: str, args: list[Any]) -> list[str]:
+        return self.run_reserve(self.reserve_keys(name, day, month), args)
+
+    def run_reserve(self, keys: list[str], args: list[Any]) -> list[str]:
+        return [text(v) for v in self._reserve(keys=keys, args=args)]
+
+    def _settle_call(
+        self, name: str, day: str, month: str, actual: int, answer: str, keep: int
+    ) -> tuple[list[str], list[Any]]:
         keys = [
             self.record_key(name),
             self.day_key(day),
@@ -94,17 +104,35 @@ class QuotaStore:
             self.open_key,
             self.answer_key(name),
         ]
-        return text(self._settle(keys=keys, args=[actual, name, answer, keep])[0])
+        return keys, [actual, name, answer, keep]
 
-    def release(self, name: str, day: str, month: str, mode: str) -> str:
-        keys = [
+    def settle(
+        self, name: str, day: str, month: str, actual: int, answer: str = "", keep: int = 1
+    ) -> str:
+        keys, args = self._settle_call(name, day, month, actual, answer, keep)
+        return text(self._settle(keys=keys, args=args)[0])
+
+    def settle_in(
+        self, pipe: Any, name: str, day: str, month: str, actual: int, answer: str, keep: int
+    ) -> None:
+        keys, args = self._settle_call(name, day, month, actual, answer, keep)
+        self._settle(keys=keys, args=args, client=pipe)
+
+    def _release_keys(self, name: str, day: str, month: str) -> list[str]:
+        return [
             self.record_key(name),
             self.day_key(day),
             self.month_key(month),
             self.open_key,
             self.window_key,
         ]
+
+    def release(self, name: str, day: str, month: str, mode: str) -> str:
+        keys = self._release_keys(name, day, month)
         return text(self._release(keys=keys, args=[mode, name])[0])
+
+    def release_in(self, pipe: Any, name: str, day: str, month: str, mode: str) -> None:
+        self._release(keys=self._release_keys(name, day, month), args=[mode, name], client=pipe)
 
     def restore(self, day: str, month: str, args: list[Any]) -> list[int]:
         reply = self._restore(keys=[self.day_key(day), self.month_key(month)], args=args)
@@ -112,13 +140,15 @@ class QuotaStore:
 
     def read(self, now: float, day: str, month: str) -> Counters:
         pipe = self.redis.pipeline(transaction=False)
+        self.read_in(pipe, now, day, month)
+        return counters(pipe.execute())
+
+    def read_in(self, pipe: Any, now: float, day: str, month: str) -> int:
+        """Queue :meth:`read`'s commands on ``pipe``; returns how many replies they add."""
         pipe.zcount(self.window_key, f"({now - 60.0!r}", "+inf")
         pipe.hmget(self.day_key(day), ["requests", "tokens"])
         pipe.hget(self.month_key(month), "tokens")
-        window, (day_requests, day_tokens), month_tokens = pipe.execute()
-        return Counters(
-            int(window), int(day_requests or 0), int(day_tokens or 0), int(month_tokens or 0)
-        )
+        return 3
 
     def stale(self, before: float) -> list[str]:
         """Names of open reservations made at or before ``before``."""
