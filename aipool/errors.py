@@ -161,9 +161,15 @@ def as_provider_error(exc: BaseException) -> ProviderError:
     the worker or lose the request."""
     if isinstance(exc, ProviderError):
         return exc
+    return task_time_limit(exc) or ProviderBadResponse(type(exc).__name__)
+
+
+def task_time_limit(exc: BaseException) -> ProviderTimeout | None:
+    """The task's soft time limit, raised inside a call (by name: aipool does not import Celery
+    here), is a timeout of that call, whatever the SDK wrapped it in."""
     if type(exc).__name__ == "SoftTimeLimitExceeded":
         return ProviderTimeout("the task's soft time limit passed during the call")
-    return ProviderBadResponse(type(exc).__name__)
+    return None
 
 
 def status_error(status: int, message: str, retry_after: float | None = None) -> ProviderError:

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from celery.app import trace as celery_trace
 from celery.signals import (
     after_setup_logger,
     after_setup_task_logger,
@@ -20,6 +21,10 @@ from celery.signals import (
 from aipool.scrub import install_log_scrubbing
 
 log = logging.getLogger("aipool.workers")
+
+# Celery logs every task's return value at INFO; an answer may quote its prompt, and the pool keeps
+# no prompt text in logs. The line keeps the task, its id and its run time.
+celery_trace.LOG_SUCCESS = "Task %(name)s[%(id)s] succeeded in %(runtime)ss"
 
 
 @after_setup_logger.connect

@@ -29,6 +29,7 @@ from aipool.errors import (
     ProviderTimeout,
     ProviderUnreachable,
     status_error,
+    task_time_limit,
 )
 from aipool.scrub import scrub
 from aipool.tokens import estimate_tokens
@@ -166,6 +167,8 @@ def map_api_error(exc: Exception, provider: str, sdk: Any) -> ProviderError:
     Both SDKs share one exception hierarchy (``APITimeoutError``, ``APIConnectionError``,
     ``APIResponseValidationError``, ``APIStatusError`` with ``status_code`` and ``response``).
     """
+    if (timed_out := task_time_limit(exc)) is not None:
+        return timed_out
     if isinstance(exc, ProviderError):
         return scrubbed(exc)
     unsent = request_error(exc, provider)

@@ -23,6 +23,7 @@ from aipool.errors import (
     ProviderTimeout,
     ProviderUnreachable,
     status_error,
+    task_time_limit,
 )
 from aipool.providers.base import (
     building_request,
@@ -87,6 +88,8 @@ def to_gemini_config(request: Request, timeout_s: float) -> types.GenerateConten
 
 def map_error(exc: Exception) -> ProviderError:
     """The one place google-genai exceptions become aipool errors."""
+    if (timed_out := task_time_limit(exc)) is not None:
+        return timed_out
     if isinstance(exc, ProviderError):
         return scrubbed(exc)
     unsent = request_error(exc, "gemini")

@@ -20,6 +20,7 @@ from aipool.errors import (
     ProviderTimeout,
     ProviderUnreachable,
     status_error,
+    task_time_limit,
 )
 from aipool.providers.base import (
     building_request,
@@ -92,6 +93,8 @@ def map_error(exc: Exception, retry_after: float | None = None) -> ProviderError
 
     ``retry_after`` is the Retry-After header of the answer, which the client's exception lacks.
     """
+    if (timed_out := task_time_limit(exc)) is not None:
+        return timed_out
     if isinstance(exc, ProviderError):
         return scrubbed(exc)
     unsent = request_error(exc, "ollama")

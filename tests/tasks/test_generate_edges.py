@@ -247,3 +247,4 @@ def test_the_soft_time_limit_moves_the_request_on(producer, healthy) -> None:  #
     assert answer["provider"] == "gemini"
     assert answer["attempts"][0]["provider"] == "ollama"
     assert answer["attempts"][0]["outcome"] == "error"
+    assert answer["attempts"][0]["error"].startswith("timeout:")
