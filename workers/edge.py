@@ -251,6 +251,9 @@ def inspect_message(message: Any, tasks: dict[str, Any], accept: set[str]) -> Re
     problem = _header_problem(headers)
     if problem:
         return refuse("malformed_message", problem)
+    # Headers and properties travel to the pool child with the arguments, pickled the same way.
+    if _deeper_than(headers, MAX_DEPTH) or _deeper_than(properties, MAX_DEPTH):
+        return refuse("too_deep", f"headers or properties nest deeper than {MAX_DEPTH} levels")
     try:
         body = message.payload
     except Exception as exc:  # every decoding failure means the same thing: not readable JSON

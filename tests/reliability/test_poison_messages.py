@@ -6,7 +6,7 @@ deeper than a stack, an envelope that is not JSON, a task nobody registered, a f
 headers that are missing or of the wrong type. For each, the worker lives on, the message is gone
 from the queue and from the unacked set, one line is logged with its task id and never its body,
 the producer holding its task id gets ``status: "error"`` with a code, and the queue is served
-right after. One more test sends a body-shape poison over RabbitMQ.
+right after. One more test sends poisons over RabbitMQ, where the same consumer check applies.
 """
 
 from __future__ import annotations
@@ -145,6 +145,18 @@ POISONS = {
     ),
     "body nested past the JSON decoder": Poison(
         "gemini", _json("ai.generate", b"[" * 5000 + b"]" * 5000), "too_deep", "body nests deeper"
+    ),
+    "headers nested 500 deep": Poison(
+        "router",
+        _json("ai.generate", [[], REQUEST, {}], x=_nested(500)),
+        "too_deep",
+        "headers or properties nest deeper",
+    ),
+    "compressed body": Poison(
+        "ollama",
+        _json("ai.generate", b"not zlib at all", compression="application/x-gzip"),
+        "malformed_message",
+        "compressed messages are refused",
     ),
     "envelope is not JSON": Poison(
         "claude",
@@ -307,13 +319,19 @@ def rabbit_worker(celery_app, pool, healthy) -> Iterator[tuple[Worker, Celery, s
         assert left == 0
 
 
-def test_a_body_shape_poison_over_rabbitmq_is_refused_and_answered(rabbit_worker) -> None:  # type: ignore[no-untyped-def]
+def test_poisoned_messages_over_rabbitmq_are_refused_and_answered(rabbit_worker) -> None:  # type: ignore[no-untyped-def]
     worker, app, queue = rabbit_worker
+    poisons: list[tuple[bytes, dict[str, Any]]] = [
+        (json.dumps(REQUEST).encode(), {}),  # a body that is an object
+        (b"null", {}),
+        # a body kombu cannot decompress: Celery's own decode-error handler would log it
+        (SECRET.encode(), {"compression": "application/x-gzip"}),
+    ]
     answers = {}
-    # Given a dict body and a null body published raw to the worker's queue on RabbitMQ
+    # Given poisoned messages published raw to the worker's queue on RabbitMQ
     with app.connection_for_write() as connection:
         producer = connection.Producer()
-        for body in (json.dumps(REQUEST).encode(), b"null"):
+        for body, extra in poisons:
             task_id = str(uuid.uuid4())
             producer.publish(
                 body,
@@ -321,7 +339,7 @@ def test_a_body_shape_poison_over_rabbitmq_is_refused_and_answered(rabbit_worker
                 routing_key=queue,
                 content_type="application/json",
                 content_encoding="utf-8",
-                headers=_headers("ai.generate", task_id),
+                headers=_headers("ai.generate", task_id, **extra),
                 correlation_id=task_id,
                 delivery_mode=2,
                 declare=[Queue(queue)],

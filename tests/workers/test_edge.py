@@ -164,6 +164,17 @@ def test_a_foreign_content_type_or_encoding_is_refused_before_the_body_is_read(
     assert message._decoded_cache is None
 
 
+def test_headers_or_properties_nested_past_the_limit_are_too_deep() -> None:
+    # Given messages whose headers, or whose properties, nest one level past the limit
+    deep_headers = _message("[[1, 2], {}, {}]", {"task": "edge.add", "id": "i", "x": _nested(100)})
+    deep_properties = _message("[[1, 2], {}, {}]")
+    deep_properties.properties["x"] = _nested(100)
+    # Then both are refused as too deep: they would be pickled for the pool child too
+    for message in (deep_headers, deep_properties):
+        refusal = _inspect(message)
+        assert refusal is not None and refusal.code == "too_deep"
+
+
 def test_an_unknown_task_name_is_refused_with_its_task_id() -> None:
     # Given a message for a task this pool does not have
     message = _message("[[], {}, {}]", {"task": "billing.charge", "id": "id-2"})
