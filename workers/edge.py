@@ -1,30 +1,33 @@
 """The worker's edge: every message is checked before Celery acts on it, so no message kills a worker.
 
 Celery trusts what arrives on a queue. A protocol 2 body that is not ``[args, kwargs, embed]`` (a
-dict, ``null``) fails to unpack in ``Request.__init__``; arguments nested a few hundred levels deep
-make the parent's pickling for the pool child raise ``RecursionError``; on the Redis transport an
-envelope that is not JSON fails in ``Channel._brpop_read``, and one without ``properties`` or
-``delivery_info`` fails while kombu builds its ``Message``. All of these run in the worker's parent,
-inside the event loop, so the exception ends the worker; with late acks and
+dict, ``null``) fails to unpack in ``Request.__init__``; arguments, headers or properties nested a
+few hundred levels deep make the parent's pickling for the pool child raise ``RecursionError``; on
+the Redis transport an envelope that is not JSON fails in ``Channel._brpop_read``. All of these run
+in the worker's parent, inside the event loop, so the exception ends the worker; with late acks and
 ``task_reject_on_worker_lost`` the message goes back on the queue and kills every replacement too.
-What Celery does catch it answers badly for this pool: an unknown task name is stored as a
-``NotRegistered`` FAILURE, a refused content type or a bad ETA is never answered, and each of those
-paths logs the message body (``dump_body``), which holds the prompt.
+An envelope without ``properties`` raises a KeyError while kombu builds its ``Message``, which the
+Redis transport counts as a lost connection: the consumer reconnects and the message is gone. What
+Celery does catch it answers badly for this pool: an unknown task name is stored as a
+``NotRegistered`` FAILURE, a refused content type, a body too deep to decode or a bad ETA is never
+answered, and those paths log the message body (``dump_body``), which holds the prompt.
 
 Where the check sits, and why there:
 
 * :class:`EdgeConsumer`, the worker's consumer class (the documented ``worker_consumer`` setting),
   wraps the handler that ``Consumer.create_task_handler`` builds. That handler is the one function
   every task message passes through, on every broker, before Celery reads its headers, picks a
-  strategy or builds a ``Request``. A consumer bootstep cannot reach it (the event loop builds the
-  handler itself after the steps have started), a custom ``Task.Strategy`` or ``Task.Request`` and a
-  wrapper around ``consumer.strategies`` only see messages whose headers are a dict and whose task
-  name is registered, and they are per task (the maintenance tasks would need the same base).
+  strategy or builds a ``Request``. A consumer bootstep could only patch the consumer instance
+  (the event loop builds the handler itself, as the last step starts); a custom ``Task.Strategy``
+  or ``Task.Request`` and a wrapper around ``consumer.strategies`` only see messages whose headers
+  are a dict and whose task name is registered, and they are per task (the maintenance tasks
+  would need the same base).
 * :class:`RedisTransport` is kombu's Redis transport with one change in its channel: the envelope
   (the JSON document LPUSHed onto the list) is decoded and checked before kombu builds a message
-  from it. This is the only failure that happens before any consumer code runs, and it exists only
-  on Redis: an AMQP broker delivers frames that py-amqp has already parsed. ``workers.app`` selects
-  it for ``redis://`` and ``rediss://`` brokers (``broker_transport``).
+  from it, on the BRPOP path a worker consumes by. This is the only failure that happens before
+  any consumer code runs, and it exists only on Redis: an AMQP broker delivers frames that py-amqp
+  has already parsed. ``workers.app`` selects it for ``redis://`` and ``rediss://`` brokers
+  (``broker_transport``).
 
 A refused message is rejected without requeue (so it leaves the queue and, on Redis, the unacked
 set), logged once on one line with its task id, queue and reason and never its body, and, when it
@@ -33,6 +36,9 @@ result in state SUCCESS: the producer's ``AsyncResult.get()`` returns ``status: 
 waiting forever. A message that passes every check and still makes Celery raise is refused the same
 way. Codes: ``malformed_message``, ``unknown_task``, ``content_type_refused``, ``too_deep`` (the
 contract's own code for nesting), ``bad_arguments``.
+
+The embedded broker (``redis+socket://``, the demo's) is named by a URL prefix that kombu resolves
+to its own transport whatever ``broker_transport`` says, so there only the consumer check applies.
 """
 
 from __future__ import annotations
@@ -275,6 +281,54 @@ def inspect_message(message: Any, tasks: dict[str, Any], accept: set[str]) -> Re
     return None
 
 
+def guarded(
+    handle: Callable[[Any], Any],
+    inspect: Callable[[Any], Refusal | None],
+    refuse: Callable[[Refusal, Any], None],
+    connection_errors: tuple[type[BaseException], ...],
+) -> Callable[[Any], Any]:
+    """Celery's task message handler ``handle`` with the edge in front of it.
+
+    A message ``inspect`` finds fault with is refused and never reaches ``handle``. One that passes
+    and still makes ``handle`` raise is refused too, unless Celery already acknowledged it or the
+    error is the connection's own (``connection_errors``: re-raised, so Celery reconnects and the
+    broker redelivers it).
+    """
+
+    def on_task_received(message: Any) -> Any:
+        refusal = inspect(message)
+        if refusal is not None:
+            refuse(refusal, message)
+            return None
+        try:
+            return handle(message)
+        except connection_errors:
+            raise
+        except Exception as exc:
+            headers = message.headers
+            if message.acknowledged:
+                log.error(
+                    "message %s failed after it was handed on (%s)",
+                    _shown(headers.get("id")),
+                    type(exc).__name__,
+                )
+                return None
+            routing_key = (message.delivery_info or {}).get("routing_key")
+            refuse(
+                Refusal(
+                    "malformed_message",
+                    f"the worker could not take this message ({type(exc).__name__})",
+                    task_id=_task_id(headers.get("id")),
+                    queue=routing_key if isinstance(routing_key, str) else None,
+                    task_name=headers.get("task"),
+                ),
+                message,
+            )
+            return None
+
+    return on_task_received
+
+
 class EdgeConsumer(Consumer):
     """Celery's consumer with the edge check in front of its task message handler.
 
@@ -282,43 +336,20 @@ class EdgeConsumer(Consumer):
     """
 
     def create_task_handler(self, *args: Any, **kwargs: Any) -> Callable[[Any], Any]:
-        handle = super().create_task_handler(*args, **kwargs)
         # Exactly the tasks Celery would dispatch: those it built a strategy for.
         known = {name: self.app.tasks[name] for name in self.strategies if name in self.app.tasks}
         accept = prepare_accept_content(self.app.conf.accept_content)
-        passed_on = self.connection_errors + self.channel_errors
-
-        def on_task_received(message: Any) -> Any:
-            refusal = inspect_message(message, known, accept)
-            if refusal is not None:
-                self.refuse(refusal, message)
-                return None
-            try:
-                return handle(message)
-            except passed_on:
-                raise  # the connection's own failure: Celery reconnects
-            except Exception as exc:
-                if message.acknowledged:
-                    log.error(
-                        "message %s failed after it was handed on (%s)",
-                        _shown(message.headers.get("id")),
-                        type(exc).__name__,
-                    )
-                    return None
-                headers = message.headers
-                self.refuse(
-                    Refusal(
-                        "malformed_message",
-                        f"the worker could not take this message ({type(exc).__name__})",
-                        task_id=_task_id(headers.get("id")),
-                        queue=(message.delivery_info or {}).get("routing_key"),
-                        task_name=headers.get("task"),
-                    ),
-                    message,
-                )
-                return None
-
-        return on_task_received
+        # kombu counts KeyError among the Redis transport's connection errors; raised by Celery
+        # while it takes a message, it is the message's fault, not the connection's.
+        connection_errors = tuple(
+            error for error in self.connection_errors + self.channel_errors if error is not KeyError
+        )
+        return guarded(
+            super().create_task_handler(*args, **kwargs),
+            lambda message: inspect_message(message, known, accept),
+            self.refuse,
+            connection_errors,
+        )
 
     def on_decode_error(self, message: Any, exc: Exception) -> None:
         """A message kombu could not even build (bad compression, bad text): refuse it quietly.
