@@ -281,6 +281,26 @@ def inspect_message(message: Any, tasks: dict[str, Any], accept: set[str]) -> Re
     return None
 
 
+#: What task events, Flower and logs show of a request's arguments when its producer did not say.
+WITHHELD = "{'request': '<withheld>'}"
+
+
+def withhold_prompt(message: Any) -> None:
+    """Keep the prompt out of Flower, task events and logs, whoever produced the message.
+
+    A plain ``send_task`` puts ``saferepr(kwargs)`` (the prompt) into the ``kwargsrepr`` header,
+    which Celery copies into the task-received event and its log record. Messages the pool sends
+    carry a description of the hop instead (``tasks.generate.describe``) and are kept as they are.
+    """
+    headers = message.headers
+    if headers.get("task") != "ai.generate":
+        return
+    shown = headers.get("kwargsrepr")
+    if not (isinstance(shown, str) and shown.startswith("{'intent': ")):
+        headers["kwargsrepr"] = WITHHELD
+    headers["argsrepr"] = "()"
+
+
 def guarded(
     handle: Callable[[Any], Any],
     inspect: Callable[[Any], Refusal | None],
@@ -300,6 +320,7 @@ def guarded(
         if refusal is not None:
             refuse(refusal, message)
             return None
+        withhold_prompt(message)
         try:
             return handle(message)
         except connection_errors:

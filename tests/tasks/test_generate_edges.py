@@ -170,10 +170,10 @@ def test_redispatch_keeps_the_producers_options_and_shows_no_prompt(producer, he
     assert all(h["priority"] == 7 for h in hops), hops
     assert all(h["expires"] for h in hops), hops
     assert all(h["timelimit"] == [50, 40] for h in hops), hops
-    # And the messages the pool sent describe the hop, not the prompt
-    for hop in hops[1:]:
-        assert word not in hop["kwargsrepr"]
-        assert "'provider'" in hop["kwargsrepr"]
+    # And no hop shows the prompt (Flower and task events read kwargsrepr): the producer's own
+    # message is withheld at the worker's edge, the pool's describe the hop
+    assert all(word not in hop["kwargsrepr"] for hop in hops)
+    assert all("'provider'" in hop["kwargsrepr"] for hop in hops[1:])
 
 
 def test_nothing_of_the_prompt_stays_in_redis_once_answered(producer, healthy) -> None:  # type: ignore[no-untyped-def]
@@ -189,8 +189,6 @@ def test_nothing_of_the_prompt_stays_in_redis_once_answered(producer, healthy) -
     # Then no key of the database holds the word
     found = []
     for key in client.scan_iter("*"):
-        if key == HOPS_KEY.encode():
-            continue  # the test's own record of what each message carried
         kind = client.type(key).decode()
         if kind == "string":
             values = [client.get(key)]
@@ -244,7 +242,7 @@ def test_the_soft_time_limit_moves_the_request_on(producer, healthy) -> None:  #
     answer = _send(app, soft_time_limit=2, time_limit=20).get(timeout=TIMEOUT)
     # Then the hop gives up on ollama and the next provider answers
     assert answer["status"] == "ok", (answer["attempts"], answer["route"])
-    assert answer["provider"] == "gemini"
+    assert answer["provider"] in ("gemini", "claude")
     assert answer["attempts"][0]["provider"] == "ollama"
     assert answer["attempts"][0]["outcome"] == "error"
     assert answer["attempts"][0]["error"].startswith("timeout:")
