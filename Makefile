@@ -26,10 +26,7 @@ pytest:
 	$(BIN)/pytest
 
 bench: install
-	$(BIN)/python bench/bench_roundtrip.py
-	$(BIN)/python bench/bench_guards.py
-	$(BIN)/python bench/bench_routing.py
-	$(BIN)/python bench/bench_rollup.py
+	bench/run
 
 demo: install
 	$(BIN)/aipool demo

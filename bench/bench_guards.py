@@ -1,6 +1,6 @@
 """How much the shared breaker and quota add to each model call, against a real Redis.
 
-Run: ``.venv/bin/python bench/bench_guards.py`` (``REDIS_URL`` or redis://127.0.0.1:6379/11;
+Run: ``.venv/bin/python bench/bench_guards.py`` (``REDIS_URL`` or redis://127.0.0.1:6379/14;
 ``BENCH_ROUNDS`` rounds per figure). Prints p50/p99 in microseconds for one PING round trip (the
 floor every Redis-backed guard pays), then for each guard step, all measured in the same run.
 Uses its own provider names and deletes only their keys.
@@ -44,7 +44,7 @@ def measure(step: Callable[[], object]) -> tuple[float, float]:
 
 
 def main() -> None:
-    url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/11")
+    url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/14")
     client = redis.Redis.from_url(url)
     run = uuid.uuid4().hex[:8]
     counter = iter(range(10**9))
@@ -73,7 +73,7 @@ def main() -> None:
         free_quota.settle(res, 420)
         free_breaker.record_success(permit)
 
-    figures = [
+    figures: list[tuple[str, Callable[[], object]]] = [
         ("redis PING round trip", client.ping),
         ("breaker acquire + record_success", breaker_step),
         ("quota reserve + settle (limited)", quota_step),

@@ -1,0 +1,180 @@
+"""``bench/run``: every figure of the pool next to its baseline, measured in one run.
+
+Prints one JSON line per figure as it is measured, then a table of every figure with its target
+and whether it is met. ``--quick`` runs every figure at small N (about a minute); the full run
+takes a few minutes. Runs against Redis db 14 (``AIPOOL_BENCH_REDIS_URL``), which it empties, the
+PostgreSQL database ``aipool_bench`` (``AIPOOL_BENCH_DATABASE``), whose ledger tables it empties,
+and loopback simulators of every provider; it starts and stops its own worker processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rich.console import Console
+
+from bench.figures import Figure, Report
+
+GROUPS = ("cpu", "overhead", "skip", "failover", "scale", "throughput", "outage", "quota", "memory")
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How many requests each figure sends."""
+
+    latency: int
+    throughput: int
+    rounds: int
+    outage_s: float
+    scale: tuple[int, ...]
+    cpu_runs: int
+
+
+QUICK = Sizes(
+    latency=40, throughput=100, rounds=1, outage_s=3.0, scale=(10, 1_000, 10_000), cpu_runs=15
+)
+FULL = Sizes(
+    latency=300, throughput=500, rounds=2, outage_s=5.0, scale=(10, 1_000, 100_000), cpu_runs=101
+)
+
+
+def machine() -> dict[str, str]:
+    """What the figures were measured on."""
+    import celery
+    import kombu
+    import redis
+
+    try:
+        server = redis.Redis.from_url(_redis_url()).info("server")["redis_version"]
+    except redis.RedisError:
+        server = "?"
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            cpu = next(
+                (ln.split(":", 1)[1].strip() for ln in info if ln.startswith("model name")), "?"
+            )
+    except OSError:
+        pass
+    return {
+        "python": platform.python_version(),
+        "cpus": str(_cpus()),
+        "cpu": cpu,
+        "redis_server": server,
+        "celery": celery.__version__,
+        "kombu": kombu.__version__,
+        "redis_py": redis.__version__,
+        "commit": _commit(),
+    }
+
+
+def _cpus() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0))
+
+
+def _redis_url() -> str:
+    from bench.environment import BENCH_REDIS_URL
+
+    return BENCH_REDIS_URL
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+
+
+def _progress(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def run(groups: tuple[str, ...], quick: bool) -> Report:
+    """Measure ``groups`` and return the report (the JSON lines are printed as they come)."""
+    from bench import bench_rollup, cpu, latency, load, memory
+    from bench.environment import prepare
+
+    sizes = QUICK if quick else FULL
+    report = Report()
+    if "cpu" in groups:
+        _progress("cpu")
+        cpu.cpu(report, sizes.cpu_runs)
+    pool_groups = set(groups) - {"cpu"}
+    if not pool_groups:
+        return report
+    pool = prepare(quick)
+    try:
+        steps: list[tuple[str, Callable[[], None]]] = []
+        latency_steps = [
+            ("overhead", lambda: latency.overhead(pool, report, sizes.latency)),
+            ("skip", lambda: latency.skip(pool, report, sizes.latency // 2)),
+            ("failover", lambda: latency.failover(pool, report, sizes.latency // 2)),
+            ("scale", lambda: latency.scale(pool, report, sizes.latency // 4, sizes.scale)),
+        ]
+        wanted = [step for step in latency_steps if step[0] in pool_groups]
+        if wanted:
+            with pool.workers(1, concurrency=1):
+                for name, step in wanted:
+                    _progress(name)
+                    step()
+        if "throughput" in pool_groups:
+            for processes in (1, 2):
+                _progress(f"throughput, {processes} process(es)")
+                with pool.workers(1, concurrency=processes):
+                    load.throughput(pool, report, sizes.throughput, processes, sizes.rounds)
+        if "outage" in pool_groups:
+            steps.append(("outage", lambda: load.blast_radius(pool, report, sizes.outage_s, 2, 4)))
+        if "quota" in pool_groups:
+            steps.append(("quota", lambda: load.quota(pool, report, 2, 4, quick)))
+        if "memory" in pool_groups:
+            steps.append(("memory", lambda: memory.memory(pool, report)))
+        if "scale" in pool_groups:
+            steps.append(("rollup", lambda: bench_rollup.figures(report, quick)))
+        for name, step in steps:
+            _progress(name)
+            step()
+    finally:
+        pool.simulator.stop()
+        pool.redis.flushdb()
+        pool.redis.close()
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench/run", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="every figure at small N (~1 min)")
+    parser.add_argument(
+        "--only",
+        default=",".join(GROUPS),
+        help=f"comma-separated groups to run (default all: {','.join(GROUPS)})",
+    )
+    args = parser.parse_args(argv)
+    groups = tuple(g.strip() for g in args.only.split(",") if g.strip())
+    unknown = set(groups) - set(GROUPS)
+    if unknown:
+        parser.error(f"unknown group(s): {', '.join(sorted(unknown))}")
+    started = time.monotonic()
+    info = machine()
+    print(Figure("machine", "machine", 0, "", details=info).to_json(), flush=True)
+    report = run(groups, args.quick)
+    console = Console(file=sys.stdout, width=160)
+    report.table(console)
+    console.print(
+        f"{'quick' if args.quick else 'full'} run, {time.monotonic() - started:.0f} s, "
+        + ", ".join(f"{k} {v}" for k, v in info.items())
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
