@@ -1,4 +1,4 @@
-"""Fixtures of the ledger tests: a real PostgreSQL scratch database and Redis database 12."""
+"""Fixtures of the ledger tests: a real PostgreSQL scratch database and the session's Redis."""
 
 from __future__ import annotations
 
@@ -14,7 +14,10 @@ from sqlalchemy.engine import make_url
 from aipool.ledger.db import make_engine, migrate
 from aipool.ledger.testing import empty_ledger, ledger_engine
 
-REDIS_TEST_URL = "redis://127.0.0.1:6379/12"
+# The session's own Redis database: only the ledger's keys are cleared, never the whole database,
+# which also holds the broker's queues and bindings of the session's workers.
+REDIS_TEST_URL = os.environ.get("AIPOOL_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
+LEDGER_KEYS = "aipool:ledger:*"
 # Beside the session's test database ("<name>_ledger"), so runs given different test databases
 # never empty each other's ledger tables.
 LEDGER_DATABASE = "{}_ledger".format(
@@ -57,11 +60,16 @@ def engine(_session_engine: Engine) -> Engine:
     return _session_engine
 
 
+def _clear_ledger_keys(client: redis.Redis) -> None:
+    for key in client.scan_iter(LEDGER_KEYS):
+        client.delete(key)
+
+
 @pytest.fixture
 def ledger_redis() -> Iterator[redis.Redis]:
-    """Redis database 12, flushed before and after each test (never any other database)."""
+    """The session's Redis database, without ledger keys before and after each test."""
     client = redis.Redis.from_url(REDIS_TEST_URL)
-    client.flushdb()
+    _clear_ledger_keys(client)
     yield client
-    client.flushdb()
+    _clear_ledger_keys(client)
     client.close()
