@@ -1,0 +1,223 @@
+"""Where a hop's time goes: py-spy samples a worker while it serves one kind of request.
+
+Run: ``.venv/bin/python -m bench.profile [--n 300] [--path by_name|submit|bare_2hop|bare_1hop|
+failover|bare_failover|skip]`` (py-spy must be installed in the virtualenv; it is not a
+dependency of the project). Starts the simulator and one worker (one pool process) as ``bench/run``
+does, samples the worker's parent and pool process with py-spy (``--idle``: time spent waiting on
+Redis or a provider counts too) while ``n`` requests of the path run one at a time, and prints the
+milliseconds per request spent inside each function of interest, and the leaf frames that take
+the most time, per process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+#: (label, substring of a py-spy frame). A frame reads "function (path/to/file.py:line)".
+INTERESTING = (
+    ("ai.generate task body", "generate (tasks/generate.py"),
+    ("decide (routing)", "decide (aipool/routing/router.py"),
+    ("parse_request", "parse_request (aipool/contract.py"),
+    ("HopRunner.start (dispatch peek)", "start (aipool/hop.py"),
+    ("HopRunner.run", "run (aipool/hop.py"),
+    ("guards: admit", "admit ("),
+    ("guards: blocked (peek)", "blocked ("),
+    ("provider call (adapter)", "complete (aipool/providers/"),
+    ("outcome (settle, record, ledger)", "_record (aipool/hop.py"),
+    ("result dict", "answered (aipool/result.py"),
+    ("Task.replace", "replace (celery/app/task.py"),
+    ("backend store_result", "store_result (celery/backends/base.py"),
+    ("send task events", "send (celery/events/dispatcher.py"),
+    ("logging", "(logging/__init__.py"),
+    ("redis-py command round trips", "execute_command (redis/client.py"),
+    ("kombu publish", "publish (kombu/messaging.py"),
+    ("bare hop body", "hop (bench/bare_app.py"),
+)
+
+
+def _paths(pool: Any) -> dict[str, Callable[[], Any]]:
+    from bench.latency import SIMPLE, bare, by_name
+    from tasks.client import submit
+
+    return {
+        "by_name": lambda: by_name(pool, SIMPLE),
+        "submit": lambda: submit(SIMPLE, app=pool.app).get(timeout=30),
+        "bare_2hop": lambda: bare(pool, "router", ["ollama"]),
+        "bare_1hop": lambda: bare(pool, "ollama", []),
+        "failover": lambda: by_name(pool, SIMPLE),
+        "bare_failover": lambda: bare(pool, "router", ["ollama", "gemini"]),
+        "skip": lambda: by_name(pool, SIMPLE),
+    }
+
+
+def count_commands(pool: Any, run: Callable[[], None], requests: int) -> dict[str, float]:
+    """Redis commands per request on the bench database while ``run`` runs, by command name
+    (``EVALSHA`` split by script), from Redis's MONITOR feed."""
+    import threading
+
+    import redis
+
+    from bench.environment import BENCH_REDIS_URL
+
+    db = int(BENCH_REDIS_URL.rsplit("/", 1)[1] or 0)
+    counts: Counter[str] = Counter()
+    stop = threading.Event()
+    ready = threading.Event()
+    scripts: dict[str, str] = {}
+
+    def listen() -> None:
+        client = redis.Redis.from_url(BENCH_REDIS_URL)
+        with client.monitor() as feed:
+            ready.set()
+            for event in feed.listen():
+                if stop.is_set():
+                    return
+                if event.get("db") != db:
+                    continue
+                words = event["command"].split(" ")
+                name = words[0].upper()
+                if name == "EVALSHA" and len(words) > 1:
+                    name = f"EVALSHA {scripts.get(words[1], words[1][:8])}"
+                counts[name] += 1
+
+    thread = threading.Thread(target=listen, daemon=True)
+    thread.start()
+    ready.wait(5)
+    time.sleep(0.2)
+    run()
+    time.sleep(0.5)
+    stop.set()
+    pool.redis.ping()  # one more event so the listener sees the stop
+    thread.join(5)
+    return {name: count / requests for name, count in counts.most_common()}
+
+
+def _aggregate(raw: Path, requests: int, rate: int) -> dict[str, Any]:
+    inclusive: Counter[str] = Counter()
+    leaves: Counter[str] = Counter()
+    per_pid: Counter[str] = Counter()
+    total = 0
+    for line in raw.read_text(errors="replace").splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not count_text.isdigit():
+            continue
+        count = int(count_text)
+        frames = stack.split(";")
+        total += count
+        per_pid[_process(frames[0]) if frames else "?"] += count
+        for label, needle in INTERESTING:
+            if any(needle in frame for frame in frames):
+                inclusive[label] += count
+        leaves[_short(frames[-1])] += count
+    per_request = 1000 / rate / requests
+    return {
+        "total_ms_per_request": total * per_request,
+        "inclusive": {k: v * per_request for k, v in inclusive.most_common()},
+        "leaves": {k: v * per_request for k, v in leaves.most_common(25)},
+        "processes": {k: v * per_request for k, v in per_pid.most_common()},
+    }
+
+
+def _process(frame: str) -> str:
+    # py-spy names the process in the first frame: 'process 123:"python -m celery ..."'.
+    head, _, command = frame.partition(":")
+    return f"{head} ({'pool process' if 'fork' in command or 'billiard' in command else command[:40]})"
+
+
+def _short(frame: str) -> str:
+    name, _, where = frame.partition(" (")
+    where = where.rstrip(")")
+    for marker in ("site-packages/", "python3.11/", "/work/main/"):
+        if marker in where:
+            where = where.split(marker, 1)[1]
+    return f"{name} ({where.rsplit(':', 1)[0]})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=300)
+    parser.add_argument("--path", default="by_name")
+    parser.add_argument("--rate", type=int, default=500, help="samples per second")
+    parser.add_argument(
+        "--commands", action="store_true", help="count Redis commands per request instead"
+    )
+    parser.add_argument(
+        "--cpu", action="store_true", help="sample running code only (no --idle): CPU time"
+    )
+    args = parser.parse_args()
+    spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
+    if spy is None:
+        raise SystemExit("py-spy is not installed: .venv/bin/pip install py-spy")
+    from bench.environment import prepare
+
+    pool = prepare(quick=True)
+    try:
+        with pool.workers(1, concurrency=1) as (worker,):
+            call = _paths(pool)[args.path]
+            before: Callable[[], Any] = lambda: None  # noqa: E731
+            if args.path in ("failover", "bare_failover"):
+                pool.simulator.set_fault("ollama", "error_500")
+                before = lambda: pool.reset_guards("ollama")  # noqa: E731
+            pool.warm("ollama", "gemini", copies=2)
+            for _ in range(20):
+                before()
+                call()
+            if args.path == "skip":
+                from bench.latency import _open_breaker
+
+                _open_breaker(pool)
+            if args.commands:
+
+                def run_all() -> None:
+                    for _ in range(args.n):
+                        before()
+                        call()
+
+                per_request = count_commands(pool, run_all, args.n)
+                print(f"path {args.path}: Redis commands per request on the bench database")
+                print(f"  {sum(per_request.values()):8.2f}  in all")
+                for name, count in per_request.items():
+                    print(f"  {count:8.2f}  {name}")
+                return
+            out = Path(tempfile.mkdtemp()) / "profile.txt"
+            spy_process = subprocess.Popen(
+                [spy, "record", *([] if args.cpu else ["--idle"]), "--nonblocking", "--subprocesses"]
+                + ["-r", str(args.rate), "-f", "raw"]
+                + ["-o", str(out), "-p", str(worker.pid)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            time.sleep(1.0)  # py-spy attaches
+            started = time.perf_counter()
+            for _ in range(args.n):
+                before()
+                call()
+            took = (time.perf_counter() - started) * 1000 / args.n
+            spy_process.send_signal(2)
+            spy_process.wait(timeout=60)
+        summary = _aggregate(out, args.n, args.rate)
+    finally:
+        pool.simulator.stop()
+        pool.redis.flushdb()
+    print(f"path {args.path}: {args.n} requests, {took:.2f} ms each (round trip, producer side)")
+    print(f"worker samples: {summary['total_ms_per_request']:.2f} ms per request (both processes,")
+    print("idle waits included: a process waiting for work also counts, see 'processes')")
+    for section in ("processes", "inclusive", "leaves"):
+        print(f"\n{section} (ms per request)")
+        for name, ms in summary[section].items():
+            print(f"  {ms:8.3f}  {name}")
+    os.remove(out)
+
+
+if __name__ == "__main__":
+    main()
