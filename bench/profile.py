@@ -131,7 +131,9 @@ def _aggregate(raw: Path, requests: int, rate: int) -> dict[str, Any]:
 def _process(frame: str) -> str:
     # py-spy names the process in the first frame: 'process 123:"python -m celery ..."'.
     head, _, command = frame.partition(":")
-    return f"{head} ({'pool process' if 'fork' in command or 'billiard' in command else command[:40]})"
+    return (
+        f"{head} ({'pool process' if 'fork' in command or 'billiard' in command else command[:40]})"
+    )
 
 
 def _short(frame: str) -> str:
@@ -191,9 +193,13 @@ def main() -> None:
                 return
             out = Path(tempfile.mkdtemp()) / "profile.txt"
             spy_process = subprocess.Popen(
-                [spy, "record", *([] if args.cpu else ["--idle"]), "--nonblocking", "--subprocesses"]
-                + ["-r", str(args.rate), "-f", "raw"]
-                + ["-o", str(out), "-p", str(worker.pid)],
+                [
+                    spy,
+                    "record",
+                    *([] if args.cpu else ["--idle"]),
+                    *("--nonblocking", "--subprocesses", "-r", str(args.rate), "-f", "raw"),
+                    *("-o", str(out), "-p", str(worker.pid)),
+                ],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
