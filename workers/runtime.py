@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import cache
+from typing import Any
 
 import redis
 
@@ -11,7 +12,8 @@ from aipool.breaker.listeners import log_transition
 from aipool.breaker.state import BreakerTransition
 from aipool.guard import SharedGuards
 from aipool.hop import HopRunner
-from aipool.ledger.usage_log import UsageLog
+from aipool.ledger.record import UsageRecord
+from aipool.ledger.usage_log import UsageLog, store_now
 from aipool.metrics import observe_attempt, observe_transition
 from aipool.observers import LedgerObserver
 from aipool.pricing import cost_usd
@@ -40,6 +42,18 @@ def alert_on_transition(event: BreakerTransition) -> None:
 
 
 @cache
+def _ledger_engine() -> Any:
+    from aipool.ledger.db import make_engine
+
+    return make_engine()
+
+
+def _store_directly(record: UsageRecord) -> bool:
+    """The ledger's write when Redis cannot queue it: straight into the database."""
+    return store_now(_ledger_engine(), record)
+
+
+@cache
 def hop_runner() -> HopRunner:
     """The process-wide :class:`HopRunner` (SDK clients and Redis scripts are built once)."""
     client = shared_redis()
@@ -49,6 +63,6 @@ def hop_runner() -> HopRunner:
     )
     return HopRunner(
         guards=guards,
-        observers=[LedgerObserver(UsageLog(client)), observe_attempt],
+        observers=[LedgerObserver(UsageLog(client, fallback=_store_directly)), observe_attempt],
         pricing=cost_usd,
     )

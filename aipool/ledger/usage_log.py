@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -54,27 +55,45 @@ _TEXT_COLUMNS: dict[str, int | None] = {
 
 
 class UsageLog:
-    """The write side of the ledger used by workers: append a record to a Redis list."""
+    """The write side of the ledger used by workers: append a record to a Redis list.
 
-    def __init__(self, redis: Redis, key: str = PENDING_KEY) -> None:
+    When Redis refuses the record, ``fallback`` (e.g. :func:`store_now` on the ledger's engine)
+    gets it instead, so a call that was paid for is still accounted, and the quota restore, which
+    rebuilds counters from the ledger, sees it.
+    """
+
+    def __init__(
+        self,
+        redis: Redis,
+        key: str = PENDING_KEY,
+        fallback: Callable[[UsageRecord], bool] | None = None,
+    ) -> None:
         self._redis = redis
         self._key = key
+        self._fallback = fallback
 
     def record(self, rec: UsageRecord) -> bool:
         """Queue ``rec`` for the database with one LPUSH; never raises.
 
         The error message is scrubbed before it leaves the process, so no credential sits in
-        Redis either, and every text field is made storable (:func:`storable`). Returns
-        ``False`` (and logs the record) if Redis refused it.
+        Redis either, and every text field is made storable (:func:`storable`). Returns whether
+        the record was kept (queued, or stored through the fallback); a record kept nowhere is
+        logged whole (it holds no prompt text) so it can be replayed by hand.
         """
-        payload = storable(rec).to_json()
+        clean = storable(rec)
+        payload = clean.to_json()
         try:
             self._redis.lpush(self._key, payload)
+            return True
         except RedisError:
-            # The answer must not fail because accounting did; the log line keeps the record.
-            log.exception("usage record not queued: %s", payload)
-            return False
-        return True
+            log.warning("usage record not queued in Redis; storing it directly")
+        try:
+            if self._fallback is not None and self._fallback(clean):
+                return True
+        except Exception:
+            log.exception("usage record not stored directly either")
+        log.error("usage record lost unless replayed: %s", payload)
+        return False
 
     def pending(self) -> int:
         """How many records wait to be drained."""
@@ -242,6 +261,13 @@ def _store(engine: Engine, rows: list[dict[str, Any]]) -> _Stored:
     for row in rows:
         stored.add(_store(engine, [row]))
     return stored
+
+
+def store_now(engine: Engine, rec: UsageRecord) -> bool:
+    """Write one record straight into the ledger (the path for when Redis is unreachable);
+    returns whether the database took it (inserted, replaced, or already there)."""
+    stored = _store(engine, [_row(storable(rec))])
+    return not stored.rejected
 
 
 def drain(

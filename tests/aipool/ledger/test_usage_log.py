@@ -23,6 +23,7 @@ from aipool.ledger.usage_log import (
     _row,
     _store,
     drain,
+    store_now,
 )
 
 # Port 1 on loopback refuses connections: an honest "database is down" without touching the
@@ -340,3 +341,31 @@ def test_given_rows_of_one_attempt_in_one_batch_then_the_paid_outcome_wins(
     row = _only_row(any_engine)
     assert row.route_reason is not None and row.route_reason.startswith(winner)
     assert (result.written, result.duplicates, result.dead) == (1, len(order) - 1, 0)
+
+
+class _RedisGone:
+    """A Redis that refuses every write, as when it restarted or is unreachable."""
+
+    def lpush(self, *args: object) -> int:
+        raise redis.ConnectionError("Redis went away")
+
+
+def test_given_redis_unreachable_when_a_paid_call_is_recorded_then_it_lands_in_the_ledger(
+    any_engine: Engine,
+) -> None:
+    # Given a usage log whose Redis is gone, with the ledger as its fallback
+    log = UsageLog(_RedisGone(), fallback=lambda rec: store_now(any_engine, rec))  # type: ignore[arg-type]
+    # When a paid call is recorded
+    kept = log.record(_record("paid-while-redis-down", input_tokens=120, output_tokens=30))
+    # Then it is stored in the ledger directly, with its tokens, for the quota restore to read
+    assert kept is True
+    row = _only_row(any_engine)
+    assert (row.request_id, row.input_tokens, row.output_tokens) == (
+        "paid-while-redis-down",
+        120,
+        30,
+    )
+
+
+def test_given_redis_unreachable_and_no_fallback_then_the_record_is_reported_lost() -> None:
+    assert UsageLog(_RedisGone()).record(_record("lost")) is False  # type: ignore[arg-type]
