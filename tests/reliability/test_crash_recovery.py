@@ -30,17 +30,12 @@ from tests.support.accounting import (
 from tests.support.figures import record_figure
 from tests.support.pool import Worker
 from tests.support.producer import Outcome, Producer
+from tests.support.requests import CRITICAL
 from tests.support.services import RedisServer
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
-#: Critical requests start at Claude, a provider with a quota, so every call is accounted.
-CRITICAL = {
-    "prompt": "Summarise the payment-api incident",
-    "priority": "critical",
-    "user_id": "rel",
-}
 #: Long enough to kill a process in the middle of the call, inside Claude's timeout for these
 #: workers. Two calls must overlap when a whole worker dies, and a fresh pool child spends a
 #: second or two building its SDK client before it calls: those calls last longer.

@@ -25,6 +25,7 @@ from tests.support.beat import Beat
 from tests.support.figures import record_figure
 from tests.support.pool import Worker
 from tests.support.producer import Outcome, Producer
+from tests.support.requests import CRITICAL, QUESTION
 from tests.support.services import PostgresServer, RedisServer
 from tests.support.waiting import eventually
 
@@ -34,10 +35,7 @@ pytestmark = pytest.mark.integration
 OUTAGE_S = float(os.environ.get("AIPOOL_DB_OUTAGE_SECONDS", "20"))
 #: One request every this many seconds, alternating a local and a paid provider.
 PACE_S = 0.25
-REQUESTS = (
-    {"prompt": "What is a pod?", "user_id": "rel"},
-    {"prompt": "Summarise the payment-api incident", "priority": "critical", "user_id": "rel"},
-)
+REQUESTS = (QUESTION, CRITICAL)
 WORKER_ENV = {"AIPOOL_CLAUDE_RPM": "0"}
 
 

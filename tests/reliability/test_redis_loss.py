@@ -26,20 +26,16 @@ from tests.support.accounting import (
     quota_charges,
     trail,
 )
+from tests.support.broker import leftover_messages
 from tests.support.figures import record_figure
 from tests.support.pool import Worker
 from tests.support.producer import Outcome, Producer
+from tests.support.requests import CRITICAL, QUESTION
 from tests.support.services import RedisServer
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
-CRITICAL = {
-    "prompt": "Summarise the payment-api incident",
-    "priority": "critical",
-    "user_id": "rel",
-}
-QUESTION = {"prompt": "What is a pod?", "user_id": "rel"}
 WORKER_ENV = {
     "AIPOOL_CLAUDE_RPM": "0",
     # Ollama's breaker stays open for the whole test once it opens (the suite's default is 2 s).
@@ -119,7 +115,7 @@ def test_redis_restarted_under_load_workers_reconnect_and_nothing_hangs(
     assert [trail(o.answer or {})[0] for o in opened][3:] == [("ollama", "circuit_open")] * 2
     # And quotas come back: once the spool is drained and the restore task has run (as beat runs
     # it), Claude's counters say what the ledger says, the budget spent before the restart included
-    drain_everything(client, ledger)
+    drained = drain_everything(client, ledger)
     outcomes = before + accepted + after + opened
     expected = ledger_charges(ledger_rows(ledger, [o.task_id for o in outcomes]))
     send.send_task("aipool.restore_quotas", queue="maintenance")
@@ -128,7 +124,17 @@ def test_redis_restarted_under_load_workers_reconnect_and_nothing_hangs(
     )
     record_figure(scenario, "quota counters equal to the ledger after restore", restored)
     assert expected["claude"].requests >= charged_before["claude"].requests
-    # Finally, the calls that were in flight were paid for: they are answered
+    # And the calls that were in flight were paid for: they are answered, and recorded once
     assert statuses[:2] == ["ok", "ok"]
+    assert (drained.duplicates, drained.dead) == (0, 0)
     if appendonly:
         assert statuses[2:] == ["ok"] * 6
+    # Finally, nothing accepted before the restart is left on the broker to run a second time (the
+    # last acknowledgements may trail the answers by a moment)
+    try:
+        eventually(lambda: not leftover_messages(client), 10, "no message left on the broker")
+    finally:
+        leftover = leftover_messages(client)
+        record_figure(
+            scenario, "messages left on the broker once all is answered", sum(leftover.values())
+        )
