@@ -132,10 +132,15 @@ def blast_radius(pool: Pool, report: Report, seconds: float, workers: int, threa
             pool.simulator.set_fault("ollama", "down")
             # Ollama's breaker stays open for 30 s: the outage ends well before a half-open probe.
             time.sleep(seconds)
-    pool.simulator.heal("ollama")
-    pool.reset_guards("ollama")
-    before = [ms for sent, ms, _ in load.done if sent < died]
-    during = [(ms, answer) for sent, ms, answer in load.done if sent >= died]
+            # Healthy again (breaker closed by hand): the load's latency after the outage joins
+            # the latency before it as the baseline, so a drift of the machine's load during the
+            # figure does not pass for the outage's cost.
+            pool.simulator.heal("ollama")
+            pool.reset_guards("ollama")
+            healed = time.monotonic()
+            time.sleep(seconds)
+    before = [ms for sent, ms, _ in load.done if sent < died or sent >= healed + 0.5]
+    during = [(ms, answer) for sent, ms, answer in load.done if died <= sent < healed]
     # Calls to a dead Ollama: requests sent after it died that still tried it, plus requests in
     # flight when it died whose call failed.
     dead_calls = sum(
@@ -147,6 +152,8 @@ def blast_radius(pool: Pool, report: Report, seconds: float, workers: int, threa
         )
     )
     failed = sum(1 for _ms, answer in during if answer.get("status") != "ok")
+    pool.simulator.heal("ollama")
+    pool.reset_guards("ollama")
     during_ms = [ms for ms, _ in during]
     report.add(
         Figure(
@@ -175,8 +182,8 @@ def blast_radius(pool: Pool, report: Report, seconds: float, workers: int, threa
                 "healthy_p99_ms": p99(before),
                 "outage_p99_ms": p99(during_ms),
                 "added_p99_ms": p99(during_ms) - p99(before),
-                "requests_before": len(before),
-                "requests_during": len(during),
+                "healthy_requests": len(before),
+                "outage_requests": len(during),
             },
         )
     )
