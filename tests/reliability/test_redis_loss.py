@@ -1,12 +1,12 @@
-"""Redis killed and restarted under load, with its data lost, and with an append-only file.
+"""Redis killed under load and back seconds later, with its data lost, and with an append-only file.
 
 Redis holds the queues, the results, the breakers, the quota counters and the usage spool. When it
-restarts, workers reconnect and serve new requests; quotas come back from the ledger (the
+comes back, workers reconnect and serve new requests; quotas come back from the ledger (the
 ``aipool.restore_quotas`` maintenance task, run by beat every minute) and breakers open again on
-failures. Requests accepted before the restart are answered or fail clearly -- the producer's
+failures. Requests accepted before the crash are answered or fail clearly -- the producer's
 ``get`` raises -- and the suite measures which: with nothing on disk the queued messages are
-gone; with ``appendonly yes`` they survive. Calls in flight during the restart were paid for:
-they are answered either way.
+gone; with ``appendonly yes`` they survive. Calls in flight when Redis died were paid for: they
+are answered either way, though Redis is still down when their answers come.
 """
 
 from __future__ import annotations
@@ -46,6 +46,9 @@ WORKER_ENV = {
     "AIPOOL_TASK_SOFT_TIME_LIMIT": "12",
 }
 SLOW_MS = 2500
+#: Redis stays down longer than the calls in flight take to finish: their answers arrive while it
+#: is gone, and settling their quota fails.
+DOWN_S = 4.0
 #: How long after the restart the producer waits for what it sent before (beyond the visibility
 #: timeout, so a message the broker hands back once it is sure its worker is gone would come).
 PATIENCE_S = 25
@@ -67,7 +70,7 @@ def test_redis_restarted_under_load_workers_reconnect_and_nothing_hangs(
     ledger: Engine,
 ) -> None:
     mode = "appendonly yes" if appendonly else 'save "" appendonly no'
-    scenario = f"Redis restarted ({mode})"
+    scenario = f"Redis killed, back after {DOWN_S:g} s ({mode})"
     # Given a worker that has answered four requests, their usage drained into the ledger
     empty_ledger(ledger)
     server = redis_server(appendonly=appendonly)
@@ -85,8 +88,8 @@ def test_redis_restarted_under_load_workers_reconnect_and_nothing_hangs(
     eventually(lambda: providers.calls("claude") >= calls + 2, 60, "two calls in flight")
     queued = [send.send(CRITICAL) for _ in range(6)]
     assert not any(r.ready() for r in in_flight), "a call ended before the restart"
-    # When Redis is killed and restarted on the same port, and new requests arrive right away
-    server.restart()
+    # When Redis is killed, comes back on the same port 4 s later, and new requests arrive
+    server.restart(down_for=DOWN_S)
     restarted_at = time.monotonic()
     providers.heal("claude")
     fresh = [send.send(CRITICAL) for _ in range(3)]
@@ -114,16 +117,26 @@ def test_redis_restarted_under_load_workers_reconnect_and_nothing_hangs(
     assert providers.calls("ollama") - ollama_calls == 3
     assert [trail(o.answer or {})[0] for o in opened][3:] == [("ollama", "circuit_open")] * 2
     # And quotas come back: once the spool is drained and the restore task has run (as beat runs
-    # it), Claude's counters say what the ledger says, the budget spent before the restart included
+    # it), the counters hold at least what the ledger says was spent, the budget spent before the
+    # restart included (a reservation whose outcome Redis missed may count more until swept)
     drained = drain_everything(client, ledger)
     outcomes = before + accepted + after + opened
-    expected = ledger_charges(ledger_rows(ledger, [o.task_id for o in outcomes]))
+    spent = ledger_charges(ledger_rows(ledger, [o.task_id for o in outcomes]))
     send.send_task("aipool.restore_quotas", queue="maintenance")
-    restored = eventually(
-        lambda: quota_charges(client) == expected, 15, "quota counters restored from the ledger"
-    )
-    record_figure(scenario, "quota counters equal to the ledger after restore", restored)
-    assert expected["claude"].requests >= charged_before["claude"].requests
+
+    def counted() -> bool:
+        charged = quota_charges(client)
+        return all(
+            charged[p].requests >= spent[p].requests and charged[p].tokens >= spent[p].tokens
+            for p in spent
+        )
+
+    try:
+        eventually(counted, 15, "quota counters restored from the ledger")
+    finally:
+        record_figure(scenario, "quota counters after restore", str(quota_charges(client)))
+        record_figure(scenario, "spent according to the ledger", str(spent))
+    assert spent["claude"].requests >= charged_before["claude"].requests
     # And the calls that were in flight were paid for: they are answered, and recorded once
     assert statuses[:2] == ["ok", "ok"]
     assert (drained.duplicates, drained.dead) == (0, 0)

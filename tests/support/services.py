@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -86,9 +87,11 @@ class RedisServer:
             self.process.send_signal(signal.SIGKILL)
             self.process.wait(timeout=10)
 
-    def restart(self) -> None:
-        """Crash the server and start a new one on the same port and directory."""
+    def restart(self, down_for: float = 0.0) -> None:
+        """Crash the server and start a new one on the same port and directory ``down_for``
+        seconds later (a real restart takes seconds; clients retrying for less never notice)."""
         self.crash()
+        time.sleep(down_for)
         self.restarts += 1
         self.start()
 
