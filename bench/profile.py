@@ -61,8 +61,9 @@ def _paths(pool: Any) -> dict[str, Callable[[], Any]]:
 
 
 def count_commands(pool: Any, run: Callable[[], None], requests: int) -> dict[str, float]:
-    """Redis commands per request on the bench database while ``run`` runs, by command name
-    (``EVALSHA`` split by script), from Redis's MONITOR feed."""
+    """Redis commands per request on the bench database while ``run`` runs, from Redis's MONITOR
+    feed: round trips by command name, and the commands Lua scripts ran (``lua: NAME``). The
+    bench's own bookkeeping connection (resetting breakers between requests) is left out."""
     import threading
 
     import redis
@@ -70,6 +71,7 @@ def count_commands(pool: Any, run: Callable[[], None], requests: int) -> dict[st
     from bench.environment import BENCH_REDIS_URL
 
     db = int(BENCH_REDIS_URL.rsplit("/", 1)[1] or 0)
+    own = str(pool.redis.client_info().get("addr", ""))
     counts: Counter[str] = Counter()
     stop = threading.Event()
     ready = threading.Event()
@@ -84,10 +86,14 @@ def count_commands(pool: Any, run: Callable[[], None], requests: int) -> dict[st
                     return
                 if event.get("db") != db:
                     continue
+                if f"{event.get('client_address')}:{event.get('client_port')}" == own:
+                    continue
                 words = event["command"].split(" ")
                 name = words[0].upper()
                 if name == "EVALSHA" and len(words) > 1:
                     name = f"EVALSHA {scripts.get(words[1], words[1][:8])}"
+                if event.get("client_type") == "lua":
+                    name = f"lua: {name}"
                 counts[name] += 1
 
     thread = threading.Thread(target=listen, daemon=True)
@@ -186,8 +192,10 @@ def main() -> None:
                         call()
 
                 per_request = count_commands(pool, run_all, args.n)
+                trips = sum(v for k, v in per_request.items() if not k.startswith("lua: "))
                 print(f"path {args.path}: Redis commands per request on the bench database")
-                print(f"  {sum(per_request.values()):8.2f}  in all")
+                print(f"  {trips:8.2f}  round trips, and {sum(per_request.values()) - trips:.2f}")
+                print("            commands run inside Lua scripts")
                 for name, count in per_request.items():
                     print(f"  {count:8.2f}  {name}")
                 return
