@@ -39,7 +39,7 @@ pytestmark = pytest.mark.integration
 #: Long enough to kill a process in the middle of the call, inside Claude's timeout for these
 #: workers. Two calls must overlap when a whole worker dies, and a fresh pool child spends a
 #: second or two building its SDK client before it calls: those calls last longer.
-SLOW_MS = 1000
+SLOW_MS = 600
 OVERLAPPING_MS = 2500
 SLOW_CALLS = {"AIPOOL_TIMEOUT_CLAUDE": "5"}
 #: Claude's 5 requests a minute would send these tests to the next provider; the day's limits stay.
