@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -61,19 +62,10 @@ class Pool:
         **extra_env: str,
     ) -> Iterator[list[Any]]:
         """``count`` real worker processes serving ``queues``, stopped on the way out."""
-        from tests.support.pool import Worker
-
         started: list[Any] = []
         try:
             for _ in range(count):
-                started.append(
-                    Worker(
-                        self.worker_env(**extra_env),
-                        queues=queues,
-                        concurrency=concurrency,
-                        app="bench.bare_app",
-                    )
-                )
+                started.append(start_worker(self.worker_env(**extra_env), queues, concurrency))
             for worker in started:
                 worker.wait_ready(self.app, timeout=60)
             yield started
@@ -109,6 +101,29 @@ class Pool:
     def settle(self, seconds: float = 0.3) -> None:
         """Let the workers finish what they were doing before the next figure starts."""
         time.sleep(seconds)
+
+
+def start_worker(env: dict[str, str], queues: tuple[str, ...], concurrency: int) -> Any:
+    """A real ``celery -A bench.bare_app worker`` process (the tests' :class:`Worker`)."""
+    import inspect
+
+    from tests.support.pool import Worker
+
+    if "app" in inspect.signature(Worker).parameters:
+        return Worker(env, queues=queues, concurrency=concurrency, app="bench.bare_app")
+    # A Worker that always starts workers.app: the same process, with the bench's app named
+    # on its command line.
+    real_popen = subprocess.Popen
+
+    def popen(args: list[str], **kwargs: Any) -> Any:
+        args = ["bench.bare_app" if arg == "workers.app" else arg for arg in args]
+        return real_popen(args, **kwargs)
+
+    subprocess.Popen = popen  # type: ignore[assignment,misc]
+    try:
+        return Worker(env, queues=queues, concurrency=concurrency)
+    finally:
+        subprocess.Popen = real_popen  # type: ignore[misc]
 
 
 def _check_loopback(url: str) -> None:

@@ -39,6 +39,11 @@ def throughput(pool: Pool, report: Report, n: int, concurrency: int, rounds: int
     paths: dict[str, Callable[[], Any]] = {
         "bare_1hop": lambda: app.send_task("bench.noop", queue="ollama", routing_key="ollama"),
         "submit": lambda: submit(SIMPLE, app=app),
+        # The pool's hop calls a model and the no-op does not: a bare hop making the same SDK
+        # call says how much of the gap is the call's.
+        "bare_1hop_sdk": lambda: app.send_task(
+            "bench.hop", kwargs={"queues": [], "call": True}, queue="ollama", routing_key="ollama"
+        ),
         "bare_2hop": lambda: app.send_task(
             "bench.hop",
             kwargs={"queues": ["ollama"], "call": False},
@@ -75,6 +80,14 @@ def throughput(pool: Pool, report: Report, n: int, concurrency: int, rounds: int
                     "n": n,
                     "rounds": rates[pool_path],
                     "bare_rounds": rates[bare_path],
+                    **(
+                        {
+                            "bare_with_sdk_call_req_s": best["bare_1hop_sdk"],
+                            "ratio_to_bare_with_sdk_call": best[pool_path] / best["bare_1hop_sdk"],
+                        }
+                        if pool_path == "submit"
+                        else {}
+                    ),
                 },
             )
         )

@@ -29,12 +29,9 @@ _WARM = {
 def memory(pool: Pool, report: Report) -> None:
     """One worker (one pool process) per queue, each warmed by a request it serves."""
     pool.reset_guards("ollama", "gemini", "claude", "nemotron")
-    from tests.support.pool import Worker
+    from bench.environment import start_worker
 
-    workers = {
-        queue: Worker(pool.worker_env(), queues=(queue,), concurrency=1, app="bench.bare_app")
-        for queue in QUEUES
-    }
+    workers = {queue: start_worker(pool.worker_env(), (queue,), 1) for queue in QUEUES}
     try:
         for worker in workers.values():
             worker.wait_ready(pool.app, timeout=60)
