@@ -9,15 +9,11 @@ and the provider must not be called twice for it; quota and ledger must equal th
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from sqlalchemy import create_engine
 
-from tasks.client import submit
-from tests.conftest import worker_env
 from tests.support.accounting import (
     drain_everything,
     ledger_charges,
@@ -25,40 +21,33 @@ from tests.support.accounting import (
     quota_charges,
     trail,
 )
-from tests.support.pool import Worker
+from tests.support.private_pool import PrivatePool, private_pool, send
 
 pytestmark = pytest.mark.integration
 TIMEOUT = 60
 # priority critical starts at Claude, a limited (paid) provider, then ollama, gemini, static.
 CRITICAL = {"prompt": "Summarise the incident timeline", "priority": "critical"}
+FLAG = "aipool:test:crashed"
 
 
 @pytest.fixture()
-def crash_worker(request, celery_app, simulator, clean_redis) -> Iterator[Worker]:  # type: ignore[no-untyped-def]
-    """A worker on every queue whose pool process kills itself once at ``request.param``."""
-    flag = f"aipool:test:crashed:{uuid.uuid4().hex}"
-    worker = Worker(
-        worker_env(AIPOOL_TEST_CRASH_AT=request.param, AIPOOL_TEST_CRASH_FLAG=flag),
-        concurrency=1,
-        app="tests.support.instrumented_app",
-    )
-    worker.flag = flag  # type: ignore[attr-defined]
-    try:
-        worker.wait_ready(celery_app)
-        yield worker
-    finally:
-        worker.stop()
-        clean_redis.delete(flag)
+def crash_worker(request, simulator, ledger_url) -> Iterator[PrivatePool]:  # type: ignore[no-untyped-def]
+    """A worker on every queue (of its own database) whose pool process kills itself once at
+    ``request.param``."""
+    with private_pool(
+        6, concurrency=1, AIPOOL_TEST_CRASH_AT=request.param, AIPOOL_TEST_CRASH_FLAG=FLAG
+    ) as pool:
+        yield pool
 
 
-def _settled(redis_client: Any, worker: Worker, timeout: float = 30.0) -> None:
+def _settled(pool: PrivatePool, timeout: float = 60.0) -> None:
     """Wait until the crash happened and the redelivered message is done (queues and unacked
     messages empty)."""
+    client, worker = pool.client, pool.worker
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        crashed = redis_client.exists(worker.flag)  # type: ignore[attr-defined]
-        busy = sum(redis_client.llen(q) for q in worker.queues) + redis_client.hlen("unacked")
-        if crashed and not busy:
+        busy = sum(client.llen(q) for q in worker.queues) + client.hlen("unacked")
+        if client.exists(FLAG) and not busy:
             return
         time.sleep(0.1)
     raise TimeoutError(f"redelivery not finished: {worker.log()}")
@@ -66,12 +55,13 @@ def _settled(redis_client: Any, worker: Worker, timeout: float = 30.0) -> None:
 
 @pytest.mark.parametrize("crash_worker", ["ack"], indirect=True)
 def test_a_paid_answer_redelivered_before_its_ack_is_not_bought_again(
-    crash_worker, healthy, redis_client, ledger_url
+    crash_worker, healthy, ledger_url
 ) -> None:  # type: ignore[no-untyped-def]
     # Given a pool process that dies after Claude answered and the result was stored, before ack
     # When a critical request goes through it
-    answer = submit(CRITICAL).get(timeout=TIMEOUT)
-    _settled(redis_client, crash_worker)
+    answer = send(crash_worker, CRITICAL).get(timeout=TIMEOUT)
+    _settled(crash_worker)
+    redis_client = crash_worker.client
     # Then the producer has Claude's answer, and the redelivered message did not call Claude again
     assert (answer["status"], answer["provider"]) == ("ok", "claude")
     assert healthy.calls("claude") == 1
@@ -89,14 +79,15 @@ def test_a_paid_answer_redelivered_before_its_ack_is_not_bought_again(
 
 @pytest.mark.parametrize("crash_worker", ["dispatch"], indirect=True)
 def test_a_failed_call_redelivered_before_the_next_hop_is_not_made_again(
-    crash_worker, healthy, redis_client, ledger_url
+    crash_worker, healthy, ledger_url
 ) -> None:  # type: ignore[no-untyped-def]
     # Given Claude failing once, and a pool process that dies right after that failed call,
     # before the next hop's message is published
     healthy.set_fault("claude", "error_500", times=1)
     # When a critical request goes through it
-    answer = submit(CRITICAL).get(timeout=TIMEOUT)
-    _settled(redis_client, crash_worker)
+    answer = send(crash_worker, CRITICAL).get(timeout=TIMEOUT)
+    _settled(crash_worker)
+    redis_client = crash_worker.client
     # Then the redelivered message moved on without calling Claude a second time
     assert healthy.calls("claude") == 1
     assert trail(answer)[0] == ("claude", "error")

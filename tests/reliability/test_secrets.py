@@ -17,17 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 from celery import Celery
 from sqlalchemy import create_engine, select
 
 from aipool.ledger.models import UsageLogRow
-from tests.conftest import TEST_REDIS_URL, worker_env
 from tests.support.accounting import drain_everything
 from tests.support.pool import Worker
+from tests.support.private_pool import private_pool
 
 pytestmark = pytest.mark.integration
-PRIVATE_URL = TEST_REDIS_URL.rsplit("/", 1)[0] + "/15"
 KEYS = {
     "GEMINI_API_KEY": f"AIzaPlanted{uuid.uuid4().hex}",
     "ANTHROPIC_API_KEY": f"sk-ant-planted-{uuid.uuid4().hex}",
@@ -44,30 +42,16 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def echoing(simulator, ledger_url, tmp_path_factory) -> Iterator[dict[str, Any]]:  # type: ignore[no-untyped-def]
-    client = redis.Redis.from_url(PRIVATE_URL)
-    client.flushdb()
-    app = Celery("aipool-secrets-producer")
-    app.config_from_object("celeryconfig")
-    app.conf.broker_url = app.conf.result_backend = PRIVATE_URL
+    """A plain worker with planted keys and its metrics endpoint, on a database of its own."""
     port = _free_port()
-    worker = Worker(
-        worker_env(
-            REDIS_URL=PRIVATE_URL,
-            CELERY_BROKER_URL=PRIVATE_URL,
-            CELERY_RESULT_BACKEND=PRIVATE_URL,
-            PROMETHEUS_MULTIPROC_DIR=str(tmp_path_factory.mktemp("metrics")),
-            AIPOOL_METRICS_PORT=str(port),
-            **KEYS,
-        ),
+    with private_pool(
+        5,
         app="workers.app",
-    )
-    try:
-        worker.wait_ready(app)
-        yield {"app": app, "client": client, "worker": worker, "port": port}
-    finally:
-        worker.stop()
-        client.flushdb()
-        client.close()
+        PROMETHEUS_MULTIPROC_DIR=str(tmp_path_factory.mktemp("metrics")),
+        AIPOOL_METRICS_PORT=str(port),
+        **KEYS,
+    ) as pool:
+        yield {"app": pool.app, "client": pool.client, "worker": pool.worker, "port": port}
 
 
 def test_a_planted_key_every_provider_echoes_is_kept_nowhere(echoing, healthy, ledger_url) -> None:  # type: ignore[no-untyped-def]

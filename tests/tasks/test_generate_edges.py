@@ -19,54 +19,30 @@ from celery import Celery, chord, group
 from aipool.contract import parse_request
 from aipool.journey import Journey
 from aipool.routing.router import decide
-from tests.conftest import TEST_REDIS_URL, worker_env
-from tests.support.pool import Worker
+from tests.support.private_pool import PrivatePool, private_pool, send
 
 pytestmark = pytest.mark.integration
 TIMEOUT = 60
-PRIVATE_URL = TEST_REDIS_URL.rsplit("/", 1)[0] + "/15"
 HOPS_KEY = "aipool:test:hops"
 
 
 @pytest.fixture(scope="module")
-def private(simulator, ledger_url) -> Iterator[tuple[Celery, Any]]:  # type: ignore[no-untyped-def]
-    """A producer app and an instrumented worker on a Redis database no other test uses."""
-    import redis
-
-    client = redis.Redis.from_url(PRIVATE_URL)
-    client.flushdb()
-    app = Celery("aipool-edge-producer")
-    app.config_from_object("celeryconfig")
-    app.conf.broker_url = app.conf.result_backend = PRIVATE_URL
-    worker = Worker(
-        worker_env(
-            REDIS_URL=PRIVATE_URL,
-            CELERY_BROKER_URL=PRIVATE_URL,
-            CELERY_RESULT_BACKEND=PRIVATE_URL,
-            AIPOOL_TEST_HOPS_KEY=HOPS_KEY,
-            # The time-limit tests need calls that outlive the task, not the provider timeout.
-            AIPOOL_TIMEOUT_OLLAMA="30",
-            # No default soft limit, so a message's own hard limit is armed on its own.
-            AIPOOL_TASK_SOFT_TIME_LIMIT="0",
-        ),
-        concurrency=2,
-        app="tests.support.instrumented_app",
-    )
-    try:
-        worker.wait_ready(app)
-        yield app, client
-    finally:
-        worker.stop()
-        client.flushdb()
-        client.close()
+def private(simulator, ledger_url) -> Iterator[PrivatePool]:  # type: ignore[no-untyped-def]
+    """An instrumented worker on a Redis database no other test uses."""
+    with private_pool(
+        15,
+        AIPOOL_TEST_HOPS_KEY=HOPS_KEY,
+        # The soft-limit test needs calls that outlive the task, not the provider timeout.
+        AIPOOL_TIMEOUT_OLLAMA="30",
+    ) as pool:
+        yield pool
 
 
 @pytest.fixture()
 def producer(private, healthy) -> tuple[Celery, Any]:  # type: ignore[no-untyped-def]
-    app, client = private
-    for key in client.scan_iter("aipool:*"):
-        client.delete(key)
-    return app, client
+    for key in private.client.scan_iter("aipool:*"):
+        private.client.delete(key)
+    return private.app, private.client
 
 
 def _send(app: Celery, **options: Any) -> Any:
@@ -224,12 +200,18 @@ def test_a_group_and_a_chord_of_requests_resolve(producer, healthy) -> None:  # 
     assert {a["provider"] for a in collected} == {"gemini"}
 
 
-def test_the_hard_time_limit_answers_the_producer(producer, healthy) -> None:  # type: ignore[no-untyped-def]
-    app, _ = producer
-    # Given ollama hanging past the message's hard time limit, with no soft limit to move on
+def test_the_hard_time_limit_answers_the_producer(simulator, healthy, ledger_url) -> None:  # type: ignore[no-untyped-def]
+    # Given a worker whose hops have a 3 s hard limit and no soft limit to move on with, and
+    # ollama hanging past it
     healthy.set_fault("ollama", "hang", seconds=15)
-    # When the hop's process is killed by the hard limit
-    answer = _send(app, time_limit=3).get(timeout=TIMEOUT)
+    with private_pool(
+        7,
+        AIPOOL_TASK_TIME_LIMIT="3",
+        AIPOOL_TASK_SOFT_TIME_LIMIT="0",
+        AIPOOL_TIMEOUT_OLLAMA="30",
+    ) as pool:
+        # When the hop's process is killed by the hard limit
+        answer = send(pool, {"prompt": "What is a pod?"}).get(timeout=TIMEOUT)
     # Then the producer gets a contract error, not a Celery failure
     assert answer["status"] == "error", answer["attempts"]
     assert answer["error"]["code"] == "time_limit"
