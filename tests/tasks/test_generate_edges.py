@@ -228,3 +228,14 @@ def test_the_soft_time_limit_moves_the_request_on(producer, healthy) -> None:  #
     assert answer["attempts"][0]["provider"] == "ollama"
     assert answer["attempts"][0]["outcome"] == "error"
     assert answer["attempts"][0]["error"].startswith("timeout:")
+
+
+def test_a_refused_request_is_not_kept_in_full_and_results_expire_within_the_hour(producer) -> None:  # type: ignore[no-untyped-def]
+    app, client = producer
+    # When a 2 MB prompt is sent (refused: too large)
+    answer = _send(app, kwargs={"request": {"prompt": "x" * 2_000_000}}).get(timeout=TIMEOUT)
+    assert answer["error"]["code"] == "prompt_too_large"
+    # Then the stored result is the small contract error, not the input, and it expires in an hour
+    key = f"celery-task-meta-{answer['request_id']}"
+    assert len(client.get(key)) < 4096
+    assert 0 < client.ttl(key) <= 3600
