@@ -152,7 +152,11 @@ def run(groups: tuple[str, ...], quick: bool) -> Report:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench/run", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="every figure at small N (~1 min)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="every figure at small N: a smoke run of a minute or two",
+    )
     parser.add_argument(
         "--only",
         default=",".join(GROUPS),
