@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from aipool.contract import Request
-from aipool.routing.text import bounded, fold, fold_pattern, split_text
+from aipool.routing.text import bounded, compile_folded, fold, split_text
 
 
 class Intent(StrEnum):
@@ -273,7 +273,7 @@ SIGNALS: tuple[tuple[Intent, str, float, str, str], ...] = (
 
 # ASCII word boundaries: a CJK character next to an English word ("幫我restart") is a boundary.
 # Patterns are case-insensitive as written; they run folded against folded text (text.fold), which
-# reads about twice as fast as case-insensitive matching. A pattern with a case-sensitive group
+# reads about twice as fast as case-insensitive matching (text.compile_folded). A pattern with a case-sensitive group
 # ("alert name") runs as written against the text as written.
 _FLAGS = re.MULTILINE | re.ASCII
 
@@ -281,7 +281,7 @@ _FLAGS = re.MULTILINE | re.ASCII
 def _compile(pattern: str) -> tuple[re.Pattern[str], bool]:
     """The compiled pattern and whether it matches folded text."""
     try:
-        return re.compile(fold_pattern(pattern), _FLAGS), True
+        return compile_folded(pattern, _FLAGS), True
     except ValueError:
         return re.compile(pattern, _FLAGS | re.IGNORECASE), False
 

@@ -9,9 +9,13 @@ Two helpers keep routing cheap whatever a producer pastes:
 * :func:`bounded` keeps the head and the tail of a long message. What a user asks sits around a
   paste, at its start or its end; the middle of a 100 KB log says nothing the first and last few
   kilobytes do not, and every regular expression costs time per character it reads.
-* :func:`fold` and :func:`fold_pattern` trade case-insensitive matching for matching folded text
-  against folded patterns: Python's ``re`` compares each character case-insensitively at every
-  position it tries, which costs about twice a plain comparison.
+* :func:`compile_folded` compiles a case-insensitive pattern to match :func:`fold`-ed text, and
+  lets Python's ``re`` skip the positions where no match can start. ``re`` tries every
+  alternative of a pattern at every position, unless each alternative starts with a literal
+  character (it then jumps over characters that start none of them); case-insensitive literals
+  and a leading ``\b`` both defeat that. So patterns run lowercased against lowercased text, and
+  an alternative that starts with a word boundary and a letter starts with the letter instead
+  (:func:`letter_first`).
 """
 
 from __future__ import annotations
@@ -41,7 +45,6 @@ _LOG_LINE = re.compile(
 HEAD_CHARS = 2048
 TAIL_CHARS = 1024
 _FENCE_MARK = "```"
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def bounded(text: str, head: int = HEAD_CHARS, tail: int = TAIL_CHARS) -> str:
@@ -59,11 +62,13 @@ def bounded(text: str, head: int = HEAD_CHARS, tail: int = TAIL_CHARS) -> str:
 
 
 def fold(text: str) -> str:
-    """``text`` with ASCII letters lowercased, one character for one, so match offsets still
-    point into ``text``. Other letters may be lowercased too; patterns never name them."""
-    folded = text.lower()
-    # A few characters lowercase to two (U+0130); then fold ASCII only, keeping the offsets.
-    return folded if len(folded) == len(text) else text.translate(_ASCII_LOWER)
+    """``text`` with its ASCII letters lowercased and nothing else changed, one character for
+    one, so match offsets still point into ``text`` (what ``re.IGNORECASE | re.ASCII`` folds)."""
+    if text.isascii():
+        return text.lower()
+    # In UTF-8 every byte of a non-ASCII character is >= 0x80, so bytes.lower() changes ASCII
+    # letters only; both steps run in C.
+    return text.encode("utf-8", "surrogatepass").lower().decode("utf-8", "surrogatepass")
 
 
 def fold_pattern(pattern: str) -> str:
@@ -84,6 +89,71 @@ def fold_pattern(pattern: str) -> str:
         out.append(pattern[i].lower() if pattern[i].isascii() else pattern[i])
         i += 1
     return "".join(out)
+
+
+def _alternatives(pattern: str) -> list[str]:
+    """The top-level alternatives of ``pattern`` (``|`` outside groups and classes)."""
+    found: list[str] = []
+    current: list[str] = []
+    depth = 0
+    in_class = False
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            current.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            # A "]" first in a class (after any "^") is a literal, not the class's end.
+            opening = 2 if pattern.startswith("^", i + 1) else 1
+            if pattern.startswith("]", i + opening):
+                current.append(pattern[i : i + opening + 1])
+                i += opening + 1
+                continue
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            found.append("".join(current))
+            current = []
+            i += 1
+            continue
+        current.append(char)
+        i += 1
+    found.append("".join(current))
+    return found
+
+
+_BOUNDARY_THEN_LETTER = re.compile(r"\\b([a-z0-9_])(?![?*+{])")
+
+
+def letter_first(pattern: str) -> str:
+    """``pattern`` with each top-level alternative ``\\bxyz`` written ``x(?<!\\wx)yz``.
+
+    Both match the same spans: a word boundary before a word character ``x`` means the character
+    before ``x`` is not a word character (or there is none), which the lookbehind checks once
+    ``x`` is matched. ``\\b`` and ``\\w`` follow the same flags (ASCII or Unicode), so the two
+    agree under either. Starting with the literal lets ``re`` skip ahead (see the module's doc).
+    """
+    rewritten = []
+    for alternative in _alternatives(pattern):
+        start = _BOUNDARY_THEN_LETTER.match(alternative)
+        if start is not None:
+            letter = start.group(1)
+            alternative = f"{letter}(?<!\\w{letter}){alternative[start.end() :]}"
+        rewritten.append(alternative)
+    return "|".join(rewritten)
+
+
+def compile_folded(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    """A case-insensitive ``pattern`` compiled to match :func:`fold`-ed text (``flags`` without
+    ``re.IGNORECASE``): the same spans, found about twice as fast on long texts."""
+    return re.compile(letter_first(fold_pattern(pattern)), flags)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aipool.contract import parse_request
 from aipool.routing.intent import SIGNALS
@@ -14,8 +16,10 @@ from aipool.routing.text import (
     HEAD_CHARS,
     TAIL_CHARS,
     bounded,
+    compile_folded,
     fold,
     fold_pattern,
+    letter_first,
     split_text,
 )
 
@@ -61,15 +65,14 @@ def test_a_block_wholly_inside_the_middle_does_not_turn_the_tail_into_a_block() 
     assert "summarise please" in split.prose
 
 
-def test_fold_lowercases_ascii_one_character_for_one() -> None:
-    # Given text with ASCII capitals, CJK and a letter that lowercases to two characters
-    text = "Why İS Payment-API 一直 CrashLoopBackOff?"
+def test_fold_lowercases_ascii_letters_only_one_character_for_one() -> None:
+    # Given text with ASCII capitals, CJK, a letter that lowercases to two characters, the
+    # Kelvin sign (which lowercases to an ASCII "k") and a lone surrogate
+    text = "Why İS Payment-API 一直 CrashLoopBackOff? \u212a \ud800 É"
     # When folded
     folded = fold(text)
-    # Then offsets still line up with the original, and ASCII is lowercase
-    assert len(folded) == len(text)
-    assert folded.startswith("why ")
-    assert folded[-17:] == "crashloopbackoff?"
+    # Then ASCII is lowercase and every other character is kept, so offsets line up
+    assert folded == "why İs payment-api 一直 crashloopbackoff? \u212a \ud800 É"
 
 
 def test_fold_pattern_keeps_escapes_and_refuses_case_sensitive_groups() -> None:
@@ -95,8 +98,39 @@ def test_folded_signals_match_exactly_what_case_insensitive_signals_match() -> N
         if "(?-i" in pattern:
             continue
         insensitive = re.compile(pattern, flags | re.IGNORECASE)
-        folded = re.compile(fold_pattern(pattern), flags)
+        folded = compile_folded(pattern, flags)
         for text in texts:
             # When matched both ways, Then the same spans match
             expected = [m.span() for m in insensitive.finditer(text)]
             assert [m.span() for m in folded.finditer(fold(text))] == expected, label
+
+
+def test_a_word_boundary_before_a_letter_moves_after_the_letter_in_top_level_alternatives() -> None:
+    # Given alternatives that start with a boundary and a letter, and some that cannot move
+    pattern = r"\bwhy\b|為什麼|\b(?:a|b)|\bx?y|(?:\bz|q)|[|\]]\bk"
+    # When rewritten, Then only top-level "\b<letter>" starts change, to the letter first
+    assert letter_first(pattern) == r"w(?<!\ww)hy\b|為什麼|\b(?:a|b)|\bx?y|(?:\bz|q)|[|\]]\bk"
+    assert letter_first(r"[]|]|\bab") == r"[]|]|a(?<!\wa)b"
+
+
+_WORDS = st.sampled_from(
+    ["why", "what", "how", "review", "please", "restart", "alert", "down", "pr", "rca", "a",
+     "_", "9", "x", "o", " ", "\n", "-", ".", "?", "為什麼", "告警", "幫我", "重啟", "é", "İ", "\u212a"]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_WORDS, max_size=40).map("".join))
+def test_folded_signals_match_what_case_insensitive_signals_match_for_any_text(text: str) -> None:
+    # Given any text made of the signals' own vocabulary, in any casing
+    flags = re.MULTILINE | re.ASCII
+    for cased in (text, text.upper(), text.title()):
+        for _intent, _kind, _weight, label, pattern in SIGNALS:
+            if "(?-i" in pattern:
+                continue
+            # When matched case-insensitively and folded, Then the same spans match
+            expected = [
+                m.span() for m in re.compile(pattern, flags | re.IGNORECASE).finditer(cased)
+            ]
+            got = [m.span() for m in compile_folded(pattern, flags).finditer(fold(cased))]
+            assert got == expected, label
