@@ -62,6 +62,7 @@ def cpu(report: Report, runs: int) -> None:
     """Token estimate, hop work and ``decide()`` on ~100 KB prompts, against a short prompt."""
     from aipool.contract import parse_request
     from aipool.routing.router import decide
+    from aipool.routing.text import HEAD_CHARS, TAIL_CHARS
     from aipool.tokens import estimate_tokens
 
     short_hop = cpu_ms(lambda: _hop_work({"prompt": SHORT}), runs)
@@ -117,6 +118,6 @@ def cpu(report: Report, runs: int) -> None:
             worst_decide < DECIDE_MS,
             short_decide,
             "short prompt",
-            {"per_shape_ms": details_decide},
+            {"per_shape_ms": details_decide, "reads_head_and_tail_chars": [HEAD_CHARS, TAIL_CHARS]},
         )
     )
