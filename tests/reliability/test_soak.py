@@ -2,8 +2,10 @@
 
 Runs ``AIPOOL_SOAK_SECONDS`` (20 s by default, minutes on demand; ``AIPOOL_SOAK_SEED`` replays a
 run). Every request gets a contract result, nothing is left in a queue or unacknowledged, every
-attempt is one ledger row and the quota counters equal the ledger, and the worker's memory at the
-end is within bounds of what it was after warming up.
+attempt is one ledger row and the quota counters equal the ledger, and the worker's memory levels
+off: its peak in the second half of the soak is within bounds of its peak in the first half.
+(Pool children grow for the first few thousand requests -- SDKs, connection pools, caches -- and
+then hold steady; a leak keeps growing.)
 """
 
 from __future__ import annotations
@@ -44,8 +46,9 @@ SOAK_S = float(os.environ.get("AIPOOL_SOAK_SECONDS", "20"))
 SEED = int(os.environ.get("AIPOOL_SOAK_SEED", str(int(time.time()))))
 MAX_IN_FLIGHT = 6
 CHAOS_EVERY_S = 1.5
-#: Memory after the soak may exceed memory after warm-up by at most this factor.
-RSS_GROWTH_BOUND = 1.5
+#: The worker's peak memory in the second half of the soak over its peak in the first half.
+RSS_GROWTH_BOUND = 1.3
+RSS_SAMPLE_EVERY_S = 1.0
 
 
 REQUESTS = (QUESTION, CRITICAL, TOOL_QUESTION)
@@ -68,6 +71,7 @@ FAULTS: tuple[tuple[str, dict[str, Any]], ...] = (
 WORKER_ENV = {f"AIPOOL_{p.upper()}_RECOVERY_TIMEOUT": "3" for p in PROVIDERS}
 
 
+@pytest.mark.timeout(SOAK_S + 240)
 def test_a_soak_with_random_faults_answers_everything_and_leaves_nothing_behind(
     providers: Simulator,
     redis_server: Callable[..., RedisServer],
@@ -93,9 +97,14 @@ def test_a_soak_with_random_faults_answers_everything_and_leaves_nothing_behind(
     # When requests keep arriving while providers fail and recover at random
     pending: list[AsyncResult] = []
     switched: Counter[str] = Counter()
-    end = time.monotonic() + SOAK_S
-    next_chaos = time.monotonic()
+    start = time.monotonic()
+    end = start + SOAK_S
+    next_chaos = next_sample = start
+    samples: list[tuple[float, int]] = []
     while time.monotonic() < end:
+        if time.monotonic() >= next_sample:
+            samples.append((time.monotonic() - start, worker.rss_bytes()))
+            next_sample += RSS_SAMPLE_EVERY_S
         if time.monotonic() >= next_chaos:
             provider = rng.choice(PROVIDERS)
             kind, options = rng.choice(FAULTS)
@@ -112,6 +121,8 @@ def test_a_soak_with_random_faults_answers_everything_and_leaves_nothing_behind(
         providers.heal(provider)
     outcomes += send.collect(pending, timeout=60)
     rss_end = worker.rss_bytes()
+    first_half = max(rss for at, rss in samples if at < SOAK_S / 2)
+    second_half = max([rss for at, rss in samples if at >= SOAK_S / 2] + [rss_end])
     # Then every request got a contract result
     unanswered = [o for o in outcomes if not o.answered]
     statuses = Counter(str(o.answer["status"]) for o in outcomes if o.answer)
@@ -122,6 +133,8 @@ def test_a_soak_with_random_faults_answers_everything_and_leaves_nothing_behind(
     record_figure(scenario, "answers by status", dict(statuses))
     record_figure(scenario, "fault switches", sum(switched.values()))
     record_figure(scenario, "worker RSS after warm-up", round(rss_start / 2**20), "MiB")
+    record_figure(scenario, "worker RSS peak, first half", round(first_half / 2**20), "MiB")
+    record_figure(scenario, "worker RSS peak, second half", round(second_half / 2**20), "MiB")
     record_figure(scenario, "worker RSS at the end", round(rss_end / 2**20), "MiB")
     assert not unanswered, [o.error for o in unanswered][:5]
     assert set(statuses) <= {"ok", "fallback", "refused"}, statuses
@@ -134,6 +147,6 @@ def test_a_soak_with_random_faults_answers_everything_and_leaves_nothing_behind(
     assert all(rows_trail(rows, o.task_id) == trail(o.answer or {}) for o in outcomes)
     assert quota_charges(client) == ledger_charges(rows)
     assert open_reservations(client) == {"gemini": 0, "claude": 0}
-    # And the worker's memory stayed bounded
+    # And the worker lives on, its memory levelling off
     assert worker.alive()
-    assert rss_end <= rss_start * RSS_GROWTH_BOUND
+    assert second_half <= first_half * RSS_GROWTH_BOUND

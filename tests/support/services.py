@@ -49,7 +49,7 @@ class RedisServer:
         self.port = free_port()
         self.directory = Path(tempfile.mkdtemp(prefix="aipool-redis-"))
         self.process: subprocess.Popen[bytes] | None = None
-        self.restarts = 0
+        self._clients: list[redis.Redis] = []
 
     @property
     def url(self) -> str:
@@ -57,8 +57,10 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def client(self, **options: Any) -> redis.Redis:
-        """A new redis-py client (close it when done)."""
-        return redis.Redis.from_url(self.url, **options)
+        """A new redis-py client, closed when the server stops."""
+        client = redis.Redis.from_url(self.url, **options)
+        self._clients.append(client)
+        return client
 
     def start(self) -> RedisServer:
         """Start the server and wait until it answers PING."""
@@ -92,18 +94,19 @@ class RedisServer:
         seconds later (a real restart takes seconds; clients retrying for less never notice)."""
         self.crash()
         time.sleep(down_for)
-        self.restarts += 1
         self.start()
 
     def stop(self) -> None:
-        """Stop the server for good and remove its directory."""
+        """Stop the server for good, close its clients and remove its directory."""
         self.crash()
+        for client in self._clients:
+            client.close()
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def _answers(self) -> bool:
         if self.process is not None and self.process.poll() is not None:
             raise RuntimeError(f"redis-server exited: {self._log()}")
-        client = self.client(socket_connect_timeout=0.5, socket_timeout=0.5)
+        client = redis.Redis.from_url(self.url, socket_connect_timeout=0.5, socket_timeout=0.5)
         try:
             return bool(client.ping())
         except redis.RedisError:
