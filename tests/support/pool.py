@@ -24,7 +24,11 @@ class Worker:
     """One ``celery -A workers.app worker`` process consuming ``queues``."""
 
     def __init__(
-        self, env: dict[str, str], queues: tuple[str, ...] = ALL_QUEUES, concurrency: int = 2
+        self,
+        env: dict[str, str],
+        queues: tuple[str, ...] = ALL_QUEUES,
+        concurrency: int = 2,
+        app: str = "workers.app",
     ) -> None:
         self.name = f"test-{uuid.uuid4().hex[:8]}@localhost"
         self.queues = queues
@@ -36,7 +40,7 @@ class Worker:
                 "-m",
                 "celery",
                 "-A",
-                "workers.app",
+                app,
                 "worker",
                 "-Q",
                 ",".join(queues),
