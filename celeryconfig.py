@@ -42,12 +42,23 @@ task_time_limit = int(_env("AIPOOL_TASK_TIME_LIMIT", "120"))
 # back only after the visibility timeout. It must exceed the longest a live worker holds a message
 # (the hard limit: prefetch 1, no ETA tasks) or a slow hop would run twice; anything above that is
 # time a crashed worker's requests wait. Hard limit + 60 s.
+visibility_timeout = int(_env("AIPOOL_VISIBILITY_TIMEOUT", str(task_time_limit + 60)))
 broker_transport_options = {
-    "visibility_timeout": int(_env("AIPOOL_VISIBILITY_TIMEOUT", str(task_time_limit + 60))),
+    "visibility_timeout": visibility_timeout,
+    # kombu looks for such messages only every interval × throttle seconds (10 × 10 by default),
+    # which would add up to 100 s to the visibility timeout: look every tenth of it instead.
+    "unacked_restore_interval": max(1, visibility_timeout // 10),
+    "unacked_restore_throttle": 1,
     "socket_timeout": 5.0,
     "socket_connect_timeout": 5.0,
 }
 result_backend_transport_options = {"retry_policy": {"timeout": 5.0}}
+# A hop that answered while Redis was restarting keeps trying to store its answer (about 40 s)
+# rather than failing the producer with a ConnectionError after the provider was paid.
+result_backend_always_retry = True
+result_backend_max_retries = 40
+result_backend_base_sleep_between_retries_ms = 100
+result_backend_max_sleep_between_retries_ms = 1000
 redis_socket_timeout = 5.0
 redis_socket_connect_timeout = 5.0
 # A result is kept for its producer to read, an hour by default; nothing of the request is kept

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import shutil
@@ -18,6 +19,7 @@ from celery.signals import (
     worker_ready,
 )
 
+from aipool.chains import PROVIDERS
 from aipool.scrub import install_log_scrubbing
 
 log = logging.getLogger("aipool.workers")
@@ -43,6 +45,19 @@ def _scrub_late_handlers(**_: Any) -> None:
     # Handlers added after Celery's set-up (a custom ``setup_logging`` receiver sends no
     # after_setup_* signal) get their filter here, in the parent and in every child.
     install_log_scrubbing(logging.getLogger(), logging.getLogger("celery.task"))
+
+
+@worker_init.connect
+def _import_provider_sdks(sender: Any = None, **_: Any) -> None:
+    # Importing an SDK takes seconds (all four: 10 s on a busy machine). Imported in the parent
+    # before it forks, every pool child, and every replacement of a killed one, starts with it;
+    # only the SDKs of the queues this worker serves, so an Ollama worker holds no cloud SDK.
+    # Clients are still built in each child (sockets must not cross a fork).
+    queues = getattr(getattr(getattr(sender, "app", None), "amqp", None), "queues", None)
+    serving = set(getattr(queues, "consume_from", None) or {})
+    for provider in PROVIDERS:
+        if provider in serving:
+            importlib.import_module(f"aipool.providers.{provider}")
 
 
 @worker_init.connect
