@@ -13,7 +13,7 @@ Two helpers keep routing cheap whatever a producer pastes:
   lets Python's ``re`` skip the positions where no match can start. ``re`` tries every
   alternative of a pattern at every position, unless each alternative starts with a literal
   character (it then jumps over characters that start none of them); case-insensitive literals
-  and a leading ``\b`` both defeat that. So patterns run lowercased against lowercased text, and
+  and a leading ``\\b`` both defeat that. So patterns run lowercased against lowercased text, and
   an alternative that starts with a word boundary and a letter starts with the letter instead
   (:func:`letter_first`).
 """
