@@ -33,6 +33,7 @@ from aipool.contract import Completion, ToolCall
 from aipool.errors import as_provider_error
 from aipool.quota import Quota
 from aipool.quota.reservation import Reservation
+from aipool.redis_lua import execute_loading
 
 log = logging.getLogger("aipool.admission")
 
@@ -110,20 +111,24 @@ class Admission:
         quota, res, breaker, permit = self.quota, self.reservation, self.breaker, self.permit
         if breaker is None:
             return
-        pipe = breaker.client.pipeline(transaction=False)
-        queued = False
-        if quota is not None and res is not None and not res.unlimited:
-            if completion is not None:
-                used = completion.input_tokens + completion.output_tokens
-                answer = json.dumps(completion.to_dict(), ensure_ascii=False)
-                quota.settle_in(pipe, res, used, answer)
-            else:
-                quota.release_in(pipe, res, called=True)
-            queued = True
-        now = breaker.record_in(pipe, outcome, permit) if report and permit else None
-        if now is None and not queued:
+        charging = quota is not None and res is not None and not res.unlimited
+        reporting = report and permit is not None
+        if not (charging or reporting):
             return
-        replies = pipe.execute()
+
+        def build(pipe: Any) -> float | None:
+            if quota is not None and res is not None and charging:
+                if completion is not None:
+                    used = completion.input_tokens + completion.output_tokens
+                    answer = json.dumps(completion.to_dict(), ensure_ascii=False)
+                    quota.settle_in(pipe, res, used, answer)
+                else:
+                    quota.release_in(pipe, res, called=True)
+            if reporting and permit is not None:
+                return breaker.record_in(pipe, outcome, permit)
+            return None
+
+        replies, now = execute_loading(breaker.client, build)
         if now is not None:
             breaker.recorded(replies[-1], now)
 

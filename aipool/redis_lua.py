@@ -8,10 +8,14 @@ server lost it, e.g. after a restart).
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 from redis.commands.core import Script
+from redis.exceptions import NoScriptError
+
+T = TypeVar("T")
 
 
 class LuaScripts:
@@ -20,6 +24,7 @@ class LuaScripts:
     def __init__(self, package: str, *names: str, composed: dict[str, str] | None = None) -> None:
         self._sources = {name: source(package, name) for name in names}
         self._sources.update(composed or {})
+        _ALL.append(self)
         self._registered: weakref.WeakKeyDictionary[Any, dict[str, Script]] = (
             weakref.WeakKeyDictionary()
         )
@@ -31,6 +36,36 @@ class LuaScripts:
             scripts = {name: client.register_script(src) for name, src in self._sources.items()}
             self._registered[client] = scripts
         return scripts
+
+
+_ALL: list[LuaScripts] = []
+
+
+def evalsha_in(pipe: Any, script: Script, keys: list[Any], args: list[Any]) -> None:
+    """Queue ``script`` on ``pipe`` by its SHA alone.
+
+    redis-py sends SCRIPT EXISTS before every pipeline that holds a ``Script`` (one more round
+    trip per outcome); a Redis that lost its scripts answers NOSCRIPT instead, and
+    :func:`execute_loading` loads them and runs the pipeline once more.
+    """
+    pipe.evalsha(script.sha, len(keys), *keys, *args)  # type: ignore[attr-defined]
+
+
+def execute_loading(client: Any, build: Callable[[Any], T]) -> tuple[list[Any], T]:
+    """Build a pipeline with ``build`` and run it in one round trip; if Redis lost the scripts
+    (a restart), load every script of the package and run it again. Returns the replies and
+    what ``build`` returned."""
+    pipe = client.pipeline(transaction=False)
+    built = build(pipe)
+    try:
+        return pipe.execute(), built
+    except NoScriptError:
+        for scripts in _ALL:
+            for body in scripts._sources.values():
+                client.script_load(body)
+        pipe = client.pipeline(transaction=False)
+        built = build(pipe)
+        return pipe.execute(), built
 
 
 def source(package: str, name: str) -> str:

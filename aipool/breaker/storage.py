@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aipool.breaker.state import BreakerState
-from aipool.redis_lua import LuaScripts, text
+from aipool.redis_lua import LuaScripts, evalsha_in, text
 
 _SCRIPTS = LuaScripts("aipool.breaker", "acquire", "record")
 
@@ -115,7 +115,7 @@ class BreakerStore:
     def record_in(self, pipe: Any, *call: Any) -> None:
         """Queue ``record.lua`` on ``pipe`` (one round trip with the other outcome writes)."""
         keys, args = self.record_call(*call)
-        self._record(keys=keys, args=args, client=pipe)
+        evalsha_in(pipe, self._record, keys, args)
 
     def record(
         self, outcome: str, now: float, generation: int, token: str | None, threshold: int

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aipool.redis_lua import LuaScripts, text
+from aipool.redis_lua import LuaScripts, evalsha_in, text
 
 _SCRIPTS = LuaScripts("aipool.quota", "reserve", "settle", "release", "restore")
 
@@ -116,7 +116,7 @@ class QuotaStore:
         self, pipe: Any, name: str, day: str, month: str, actual: int, answer: str, keep: int
     ) -> None:
         keys, args = self._settle_call(name, day, month, actual, answer, keep)
-        self._settle(keys=keys, args=args, client=pipe)
+        evalsha_in(pipe, self._settle, keys, args)
 
     def _release_keys(self, name: str, day: str, month: str) -> list[str]:
         return [
@@ -132,7 +132,7 @@ class QuotaStore:
         return text(self._release(keys=keys, args=[mode, name])[0])
 
     def release_in(self, pipe: Any, name: str, day: str, month: str, mode: str) -> None:
-        self._release(keys=self._release_keys(name, day, month), args=[mode, name], client=pipe)
+        evalsha_in(pipe, self._release, self._release_keys(name, day, month), [mode, name])
 
     def restore(self, day: str, month: str, args: list[Any]) -> list[int]:
         reply = self._restore(keys=[self.day_key(day), self.month_key(month)], args=args)
