@@ -42,8 +42,7 @@ class Admission:
     """Permission to call one provider once, and the record of how that call ended.
 
     Built by the guards; an admission with no breaker and no quota (unguarded use) records
-    nothing. ``outcome`` is ``None`` until the block is left, then ``"ok"`` or ``"error"``;
-    ``recorded`` says whether Redis took the outcome.
+    nothing. ``recorded`` says whether Redis took the outcome.
     """
 
     def __init__(
@@ -61,7 +60,6 @@ class Admission:
         self.quota = quota
         self.reservation = reservation
         self.completion: Completion | None = None
-        self.outcome: str | None = None
         self.recorded = True
 
     def answered(self, completion: Completion) -> None:
@@ -79,10 +77,8 @@ class Admission:
     ) -> None:
         try:
             if exc is None and self.completion is not None:
-                self.outcome = "ok"
                 self._succeeded(self.completion)
             else:
-                self.outcome = "error"
                 self._failed(exc)
         except Exception:
             # The call is over and its answer (or error) must reach the producer whatever Redis

@@ -97,12 +97,6 @@ class BreakerStore:
         keys = [self.state_key, self.trials_key]
         return keys, [repr(now), repr(recovery_timeout), max_trials, repr(trial_timeout), token]
 
-    def acquire(
-        self, now: float, recovery_timeout: float, max_trials: int, trial_timeout: float, token: str
-    ) -> Acquired:
-        keys, args = self.acquire_call(now, recovery_timeout, max_trials, trial_timeout, token)
-        return acquired(self.run_acquire(keys, args))
-
     def run_acquire(self, keys: list[str], args: list[Any]) -> list[Any]:
         return list(self._acquire(keys=keys, args=args))
 

@@ -174,35 +174,24 @@ def insert_keeping_success(engine: Engine) -> Insert:
     or replaced: a replaced row returns the stored id, not the incoming one.
     """
     table = usage_logs
+    # Both dialects spell the upsert alike; only where ``insert`` comes from differs.
     if engine.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as pg_insert
-
-        stmt = pg_insert(table)
-        replacement = {
-            c.name: stmt.excluded[c.name]
-            for c in table.columns
-            if c.name not in ("id", "request_id", "attempt")
-        }
-        return stmt.on_conflict_do_update(
-            index_elements=["request_id", "attempt"],
-            set_=replacement,
-            where=and_(stmt.excluded.success, not_(table.c.success)),
-        ).returning(table.c.id)
-    if engine.dialect.name == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
-        lite = sqlite_insert(table)
-        replacement = {
-            c.name: lite.excluded[c.name]
-            for c in table.columns
-            if c.name not in ("id", "request_id", "attempt")
-        }
-        return lite.on_conflict_do_update(
-            index_elements=["request_id", "attempt"],
-            set_=replacement,
-            where=and_(lite.excluded.success, not_(table.c.success)),
-        ).returning(table.c.id)
-    raise NotImplementedError(f"ledger does not support the {engine.dialect.name} dialect")
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert
+    elif engine.dialect.name == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert  # type: ignore[assignment]
+    else:
+        raise NotImplementedError(f"ledger does not support the {engine.dialect.name} dialect")
+    stmt = dialect_insert(table)
+    replacement = {
+        c.name: stmt.excluded[c.name]
+        for c in table.columns
+        if c.name not in ("id", "request_id", "attempt")
+    }
+    return stmt.on_conflict_do_update(
+        index_elements=["request_id", "attempt"],
+        set_=replacement,
+        where=and_(stmt.excluded.success, not_(table.c.success)),
+    ).returning(table.c.id)
 
 
 def _winners(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -88,9 +88,6 @@ class QuotaStore:
             self.answer_key(name),
         ]
 
-    def reserve(self, name: str, day: str, month: str, args: list[Any]) -> list[str]:
-        return self.run_reserve(self.reserve_keys(name, day, month), args)
-
     def run_reserve(self, keys: list[str], args: list[Any]) -> list[str]:
         return [text(v) for v in self._reserve(keys=keys, args=args)]
 
