@@ -22,7 +22,11 @@ Every failure the pool can meet is one of these, so deciding what to do next is 
     │   ├── DeadlineExceeded    the request's latency budget ran out while it waited
     │   ├── GuardUnavailable    breaker or quota could not be read (Redis down): no call unguarded
     │   └── AttemptEnded        a redelivered attempt whose call already ended: never called twice
-    └── InvalidJourney          a message's journey is not one the pool could have produced
+    ├── InvalidJourney          a message's journey is not one the pool could have produced
+    └── PoolUnavailable         a producer or command cannot reach the pool it needs
+        ├── NoRedis             ``REDIS_URL`` is unset and no embedded Redis is running
+        ├── NoWorker            no worker consumes the queue a request would go to
+        └── NoAnswer            no answer came within the producer's timeout
 
 SDK exceptions are mapped into this tree in exactly one place per adapter (``map_error``).
 """
@@ -153,6 +157,31 @@ class InvalidJourney(AipoolError):
     """The journey in a message names a hop no route of this pool produces."""
 
     code = "invalid_journey"
+
+
+class PoolUnavailable(AipoolError):
+    """The pool a producer or command needs cannot be reached; the message says how to fix it."""
+
+    code = "pool_unavailable"
+
+
+class NoRedis(PoolUnavailable):
+    """No Redis to use: ``REDIS_URL`` is unset and no embedded Redis is running. Nothing ever
+    starts one silently, so a producer never enqueues where no worker listens."""
+
+    code = "no_redis"
+
+
+class NoWorker(PoolUnavailable):
+    """No running worker consumes the queue a request would be sent to."""
+
+    code = "no_worker"
+
+
+class NoAnswer(PoolUnavailable):
+    """The request got no answer within the producer's timeout."""
+
+    code = "no_answer"
 
 
 def as_provider_error(exc: BaseException) -> ProviderError:

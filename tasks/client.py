@@ -2,6 +2,10 @@
 
 Services that cannot import aipool send ``ai.generate`` by name to the ``router`` queue instead
 (see the README); both paths give the same route for the same request.
+
+The producer must enqueue where the workers listen, so it never starts a Redis of its own: with
+``REDIS_URL`` unset it uses the embedded Redis a running ``aipool demo`` or ``aipool redis``
+announced, and without one :func:`submit` raises :class:`~aipool.errors.NoRedis`.
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ def submit(request: dict[str, Any], *, app: Celery | None = None, **options: Any
 
     The request is validated and routed here, so it goes straight to its first available provider's
     queue, skipping providers whose breaker is open or whose quota is spent. An invalid request
-    raises :class:`~aipool.errors.InvalidRequest` at once, before anything is enqueued.
+    raises :class:`~aipool.errors.InvalidRequest` at once, before anything is enqueued; no Redis
+    to send to (``REDIS_URL`` unset and no embedded Redis running) raises
+    :class:`~aipool.errors.NoRedis`.
     ``options`` are passed to Celery's ``send_task`` (``task_id``, ``expires``, ``priority``...).
     """
     if app is None:

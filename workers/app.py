@@ -1,25 +1,51 @@
-"""The Celery application of the pool: ``celery -A workers.app worker -Q ollama`` and friends."""
+"""The Celery application of the pool: ``celery -A workers.app worker -Q ollama`` and friends.
+
+A worker or beat says in its first log line which Redis it serves, and says so loudly when that is
+an embedded one (only processes on this machine can reach it). Started without any Redis it stops
+at once with one line saying how to give it one. The router worker also consumes Celery's default
+queue (``celery``), so a producer that forgot ``queue="router"`` is still answered, with a warning.
+"""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from celery import Celery
 
+from aipool.errors import NoRedis
+
 app = Celery("aipool")
 app.config_from_object("celeryconfig")
+
+
 app.conf.include = ["tasks.generate", "tasks.probe", "tasks.maintenance"]
+
+
+def _celery_command() -> bool:
+    # Only the `celery` program turns a missing Redis into a one-line exit; a producer importing
+    # this module gets NoRedis raised, to handle as it likes.
+    program = Path(sys.argv[0])
+    return program.name == "celery" or program.parts[-2:] == ("celery", "__main__.py")
+
+
+try:
+    # Reading the broker loads celeryconfig, which asks aipool.redis_url for the Redis.
+    _broker_url = str(app.conf.broker_url)
+except NoRedis as exc:
+    if _celery_command():
+        raise SystemExit(f"aipool: {exc}") from None
+    raise
 
 # No message kills a worker: every task message is checked at the edge before Celery acts on it
 # (workers/edge.py). The Redis channel also checks the envelope, which fails before any consumer
 # code runs; AMQP has no such envelope. The embedded broker (redis+socket://) is named by its URL
 # prefix, which kombu resolves itself, so it keeps kombu's own channel.
 app.conf.worker_consumer = "workers.edge:EdgeConsumer"
-if (
-    urlsplit(str(app.conf.broker_url)).scheme in ("redis", "rediss")
-    and not app.conf.broker_transport
-):
+if urlsplit(_broker_url).scheme in ("redis", "rediss") and not app.conf.broker_transport:
     app.conf.broker_transport = "workers.edge:RedisTransport"
 
-# Worker-process wiring (metrics server, prometheus multiprocess cleanup) lives with the signals.
-from workers import signals  # noqa: E402,F401
+# Worker-process wiring (metrics server, prometheus multiprocess cleanup) lives with the signals;
+# the first log line and the default queue have modules of their own.
+from workers import announce, default_queue, signals  # noqa: E402,F401

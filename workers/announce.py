@@ -1,0 +1,49 @@
+"""The first log line of a worker or beat: which Redis it serves and which ledger it writes.
+
+An embedded Redis (a Unix socket, see :mod:`aipool.embedded_redis`) is reachable only from this
+machine, and a worker on one serves only producers that found the same server: that is said as a
+warning, so nobody mistakes such a worker for one of the shared pool.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery.signals import after_setup_logger
+
+log = logging.getLogger("aipool.workers")
+
+_said = False
+
+
+def where_line(broker_url: str, redis_url: str, database_url: str) -> tuple[int, str]:
+    """The level and text of the line (pure, for tests)."""
+    from aipool.embedded_redis import is_embedded
+    from aipool.pool_location import describe_database, describe_redis
+
+    ledger = describe_database(database_url)
+    if is_embedded(broker_url):
+        return logging.WARNING, (
+            f"broker is an embedded Redis: {describe_redis(broker_url)}; only processes on this "
+            f"machine that find it reach this pool (set REDIS_URL for a shared one); ledger {ledger}"
+        )
+    return logging.INFO, (
+        f"broker {describe_redis(broker_url)}; breakers and quotas on "
+        f"{describe_redis(redis_url)}; ledger {ledger}"
+    )
+
+
+@after_setup_logger.connect
+def say_where(**_: Any) -> None:
+    """Log :func:`where_line` once per process, right after Celery set its logging up."""
+    global _said
+    if _said:
+        return
+    _said = True
+    from aipool.ledger.db import database_url
+    from aipool.redis_url import redis_url
+    from workers.app import app
+
+    level, text = where_line(str(app.conf.broker_url), redis_url(), database_url())
+    log.log(level, "%s", text)
