@@ -18,19 +18,20 @@ import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import UTC, datetime, tzinfo
 from decimal import Decimal
 from functools import cache
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine
 
 from aipool.budget import rules
 from aipool.budget.events import open_period, record_once, set_channels
 from aipool.budget.messages import describe
 from aipool.budget.rules import Condition
+from aipool.budget.sender import pool_sends_alerts
+from aipool.budget.usage import budget_usage
 from aipool.ledger.db import make_engine
-from aipool.ledger.models import DailyUsage, UsageLogRow
-from aipool.ledger.periods import day_range, local_day, local_zone, month_start
+from aipool.ledger.periods import local_day, local_zone
 from aipool.limits import load_limits
 from aipool.notify import Notification, Notifier, dispatch, notifiers_from_env
 
@@ -60,43 +61,6 @@ class Sent:
     state: str
     summary: str
     channels: dict[str, str]
-
-
-def _usage_now(engine: Engine, now: datetime, zone: tzinfo) -> tuple[dict[str, int], Decimal, int]:
-    """Tokens per provider today, the month's cost so far, Ollama failures in the window."""
-    t, d = UsageLogRow, DailyUsage
-    today = local_day(now, zone)
-    start, end = day_range(today, zone)
-    since = now - timedelta(minutes=rules.OLLAMA_WINDOW_MINUTES)
-    with engine.connect() as conn:
-        tokens = {
-            p: int(n)
-            for p, n in conn.execute(
-                select(t.provider, func.sum(t.input_tokens + t.output_tokens))
-                .where(t.created_at >= start, t.created_at < end)
-                .group_by(t.provider)
-            )
-        }
-        today_cost = conn.execute(
-            select(func.coalesce(func.sum(t.cost_usd), 0)).where(
-                t.created_at >= start, t.created_at < end
-            )
-        ).scalar_one()
-        # Earlier days come from the roll-up table: the month's raw rows are never rescanned.
-        earlier_cost = conn.execute(
-            select(func.coalesce(func.sum(d.cost_usd), 0)).where(
-                d.day >= month_start(today), d.day < today
-            )
-        ).scalar_one()
-        failures = conn.execute(
-            select(func.count()).where(
-                t.provider == "ollama",
-                t.outcome.in_(("error", "deadline")),
-                t.created_at >= since,
-                t.created_at <= now,
-            )
-        ).scalar_one()
-    return tokens, Decimal(today_cost) + Decimal(earlier_cost), int(failures)
 
 
 def _notification(c: Condition, state: str, summary: str, description: str) -> Notification:
@@ -144,7 +108,7 @@ def apply_conditions(
         if event_id is None:
             continue  # another run journaled it first and sends it
         if state == "firing":
-            # Conditions come highest threshold first (see rules.daily_token_conditions).
+            # Conditions come highest threshold first (see rules.quota_conditions).
             superseded.add((c.rule, c.provider))
         channels = dispatch(_notification(c, state, summary, description), notifiers)
         set_channels(engine, event_id, channels)
@@ -159,18 +123,23 @@ def run_budget_checks(
     tz: tzinfo | str | None = None,
     lang: str | None = None,
 ) -> list[Sent]:
-    """Evaluate daily tokens, monthly cost and Ollama failures now; send what is news."""
+    """Evaluate the calendar quotas and the monthly cost now; send what is news.
+
+    Nothing is evaluated or sent when Prometheus sends the alerts (``AIPOOL_ALERTS``).
+    """
+    if not pool_sends_alerts():
+        return []
     engine = engine or default_engine()
     notifiers = notifiers_from_env() if notifiers is None else notifiers
     now = now or datetime.now(UTC)
     zone = tz if isinstance(tz, tzinfo) else local_zone(tz)
-    tokens, month_cost, failures = _usage_now(engine, now, zone)
+    usage = budget_usage(engine, now, zone)
     today = local_day(now, zone)
+    month = today.strftime("%Y-%m")
     quotas = {p: limits.quota for p, limits in load_limits().items()}
     conditions = [
-        *rules.daily_token_conditions(tokens, quotas, today.isoformat()),
-        rules.monthly_cost_condition(month_cost, monthly_budget_usd(), today.strftime("%Y-%m")),
-        rules.ollama_failure_condition(failures),
+        *rules.quota_conditions(usage, quotas, today.isoformat(), month),
+        rules.monthly_cost_condition(usage.month_cost, monthly_budget_usd(), month),
     ]
     return apply_conditions(engine, conditions, notifiers, now, zone=zone, lang=lang)
 
@@ -185,6 +154,8 @@ def _breaker(
     facts: dict[str, object],
 ) -> list[Sent]:
     try:
+        if not pool_sends_alerts():
+            return []  # Prometheus alerts on the breaker state (AIPOOL_ALERTS=prometheus)
         return apply_conditions(
             engine or default_engine(),
             [rules.breaker_condition(provider, is_open, **facts)],

@@ -26,55 +26,68 @@ def _money(value: object) -> str:
     return f"{d:.0f}" if d == d.to_integral_value() else f"{d:.2f}"
 
 
+_ZH_QUOTA = {
+    "daily_tokens": ("每日用量", "今日 {p} 已使用 {used:,} tokens（每日上限 {limit:,}）"),
+    "daily_requests": ("每日請求數", "今日 {p} 已呼叫 {used:,} 次（每日上限 {limit:,}）"),
+    "monthly_tokens": ("每月用量", "本月 {p} 已使用 {used:,} tokens（每月上限 {limit:,}）"),
+}
+_EN_QUOTA = {
+    "daily_tokens": ("daily usage", "{p} used {used:,} tokens today (daily limit {limit:,})"),
+    "daily_requests": (
+        "daily requests",
+        "{p} was called {used:,} times today (daily limit {limit:,})",
+    ),
+    "monthly_tokens": (
+        "monthly usage",
+        "{p} used {used:,} tokens this month (monthly limit {limit:,})",
+    ),
+}
+
+
 def _zh(c: Condition) -> tuple[str, str]:
     p, f = display_name(c.provider), c.facts
-    if c.rule == "daily_tokens":
-        summary = f"{p} API 每日用量已達 {f['percent']}%"
+    if c.rule in _ZH_QUOTA:
+        what, detail = _ZH_QUOTA[c.rule]
+        summary = f"{p} API {what}已達 {f['percent']}%"
         if f["percent"] == 90:
             summary += "，即將觸發限流"
-        return summary, f"今日 {p} 已使用 {f['used']:,} tokens（每日上限 {f['limit']:,}）"
+        return summary, detail.format(p=p, used=f["used"], limit=f["limit"])
     if c.rule == "monthly_cost":
         return (
             f"AI 月度成本已達 ${_money(f['line'])} (預算 {f['percent']}%)",
             f"本月累計成本 ${Decimal(str(f['cost'])):.2f}，月預算 ${_money(f['budget'])}",
         )
-    if c.rule == "ollama_failures":
-        return (
-            "Ollama 服務可能已離線",
-            f"過去 {f['minutes']} 分鐘 Ollama 請求失敗超過 {f['limit']} 次"
-            f"（{f['failures']} 次），已啟動雲端備援",
-        )
     if c.rule == "breaker_open":
         detail = f"{p} 熔斷器開啟，暫停呼叫 {p}，流量改走備援"
         if f.get("failures"):
             detail = f"{p} 連續失敗 {f['failures']} 次，熔斷器開啟，暫停呼叫，流量改走備援"
+        if c.provider == "ollama":
+            # ADR-006's own words for its Ollama alert: the local model is off, cloud carries on.
+            return "Ollama 服務可能已離線", detail + "，已啟動雲端備援"
         return f"{p} 熔斷器已開啟", detail
     return f"{c.rule} {c.provider} {c.threshold}", ""
 
 
 def _en(c: Condition) -> tuple[str, str]:
     p, f = display_name(c.provider), c.facts
-    if c.rule == "daily_tokens":
-        summary = f"{p} API daily usage reached {f['percent']}%"
+    if c.rule in _EN_QUOTA:
+        what, detail = _EN_QUOTA[c.rule]
+        summary = f"{p} API {what} reached {f['percent']}%"
         if f["percent"] == 90:
             summary += ", throttling imminent"
-        return summary, f"{p} used {f['used']:,} tokens today (daily limit {f['limit']:,})"
+        return summary, detail.format(p=p, used=f["used"], limit=f["limit"])
     if c.rule == "monthly_cost":
         return (
             f"AI monthly cost reached ${_money(f['line'])} ({f['percent']}% of budget)",
             f"Cost this month ${Decimal(str(f['cost'])):.2f}, "
             f"monthly budget ${_money(f['budget'])}",
         )
-    if c.rule == "ollama_failures":
-        return (
-            "Ollama may be offline",
-            f"More than {f['limit']} Ollama requests failed in the last {f['minutes']} minutes "
-            f"({f['failures']}); cloud fallback active",
-        )
     if c.rule == "breaker_open":
         detail = f"Calls to {p} are paused; traffic goes to the fallback providers"
         if f.get("failures"):
             detail = f"{p} failed {f['failures']} times in a row; " + detail[0].lower() + detail[1:]
+        if c.provider == "ollama":
+            return "Ollama may be offline", detail + " (cloud fallback active)"
         return f"{p} circuit breaker opened", detail
     return f"{c.rule} {c.provider} {c.threshold}", ""
 

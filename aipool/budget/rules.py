@@ -1,15 +1,17 @@
 """ADR-006's alert rules as pure functions: usage in, conditions out (no I/O here).
 
-- ``daily_tokens``: a provider's tokens today at 70% (warning) and 90% (critical) of its daily
-  quota (``load_limits()``); providers without a daily quota have no such alert.
+- Calendar quotas (``daily_tokens``, ``daily_requests``, ``monthly_tokens``): a provider's use of
+  the local day or month at 70% (warning) and 90% (critical) of each limit it has
+  (``load_limits()``); a provider without that limit has no such alert.
 - ``monthly_cost``: the month's cost at 50% of the monthly budget (warning).
-- ``ollama_failures``: more than 5 failed Ollama calls in 5 minutes (critical; cloud fallback is
-  then carrying the traffic).
-- ``breaker_open``: a provider's breaker opened (critical), reported by the breaker's listener.
+- ``breaker_open``: a provider's breaker opened (critical), reported by the breaker's listener. For
+  Ollama, the first hop of the general chain, this is ADR-006's "Ollama may be offline": its
+  breaker opens on consecutive failures that count against it, never on skipped hops.
 
-Calendar rules (the first two) are keyed by their local day or month, so a new period starts
-fresh. Episode rules (the last two) have no calendar: an episode starts when the condition first
-holds and ends, with one "resolved" message, when it stops holding.
+Calendar rules are keyed by their local day or month, so a new period starts fresh. The episode
+rule (breaker) has no calendar: an episode starts when the condition first holds and ends, with
+one "resolved" message, when it stops holding. The Prometheus rules in ``k8s/monitoring`` use the
+same thresholds (``tests/deploy`` checks that they agree).
 """
 
 from __future__ import annotations
@@ -17,12 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from aipool.budget.usage import CALENDAR_QUOTAS, BudgetUsage
 from aipool.limits import QuotaLimits
 
-DAILY_TOKEN_THRESHOLDS = ((70, "warning"), (90, "critical"))
+QUOTA_THRESHOLDS = ((70, "warning"), (90, "critical"))
 MONTHLY_BUDGET_FRACTION = Decimal("0.5")
-OLLAMA_FAILURE_LIMIT = 5
-OLLAMA_WINDOW_MINUTES = 5
 
 
 @dataclass(frozen=True)
@@ -42,27 +43,30 @@ class Condition:
     facts: dict[str, object] = field(default_factory=dict)
 
 
-def daily_token_conditions(
-    tokens_today: dict[str, int], quotas: dict[str, QuotaLimits], day: str
+def quota_conditions(
+    usage: BudgetUsage, quotas: dict[str, QuotaLimits], day: str, month: str
 ) -> list[Condition]:
-    """One condition per provider with a daily token quota and per threshold, highest first."""
+    """One condition per provider, calendar limit it has and threshold; per (provider, limit)
+    the highest threshold first. ``day`` and ``month`` name the current local periods."""
     result = []
     for provider, quota in quotas.items():
-        if not quota.daily_tokens:
-            continue
-        used = tokens_today.get(provider, 0)
-        for percent, severity in sorted(DAILY_TOKEN_THRESHOLDS, reverse=True):
-            result.append(
-                Condition(
-                    rule="daily_tokens",
-                    provider=provider,
-                    threshold=f"{percent}%",
-                    severity=severity,
-                    holds=used * 100 >= quota.daily_tokens * percent,
-                    period=day,
-                    facts={"used": used, "limit": quota.daily_tokens, "percent": percent},
+        for name in CALENDAR_QUOTAS:
+            limit = getattr(quota, name)
+            if not limit:
+                continue
+            used = usage.of(provider).used(name)
+            for percent, severity in sorted(QUOTA_THRESHOLDS, reverse=True):
+                result.append(
+                    Condition(
+                        rule=name,
+                        provider=provider,
+                        threshold=f"{percent}%",
+                        severity=severity,
+                        holds=used * 100 >= limit * percent,
+                        period=month if name.startswith("monthly") else day,
+                        facts={"used": used, "limit": limit, "percent": percent},
+                    )
                 )
-            )
     return result
 
 
@@ -74,30 +78,14 @@ def monthly_cost_condition(cost: Decimal, budget: Decimal, month: str) -> Condit
         provider="*",
         threshold=f"{int(MONTHLY_BUDGET_FRACTION * 100)}%",
         severity="warning",
-        holds=budget > 0 and cost >= line,
+        # The exact fraction, not the rounded line, as the Prometheus rule compares it.
+        holds=budget > 0 and cost >= budget * MONTHLY_BUDGET_FRACTION,
         period=month,
         facts={
             "cost": cost,
             "budget": budget,
             "line": line,
             "percent": int(MONTHLY_BUDGET_FRACTION * 100),
-        },
-    )
-
-
-def ollama_failure_condition(failures: int) -> Condition:
-    """More than ``OLLAMA_FAILURE_LIMIT`` failures in the last ``OLLAMA_WINDOW_MINUTES``."""
-    return Condition(
-        rule="ollama_failures",
-        provider="ollama",
-        threshold=f">{OLLAMA_FAILURE_LIMIT}/{OLLAMA_WINDOW_MINUTES}m",
-        severity="critical",
-        holds=failures > OLLAMA_FAILURE_LIMIT,
-        period=None,
-        facts={
-            "failures": failures,
-            "limit": OLLAMA_FAILURE_LIMIT,
-            "minutes": OLLAMA_WINDOW_MINUTES,
         },
     )
 

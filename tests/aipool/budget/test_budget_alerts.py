@@ -25,7 +25,12 @@ GEMINI_DAILY = 100_000  # ADR-006 default, pinned below
 
 @pytest.fixture(autouse=True)
 def _adr_limits(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("AIPOOL_LIMITS_FILE", "AIPOOL_GEMINI_DAILY_TOKENS", "AIPOOL_MONTHLY_BUDGET_USD"):
+    for name in (
+        "AIPOOL_LIMITS_FILE",
+        "AIPOOL_GEMINI_DAILY_TOKENS",
+        "AIPOOL_MONTHLY_BUDGET_USD",
+        "AIPOOL_ALERTS",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AIPOOL_GEMINI_DAILY_TOKENS", str(GEMINI_DAILY))
     load_limits.cache_clear()
@@ -45,21 +50,24 @@ class Ledger:
         self.engine = engine
         self.n = 0
 
-    def use(self, provider: str, tokens: int, at: datetime, **kw: Any) -> None:
-        self.n += 1
-        rec = UsageRecord(
-            f"r{self.n}",
-            0,
-            provider,
-            "m",
-            kw.pop("outcome", "ok"),
-            kw.pop("success", True),
-            input_tokens=tokens,
-            created_at=at,
-            **kw,
-        )
+    def use(self, provider: str, tokens: int, at: datetime, times: int = 1, **kw: Any) -> None:
+        rows = []
+        for _ in range(times):
+            self.n += 1
+            rec = UsageRecord(
+                f"r{self.n}",
+                0,
+                provider,
+                "m",
+                kw.get("outcome", "ok"),
+                kw.get("success", True),
+                input_tokens=tokens,
+                created_at=at,
+                **{k: v for k, v in kw.items() if k not in ("outcome", "success")},
+            )
+            rows.append(_row(rec))
         with self.engine.begin() as conn:
-            conn.execute(usage_logs.insert(), [_row(rec)])
+            conn.execute(usage_logs.insert(), rows)
 
 
 def _env(http_url: str, smtp_port: int) -> dict[str, str]:
@@ -214,28 +222,82 @@ def test_given_monthly_cost_past_half_budget_when_checked_then_one_warning_in_en
     assert "AI monthly cost reached $5 (50% of budget)" in http_sink.bodies("/slack")[0]["text"]
 
 
-def test_given_ollama_failing_when_checked_then_critical_once_and_resolved_once(
+def test_given_ollama_hops_skipped_or_rejected_when_checked_then_nothing_is_sent(
     engine: Engine, http_sink: Any
 ) -> None:
-    # Given: six failed Ollama calls within five minutes
+    # Given: within five minutes, ten Ollama hops skipped for a passed deadline (Ollama never
+    # called) and ten requests Ollama refused as malformed (a healthy Ollama answering 400)
     notifiers = notifiers_from_env({"AIPOOL_ALERT_WEBHOOK_URL": f"{http_sink.url}/hook"})
     ledger = Ledger(engine)
     now = datetime(2026, 3, 14, 10, 0, tzinfo=TAIPEI)
-    for i in range(6):
-        ledger.use("ollama", 0, now - timedelta(seconds=30 * i), outcome="error", success=False)
+    ledger.use("ollama", 0, now - timedelta(minutes=1), 10, outcome="deadline", success=False)
+    ledger.use(
+        "ollama",
+        0,
+        now - timedelta(minutes=2),
+        10,
+        outcome="error",
+        success=False,
+        error_message="rejected: ollama HTTP 400",
+    )
     # When
-    fired = run_budget_checks(engine, notifiers, now=now, tz=TAIPEI)
-    still = run_budget_checks(engine, notifiers, now=now + timedelta(minutes=1), tz=TAIPEI)
-    resolved = run_budget_checks(engine, notifiers, now=now + timedelta(minutes=10), tz=TAIPEI)
-    later = run_budget_checks(engine, notifiers, now=now + timedelta(minutes=15), tz=TAIPEI)
+    sent = run_budget_checks(engine, notifiers, now=now, tz=TAIPEI)
+    # Then: no "Ollama may be offline": that alert is the Ollama breaker's, which only failures
+    # that count against Ollama open
+    assert sent == []
+    assert http_sink.bodies("/hook") == []
+
+
+def test_given_the_ollama_breaker_opening_when_notified_then_the_adr_offline_alert_once(
+    engine: Engine, http_sink: Any
+) -> None:
+    notifiers = notifiers_from_env({"AIPOOL_ALERT_WEBHOOK_URL": f"{http_sink.url}/hook"})
+    kwargs: dict[str, Any] = {"engine": engine, "notifiers": notifiers}
+    assert len(notify_breaker_opened("ollama", failures=3, **kwargs)) == 1
+    assert notify_breaker_opened("ollama", failures=3, **kwargs) == []
+    (body,) = http_sink.bodies("/hook")
+    assert body["alerts"][0]["labels"]["severity"] == "critical"
+    assert body["alerts"][0]["annotations"]["summary"] == "Ollama 服務可能已離線"
+    assert "已啟動雲端備援" in body["alerts"][0]["annotations"]["description"]
+
+
+def test_given_gemini_called_350_times_today_when_checked_then_one_daily_requests_warning(
+    engine: Engine, http_sink: Any
+) -> None:
+    # Given: 350 calls that reached Gemini (70% of its 500 a day) and 200 hops that skipped it
+    notifiers = notifiers_from_env({"AIPOOL_ALERT_WEBHOOK_URL": f"{http_sink.url}/hook"})
+    ledger = Ledger(engine)
+    now = datetime(2026, 3, 14, 10, tzinfo=TAIPEI)
+    ledger.use("gemini", 10, now, 349)
+    ledger.use("gemini", 0, now, 200, outcome="circuit_open", success=False)
+    assert run_budget_checks(engine, notifiers, now=now, tz=TAIPEI) == []
+    ledger.use("gemini", 0, now, 1, outcome="error", success=False)
+    # When
+    sent = run_budget_checks(engine, notifiers, now=now + timedelta(minutes=5), tz=TAIPEI)
     # Then
-    assert [(s.rule, s.state) for s in fired] == [("ollama_failures", "firing")]
-    assert still == [] and later == []
-    assert [(s.rule, s.state) for s in resolved] == [("ollama_failures", "resolved")]
-    bodies = http_sink.bodies("/hook")
-    assert bodies[0]["alerts"][0]["annotations"]["summary"] == "Ollama 服務可能已離線"
-    assert "已啟動雲端備援" in bodies[0]["alerts"][0]["annotations"]["description"]
-    assert bodies[1]["status"] == "resolved"
+    assert [(s.rule, s.provider, s.threshold) for s in sent] == [
+        ("daily_requests", "gemini", "70%")
+    ]
+    summary = http_sink.bodies("/hook")[0]["alerts"][0]["annotations"]["summary"]
+    assert summary == "Gemini API 每日請求數已達 70%"
+
+
+def test_given_prometheus_sends_the_alerts_when_checked_then_the_pool_sends_nothing(
+    engine: Engine, http_sink: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given: usage past 90% and a breaker opening, with AIPOOL_ALERTS=prometheus
+    monkeypatch.setenv("AIPOOL_ALERTS", "prometheus")
+    notifiers = notifiers_from_env({"AIPOOL_ALERT_WEBHOOK_URL": f"{http_sink.url}/hook"})
+    now = datetime(2026, 3, 14, 10, tzinfo=TAIPEI)
+    Ledger(engine).use("gemini", 95_000, now)
+    # When
+    checked = run_budget_checks(engine, notifiers, now=now, tz=TAIPEI)
+    opened = notify_breaker_opened("claude", engine=engine, notifiers=notifiers)
+    # Then: Prometheus pages for these; the pool neither sends nor journals them
+    assert checked == [] and opened == []
+    assert http_sink.bodies("/hook") == []
+    with engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(AlertEvent)).scalar_one() == 0
 
 
 def test_given_a_breaker_opening_when_notified_twice_then_one_alert_and_one_recovery(
