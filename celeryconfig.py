@@ -3,11 +3,17 @@
 Loaded by ``workers.app:app``. Defaults follow DESIGN.md: JSON only, late acks with redelivery of a
 lost worker's message, prefetch 1 (so queue length is what KEDA scales on), events on for Flower,
 Asia/Taipei calendar.
+
+The broker is Redis (``REDIS_URL``) unless ``CELERY_BROKER_URL`` names another, such as RabbitMQ
+(``amqp://``). Results, breakers and quotas stay in Redis whatever the broker: a result backend is
+never derived from an AMQP broker URL (Celery has no ``amqp`` result backend any more).
 """
 
 from __future__ import annotations
 
 import os
+from typing import Any
+from urllib.parse import urlsplit
 
 from kombu import Exchange, Queue
 
@@ -19,7 +25,13 @@ from schedules.beat import task_routes as _maintenance_routes
 _env = os.environ.get
 
 broker_url = _env("CELERY_BROKER_URL") or celery_url()
-result_backend = _env("CELERY_RESULT_BACKEND") or broker_url
+result_backend = _env("CELERY_RESULT_BACKEND") or celery_url()
+
+
+def is_amqp(url: str) -> bool:
+    """Whether ``url`` names an AMQP broker (RabbitMQ) rather than Redis."""
+    return urlsplit(url).scheme in ("amqp", "amqps", "pyamqp")
+
 
 # JSON only: a pickle payload from the broker would be remote code execution.
 task_serializer = "json"
@@ -43,15 +55,31 @@ task_time_limit = int(_env("AIPOOL_TASK_TIME_LIMIT", "120"))
 # (the hard limit: prefetch 1, no ETA tasks) or a slow hop would run twice; anything above that is
 # time a crashed worker's requests wait. Hard limit + 60 s.
 visibility_timeout = int(_env("AIPOOL_VISIBILITY_TIMEOUT", str(task_time_limit + 60)))
-broker_transport_options = {
-    "visibility_timeout": visibility_timeout,
-    # kombu looks for such messages only every interval × throttle seconds (10 × 10 by default),
-    # which would add up to 100 s to the visibility timeout: look every tenth of it instead.
-    "unacked_restore_interval": max(1, visibility_timeout // 10),
-    "unacked_restore_throttle": 1,
-    "socket_timeout": 5.0,
-    "socket_connect_timeout": 5.0,
-}
+
+
+def transport_options(url: str) -> dict[str, Any]:
+    """Broker transport options for ``url``: each broker's own, none of the other's."""
+    if is_amqp(url):
+        # RabbitMQ gives a dead consumer's unacked messages back as soon as its connection drops:
+        # no visibility timeout. Publishes are confirmed, so a hop is acked only once the broker
+        # holds its next message.
+        return {"confirm_publish": True}
+    return {
+        "visibility_timeout": visibility_timeout,
+        # kombu looks for such messages only every interval × throttle seconds (10 × 10 by
+        # default), which would add up to 100 s to the visibility timeout: every tenth of it.
+        "unacked_restore_interval": max(1, visibility_timeout // 10),
+        "unacked_restore_throttle": 1,
+        # Priorities off: kombu would keep each priority in a list of its own (``claude\x06\x163``)
+        # that KEDA's list scaler never counts, and serves 0 first (the reverse of AMQP). One list
+        # per queue is the backlog the autoscaler sees. A producer's priority is still carried.
+        "priority_steps": [0],
+        "socket_timeout": 5.0,
+        "socket_connect_timeout": 5.0,
+    }
+
+
+broker_transport_options = transport_options(broker_url)
 result_backend_transport_options = {"retry_policy": {"timeout": 5.0}}
 # A hop that answered while Redis was restarting keeps trying to store its answer (about 40 s)
 # rather than failing the producer with a ConnectionError after the provider was paid.
@@ -78,7 +106,16 @@ enable_utc = True
 
 _direct = Exchange("aipool", type="direct")
 QUEUES = ("router", *PROVIDERS, "maintenance")
-task_queues = tuple(Queue(name, _direct, routing_key=name) for name in QUEUES)
+# On RabbitMQ every queue of the pool is a quorum queue: replicated, durable, and a consumer's
+# unacked messages return to the queue the moment its connection is gone. Redis ignores queue
+# arguments. Quorum queues take no priorities (RabbitMQ 3.x), which agrees with priorities off on
+# Redis. The virtual host must have quorum as its default queue type (docs/operations.md): a
+# producer with Celery's defaults declares ``router`` with no type, which RabbitMQ refuses against
+# a quorum queue anywhere else.
+QUORUM = {"x-queue-type": "quorum"}
+task_queues = tuple(
+    Queue(name, _direct, routing_key=name, queue_arguments=QUORUM) for name in QUEUES
+)
 task_default_queue = "router"
 task_default_exchange = "aipool"
 task_default_routing_key = "router"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import Any
 from urllib.parse import urlparse
 
 import pytest
@@ -30,6 +31,13 @@ os.environ.setdefault("NVIDIA_API_KEY", "nvapi-test-key")
 
 from aipool.simulator import Simulator  # noqa: E402
 from tests.support.pool import Worker  # noqa: E402
+from tests.support.rabbitmq import (  # noqa: E402
+    BrokerUnderTest,
+    amqp_producer,
+    drop_vhost,
+    fresh_vhost,
+    vhost_name,
+)
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 _ENV_FOR = {
@@ -120,3 +128,43 @@ def pool(celery_app, simulator: Simulator) -> Iterator[Worker]:  # type: ignore[
         yield worker
     finally:
         worker.stop()
+
+
+@pytest.fixture(scope="session")
+def amqp_url() -> Iterator[str]:
+    """A RabbitMQ virtual host of this run (quorum by default), dropped at the end."""
+    name = vhost_name(TEST_REDIS_URL)
+    yield fresh_vhost(name)
+    drop_vhost(name)
+
+
+@pytest.fixture(scope="session")
+def amqp_app(amqp_url: str) -> Iterator[Any]:
+    """A producer on the run's RabbitMQ virtual host, reading results from the test Redis."""
+    app = amqp_producer(amqp_url, TEST_REDIS_URL)
+    yield app
+    app.close()
+
+
+@pytest.fixture(scope="session")
+def amqp_pool(celery_app, simulator: Simulator, amqp_url: str, amqp_app) -> Iterator[Worker]:  # type: ignore[no-untyped-def]
+    """One real worker on RabbitMQ serving every queue. Only the broker is named, as an operator
+    switching brokers would: results, breakers and quotas follow ``REDIS_URL``."""
+    worker = Worker(worker_env(CELERY_BROKER_URL=amqp_url))
+    try:
+        worker.wait_ready(amqp_app)
+        yield worker
+    finally:
+        worker.stop()
+
+
+@pytest.fixture(params=["redis", "amqp"])
+def broker(request: pytest.FixtureRequest, celery_app) -> BrokerUnderTest:  # type: ignore[no-untyped-def]
+    """Runs a test on each broker: Redis (the session pool) and RabbitMQ (its own worker)."""
+    if request.param == "redis":
+        request.getfixturevalue("pool")
+        return BrokerUnderTest("redis", TEST_REDIS_URL, celery_app)
+    request.getfixturevalue("amqp_pool")
+    return BrokerUnderTest(
+        "amqp", request.getfixturevalue("amqp_url"), request.getfixturevalue("amqp_app")
+    )

@@ -1,0 +1,65 @@
+"""celeryconfig under each broker: what an operator gets by setting only ``CELERY_BROKER_URL``.
+
+Each case imports the settings in a fresh interpreter with the environment a deployment sets,
+because ``celeryconfig`` reads the environment once, at import.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+REDIS = "redis://:pw@redis.internal:6379/4"
+AMQP = "amqp://aipool:pw@rabbitmq.internal:5672/aipool"
+
+
+def _settings(**env: str) -> dict[str, Any]:
+    script = (
+        "import json, celeryconfig as c\n"
+        "print(json.dumps({'broker_url': c.broker_url, 'result_backend': c.result_backend,\n"
+        "  'transport': c.broker_transport_options,\n"
+        "  'queues': {q.name: q.queue_arguments for q in c.task_queues}}))\n"
+    )
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("CELERY_")}
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_given_only_an_amqp_broker_when_loaded_then_results_stay_in_redis() -> None:
+    # Given an operator who sets RabbitMQ as broker and nothing else
+    settings = _settings(REDIS_URL=REDIS, CELERY_BROKER_URL=AMQP)
+    # Then the broker is RabbitMQ and the result backend is REDIS_URL, never the AMQP URL
+    assert settings["broker_url"] == AMQP
+    assert settings["result_backend"].endswith(REDIS)
+    assert "amqp" not in settings["result_backend"]
+    # and RabbitMQ gets its own transport options (no Redis visibility timeout), confirmed publishes
+    assert settings["transport"] == {"confirm_publish": True}
+    # and every queue of the pool is declared as a quorum queue
+    assert all(args == {"x-queue-type": "quorum"} for args in settings["queues"].values())
+
+
+def test_given_the_redis_broker_when_loaded_then_priorities_are_off_and_lost_workers_return() -> (
+    None
+):
+    # Given the default broker (REDIS_URL)
+    settings = _settings(REDIS_URL=REDIS, AIPOOL_TASK_TIME_LIMIT="120")
+    transport = settings["transport"]
+    # Then one list per queue, whatever a message's priority (what KEDA's list scaler counts)
+    assert transport["priority_steps"] == [0]
+    # and a dead worker's messages return after the hard limit + 60 s, looked for every tenth
+    assert transport["visibility_timeout"] == 180
+    assert transport["unacked_restore_interval"] == 18
+    assert settings["broker_url"] == settings["result_backend"].split("+", 1)[-1] == REDIS
