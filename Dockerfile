@@ -1,31 +1,48 @@
 # syntax=docker/dockerfile:1
-# One image for every aipool process: the queue workers, beat, flower, the health endpoint and the
-# simulator. The command picks the role; the default is a router worker.
+# One image for every aipool process: the queue workers, beat, flower, the health endpoint, the
+# migration job and the simulator. The command picks the role; the default is a router worker.
+#
+# The base is pinned by version and by the digest of its multi-architecture index, so a rebuild
+# gets the same Python and Debian; bump both together (docs/operations.md, "Upgrading").
+ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm@sha256:65a93d69fa75478d554f4ad27c85c1e69fa184956261b4301ebaf6dbb0a3543d
 
-FROM python:3.11-slim AS build
+FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
-COPY . .
-# Wheels only: the runtime stage gets the installed package, not the source tree or build tools.
-RUN pip wheel --wheel-dir /wheels .
+# Dependencies first, from the lock alone: a change to the pool's source rebuilds only the last
+# wheel, not the seventy it depends on.
+COPY requirements.lock ./
+RUN pip wheel --no-deps --wheel-dir /wheels -r requirements.lock
+COPY pyproject.toml README.md celeryconfig.py ./
+COPY aipool ./aipool
+COPY workers ./workers
+COPY tasks ./tasks
+COPY schedules ./schedules
+RUN pip wheel --no-deps --wheel-dir /wheels .
 
-FROM python:3.11-slim
+FROM ${PYTHON_IMAGE}
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    AIPOOL_TIMEZONE=Asia/Taipei \
-    PROMETHEUS_MULTIPROC_DIR=/tmp/prometheus \
-    AIPOOL_METRICS_PORT=9808
+    AIPOOL_TIMEZONE=Asia/Taipei
+# tini is PID 1: it forwards SIGTERM to the Celery parent (which then finishes the hop in hand)
+# and reaps any process whose parent died, so no zombie outlives a killed pool child.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends tini=0.19.0-1+b3 \
+    && rm -rf /var/lib/apt/lists/*
+# Exactly the locked wheels, nothing from an index; pip check fails the build if one is missing.
 COPY --from=build /wheels /wheels
-RUN pip install /wheels/*.whl && rm -rf /wheels
+RUN pip install --no-index --no-deps /wheels/*.whl && pip check && rm -rf /wheels
 # A fixed non-root uid, so Kubernetes' runAsNonRoot can verify it and volumes can be chowned to it.
-RUN useradd --uid 10001 --user-group --create-home --home-dir /home/aipool aipool \
-    && mkdir -p /tmp/prometheus && chown aipool:aipool /tmp/prometheus
+RUN useradd --uid 10001 --user-group --create-home --home-dir /home/aipool aipool
 USER 10001:10001
 WORKDIR /home/aipool
 # API keys are never part of the image: they arrive at run time from /run/secrets/<name> (compose
-# secrets, Kubernetes secret volumes) or the environment.
+# secrets, Kubernetes secret volumes) or the environment. PROMETHEUS_MULTIPROC_DIR is set only on
+# the workers (compose, k8s), whose metrics directory is their own: a process that inherits it
+# without the directory (Flower) would fail on every metric it touches.
 EXPOSE 9808
+ENTRYPOINT ["/usr/bin/tini", "--"]
 CMD ["celery", "-A", "workers.app", "worker", "-Q", "router", "-n", "router@%h", \
      "--concurrency=4", "--prefetch-multiplier=1", "-O", "fair", "--loglevel=INFO"]
