@@ -1,9 +1,11 @@
-"""Prometheus metrics of the pool, named as the alert rules in ``k8s/monitoring`` expect.
+"""Prometheus metrics of every hop, named as the alert rules and dashboard in ``k8s/monitoring``
+expect.
 
-Labels are bounded (provider, model, outcome, direction): never a user id or a request id, so the
-series count stays fixed however many users the pool serves. Under Celery's prefork pool the
+Labels are bounded (provider, model, outcome, direction, code): never a user id or a request id,
+so the series count stays fixed however many users the pool serves. Under Celery's prefork pool the
 values are aggregated across processes through ``PROMETHEUS_MULTIPROC_DIR`` (see
-``workers.signals``).
+``workers.signals``). Gauges of the pool's shared state (breakers, quotas, queues, budgets) are
+read at scrape time instead, by the maintenance worker (:mod:`aipool.pool_state`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,23 @@ from __future__ import annotations
 from prometheus_client import Counter, Histogram
 
 from aipool.breaker.state import BreakerTransition
+from aipool.errors import ProviderFailure
 from aipool.hop import AttemptEvent
+
+
+def _failure_codes() -> frozenset[str]:
+    codes: set[str] = set()
+    classes: list[type[ProviderFailure]] = [ProviderFailure]
+    while classes:
+        cls = classes.pop()
+        codes.add(cls.code)
+        classes.extend(cls.__subclasses__())
+    return frozenset(codes)
+
+
+#: Error codes of failures that count against a provider (its breaker counts them too); a 400-class
+#: rejection, a skipped hop or a passed deadline says nothing about the provider's health.
+FAILURE_CODES = _failure_codes()
 
 REQUESTS = Counter(
     "aipool_requests",
@@ -28,6 +46,11 @@ LATENCY = Histogram(
     ["provider"],
     buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 45, 90),
 )
+FAILURES = Counter(
+    "aipool_provider_failures",
+    "Calls that failed in a way that counts against the provider (timeouts, 5xx, 429, ...), by code.",
+    ["provider", "code"],
+)
 BREAKER_TRANSITIONS = Counter(
     "aipool_breaker_transitions",
     "Breaker state changes, by the state entered.",
@@ -39,6 +62,9 @@ def observe_attempt(event: AttemptEvent) -> None:
     """Count one hop (an :data:`~aipool.hop.Observer`)."""
     provider = event.hop.provider
     REQUESTS.labels(provider, event.attempt.outcome).inc()
+    code = failure_code(event.attempt.outcome, event.attempt.error)
+    if code is not None:
+        FAILURES.labels(provider, code).inc()
     if event.attempt.outcome in ("ok", "error") and event.attempt.latency_ms:
         LATENCY.labels(provider).observe(event.attempt.latency_ms / 1000)
     completion = event.completion
@@ -46,6 +72,18 @@ def observe_attempt(event: AttemptEvent) -> None:
         TOKENS.labels(provider, completion.model, "input").inc(completion.input_tokens)
         TOKENS.labels(provider, completion.model, "output").inc(completion.output_tokens)
         COST.labels(provider).inc(float(event.cost_usd))
+
+
+def failure_code(outcome: str, error: str | None) -> str | None:
+    """The code of a failure that counts against the provider, else ``None``.
+
+    A failed call's attempt reads ``"<code>: <reason>"`` (``aipool.hop``); a redelivered attempt
+    whose call already ended carries no code and was counted when it ended.
+    """
+    if outcome != "error" or not error:
+        return None
+    code = error.split(":", 1)[0]
+    return code if code in FAILURE_CODES else None
 
 
 def observe_transition(event: BreakerTransition) -> None:

@@ -53,15 +53,19 @@ def _import_provider_sdks(sender: Any = None, **_: Any) -> None:
     # before it forks, every pool child, and every replacement of a killed one, starts with it;
     # only the SDKs of the queues this worker serves, so an Ollama worker holds no cloud SDK.
     # Clients are still built in each child (sockets must not cross a fork).
-    queues = getattr(getattr(getattr(sender, "app", None), "amqp", None), "queues", None)
-    serving = set(getattr(queues, "consume_from", None) or {})
+    serving = _consumed_queues(sender)
     for provider in PROVIDERS:
         if provider in serving:
             importlib.import_module(f"aipool.providers.{provider}")
 
 
+def _consumed_queues(sender: Any) -> set[str]:
+    queues = getattr(getattr(getattr(sender, "app", None), "amqp", None), "queues", None)
+    return set(getattr(queues, "consume_from", None) or {})
+
+
 @worker_init.connect
-def _start_metrics_server(**_: Any) -> None:
+def _start_metrics_server(sender: Any = None, **_: Any) -> None:
     # Started in the parent before it forks, over a multiprocess registry: a server started in
     # each child would show one child's numbers only. Without the directory there is no endpoint.
     directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
@@ -72,8 +76,13 @@ def _start_metrics_server(**_: Any) -> None:
     from prometheus_client import CollectorRegistry, start_http_server
     from prometheus_client.multiprocess import MultiProcessCollector
 
+    from aipool.pool_state import collectors_for
+
     registry = CollectorRegistry()
     MultiProcessCollector(registry)
+    # Queues consumed, and on the maintenance worker the pool's shared state, read at scrape time.
+    for collector in collectors_for(getattr(sender, "app", None), _consumed_queues(sender)):
+        registry.register(collector)
     port = int(os.environ.get("AIPOOL_METRICS_PORT", "9808"))
     start_http_server(port, registry=registry)
     log.info("metrics on :%d/metrics", port)

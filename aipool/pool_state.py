@@ -1,0 +1,277 @@
+"""Gauges of the pool's shared state, read when Prometheus scrapes a worker's parent process.
+
+Counters of hops live in the pool children (:mod:`aipool.metrics`); what is shared by the whole
+pool is read where it lives, at scrape time, so a gauge is never older than the scrape and never
+counted twice by two replicas:
+
+- every worker: ``aipool_worker_consumes{queue}`` (1 per queue it consumes);
+- the maintenance worker (one replica) adds :class:`PoolState`: breakers and quotas (Redis), queue
+  depths (the broker), and the calendar budgets from the ledger, through the same
+  :func:`aipool.budget.usage.budget_usage` the pool's own budget checks use.
+
+A source that cannot be read is reported as ``aipool_state_up{source} 0`` and its gauges are left
+out of that scrape; the worker's own metrics are still served.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+
+from aipool.breaker import Breaker
+from aipool.breaker.state import BreakerState
+from aipool.budget.sender import alert_sender
+from aipool.budget.usage import CALENDAR_QUOTAS, budget_usage
+from aipool.limits import ProviderLimits
+from aipool.quota import Quota
+
+log = logging.getLogger(__name__)
+
+QueueDepths = Callable[[], Mapping[str, int]]
+
+
+class WorkerQueues(Collector):
+    """``aipool_worker_consumes{queue} 1`` for each queue this worker consumes."""
+
+    def __init__(self, queues: Iterable[str]) -> None:
+        self.queues = sorted(set(queues))
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily(
+            "aipool_worker_consumes",
+            "1 for each queue this worker consumes; summed over workers, the consumers per queue.",
+            labels=["queue"],
+        )
+        for queue in self.queues:
+            family.add_metric([queue], 1)
+        yield family
+
+
+class PoolState(Collector):
+    """Breakers, quotas, queue depths and budgets of the whole pool, read at every scrape.
+
+    ``redis`` is a callable returning the client of the pool's shared state, ``engine`` one
+    returning the ledger's engine (both built on first use, in the scraping thread);
+    ``queue_depths`` returns the messages waiting per queue.
+    """
+
+    def __init__(
+        self,
+        *,
+        redis: Callable[[], Any],
+        engine: Callable[[], Any],
+        queue_depths: QueueDepths,
+        limits: Mapping[str, ProviderLimits],
+        monthly_budget_usd: Callable[[], Any],
+        zone: ZoneInfo,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.redis = redis
+        self.engine = engine
+        self.queue_depths = queue_depths
+        self.limits = limits
+        self.monthly_budget_usd = monthly_budget_usd
+        self.zone = zone
+        self.clock = clock
+
+    def collect(self) -> Iterator[Metric]:
+        up = GaugeMetricFamily(
+            "aipool_state_up",
+            "1 when this scrape read the source (redis, broker, ledger), else 0.",
+            labels=["source"],
+        )
+        for source, read in (
+            ("redis", self._redis_state),
+            ("broker", self._queues),
+            ("ledger", self._budgets),
+        ):
+            try:
+                families = list(read())
+            except Exception as exc:  # a scrape reports an outage, it never fails on one
+                log.warning("pool state: %s unreadable: %s", source, type(exc).__name__)
+                up.add_metric([source], 0)
+                continue
+            up.add_metric([source], 1)
+            yield from families
+        yield up
+        sender = GaugeMetricFamily(
+            "aipool_alert_sender_info",
+            "Who sends budget and breaker alerts (AIPOOL_ALERTS): pool or prometheus.",
+            labels=["sender"],
+        )
+        sender.add_metric([alert_sender()], 1)
+        yield sender
+
+    def _redis_state(self) -> Iterator[Metric]:
+        from aipool.ledger.usage_log import UsageLog
+
+        client = self.redis()
+        state = GaugeMetricFamily(
+            "aipool_breaker_state",
+            "1 for the state each provider's breaker is in (closed, half_open, open), else 0.",
+            labels=["provider", "state"],
+        )
+        failures = GaugeMetricFamily(
+            "aipool_breaker_consecutive_failures",
+            "Consecutive failures the breaker has counted against the provider.",
+            labels=["provider"],
+        )
+        used = GaugeMetricFamily(
+            "aipool_quota_used",
+            "What the quota guard has counted in the current window (rpm: the last 60 s; daily "
+            "and monthly: the local calendar period), reservations in flight included.",
+            labels=["provider", "quota"],
+        )
+        limit = GaugeMetricFamily(
+            "aipool_quota_limit",
+            "The quota guard's limit per window; absent for an unlimited window.",
+            labels=["provider", "quota"],
+        )
+        for provider, pl in self.limits.items():
+            snapshot = Breaker(client, provider, pl.breaker, self.clock).snapshot()
+            for each in BreakerState:
+                state.add_metric([provider, each.value], int(snapshot["state"] == each.value))
+            failures.add_metric([provider], snapshot["consecutive_failures"])
+            usage = Quota(client, provider, pl.quota, self.clock, self.zone).usage()
+            for name in ("rpm", *CALENDAR_QUOTAS):
+                window = usage[name]
+                if window["used"] is not None:
+                    used.add_metric([provider, name], window["used"])
+                if window["limit"] is not None:
+                    limit.add_metric([provider, name], window["limit"])
+        pending = GaugeMetricFamily(
+            "aipool_ledger_pending_records",
+            "Usage records waiting in Redis for the ledger's drain (beat drains every 5 s).",
+            value=UsageLog(client).pending(),
+        )
+        return iter([state, failures, used, limit, pending])
+
+    def _queues(self) -> Iterator[Metric]:
+        depth = GaugeMetricFamily(
+            "aipool_queue_depth",
+            "Messages waiting in each queue (taken ones excluded; workers prefetch one).",
+            labels=["queue"],
+        )
+        for queue, count in sorted(self.queue_depths().items()):
+            depth.add_metric([queue], count)
+        return iter([depth])
+
+    def _budgets(self) -> Iterator[Metric]:
+        now = datetime.fromtimestamp(self.clock(), UTC)
+        usage = budget_usage(self.engine(), now, self.zone, self.limits)
+        used = GaugeMetricFamily(
+            "aipool_budget_used",
+            "Ledger: use of each calendar quota in the local day or month (AIPOOL_TIMEZONE).",
+            labels=["provider", "quota"],
+        )
+        limit = GaugeMetricFamily(
+            "aipool_budget_limit",
+            "Each provider's calendar quota, where it has one.",
+            labels=["provider", "quota"],
+        )
+        cost = GaugeMetricFamily(
+            "aipool_budget_cost_usd",
+            "Ledger: cost in USD of the local day and month so far, per provider.",
+            labels=["provider", "period"],
+        )
+        for provider, pl in self.limits.items():
+            figures = usage.of(provider)
+            for name in CALENDAR_QUOTAS:
+                used.add_metric([provider, name], figures.used(name))
+                allowed = getattr(pl.quota, name)
+                if allowed:
+                    limit.add_metric([provider, name], allowed)
+            cost.add_metric([provider, "day"], float(figures.day_cost))
+            cost.add_metric([provider, "month"], float(figures.month_cost))
+        budget = GaugeMetricFamily(
+            "aipool_budget_monthly_usd",
+            "The monthly AI budget in USD (AIPOOL_MONTHLY_BUDGET_USD).",
+            value=float(self.monthly_budget_usd()),
+        )
+        return iter([used, limit, cost, budget])
+
+
+def broker_queue_depths(app: Any, queues: Iterable[str]) -> dict[str, int]:
+    """Messages waiting in each of ``queues``, asked of the broker of Celery ``app``.
+
+    A queue the broker does not know holds nothing (Redis drops an empty list).
+    """
+    depths = {}
+    with app.connection_for_read() as conn:
+        conn.ensure_connection(max_retries=0)  # one try: a scrape must stay short
+        channel = conn.channel()
+        try:
+            for queue in queues:
+                try:
+                    depths[queue] = int(
+                        channel.queue_declare(queue=queue, passive=True).message_count
+                    )
+                except conn.channel_errors:
+                    depths[queue] = 0
+                    channel.close()  # AMQP closes a channel after a failed passive declare
+                    channel = conn.channel()
+        finally:
+            channel.close()
+    return depths
+
+
+def state_redis(url: str | None = None) -> Any:
+    """A client for reading the pool's state at scrape time: one try, short timeouts.
+
+    A scrape must answer within Prometheus's timeout even with Redis down; redis-py's default
+    retries with backoff would take longer than that.
+    """
+    import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    from aipool.redis_url import redis_url
+
+    return redis.Redis.from_url(
+        url or redis_url(),
+        socket_connect_timeout=1.0,
+        socket_timeout=2.0,
+        retry=Retry(NoBackoff(), 0),
+    )
+
+
+def collectors_for(app: Any, consumed: Iterable[str]) -> list[Collector]:
+    """The collectors a worker's parent adds to its metrics registry.
+
+    Every worker reports the queues it consumes; the one consuming ``maintenance`` (a single
+    replica) also reports the pool's state, so each gauge comes from one place. The clients are
+    built on the first scrape, in the scraping thread of the parent: the parent forks its pool
+    children before that, and the ledger engine keeps no connection between scrapes.
+    """
+    consumed = sorted(set(consumed))
+    collectors: list[Collector] = [WorkerQueues(consumed)]
+    if "maintenance" not in consumed:
+        return collectors
+    from sqlalchemy.pool import NullPool
+
+    from aipool import config
+    from aipool.budget import monthly_budget_usd
+    from aipool.ledger.db import make_engine
+    from aipool.limits import load_limits
+
+    queues = [q.name for q in app.conf.task_queues or ()] or consumed
+    collectors.append(
+        PoolState(
+            redis=functools.cache(state_redis),
+            engine=functools.cache(lambda: make_engine(poolclass=NullPool)),
+            queue_depths=lambda: broker_queue_depths(app, queues),
+            limits=load_limits(),
+            monthly_budget_usd=monthly_budget_usd,
+            zone=config.timezone(),
+        )
+    )
+    return collectors

@@ -1,0 +1,62 @@
+"""Hop metrics: which failed calls count against a provider."""
+
+from __future__ import annotations
+
+import pytest
+from prometheus_client import REGISTRY
+
+from aipool.chains import Hop
+from aipool.hop import AttemptEvent
+from aipool.journey import Attempt, Route
+from aipool.metrics import failure_code, observe_attempt
+
+
+@pytest.mark.parametrize(
+    ("outcome", "error", "code"),
+    [
+        ("error", "timeout: ollama did not answer within 2 s", "timeout"),
+        ("error", "unreachable: connection refused", "unreachable"),
+        ("error", "server_error: ollama HTTP 500", "server_error"),
+        ("error", "rate_limited: gemini HTTP 429", "rate_limited"),
+        ("error", "bad_response: ValueError", "bad_response"),
+        # a healthy provider refusing one malformed request
+        ("error", "rejected: ollama HTTP 400", None),
+        # hops that never called the provider
+        ("deadline", "deadline of 0.001s passed", None),
+        ("circuit_open", "ollama breaker is open", None),
+        ("quota_exceeded", "gemini quota has no room", None),
+        # a redelivered attempt whose call already ended (counted then)
+        ("error", "ollama was already called for this attempt", None),
+        ("ok", None, None),
+    ],
+)
+def test_given_an_attempt_when_classified_then_only_provider_failures_have_a_code(
+    outcome: str, error: str | None, code: str | None
+) -> None:
+    assert failure_code(outcome, error) == code
+
+
+def _failures(provider: str, code: str) -> float:
+    labels = {"provider": provider, "code": code}
+    return REGISTRY.get_sample_value("aipool_provider_failures_total", labels) or 0.0
+
+
+def test_given_timeouts_and_deadline_skips_when_observed_then_only_timeouts_are_failures() -> None:
+    # Given
+    route = Route("CHAT", 1, (Hop("ollama", "llama3.2:3b"), Hop("static", "static")), "test")
+    before_timeouts = _failures("ollama", "timeout")
+
+    def event(outcome: str, error: str) -> AttemptEvent:
+        attempt = Attempt("ollama", "llama3.2:3b", outcome, error)
+        return AttemptEvent("r", 0, route.chain[0], attempt, route, None)
+
+    # When: two timeouts and five deadline skips
+    for _ in range(2):
+        observe_attempt(event("error", "timeout: no answer"))
+    for _ in range(5):
+        observe_attempt(event("deadline", "deadline of 0.001s passed"))
+    # Then
+    assert _failures("ollama", "timeout") - before_timeouts == 2
+    assert REGISTRY.get_sample_value(
+        "aipool_requests_total", {"provider": "ollama", "outcome": "deadline"}
+    ) >= 5

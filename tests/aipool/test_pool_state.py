@@ -1,0 +1,222 @@
+"""The pool's shared state as Prometheus gauges: breakers, quotas, queues and ledger budgets."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import fakeredis
+import pytest
+import redis
+from prometheus_client import CollectorRegistry
+from sqlalchemy import Engine
+
+from aipool.breaker import Breaker
+from aipool.budget import rules
+from aipool.budget.usage import budget_usage
+from aipool.ledger.db import make_engine, migrate
+from aipool.ledger.models import usage_logs
+from aipool.ledger.record import UsageRecord
+from aipool.ledger.rollup import rollup_day
+from aipool.ledger.usage_log import _row
+from aipool.limits import DEFAULTS
+from aipool.pool_state import PoolState, WorkerQueues, broker_queue_depths, state_redis
+from aipool.quota import Quota
+
+TAIPEI = ZoneInfo("Asia/Taipei")
+NOW = datetime(2026, 3, 14, 10, tzinfo=TAIPEI)
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Iterator[Engine]:
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    migrate(url)
+    engine = make_engine(url)
+    yield engine
+    engine.dispose()
+
+
+def _use(engine: Engine, provider: str, tokens: int, at: datetime, n: int = 1, **kw: Any) -> None:
+    rows = [
+        _row(
+            UsageRecord(
+                uuid.uuid4().hex,
+                0,
+                provider,
+                "m",
+                kw.get("outcome", "ok"),
+                kw.get("outcome", "ok") == "ok",
+                input_tokens=tokens,
+                cost_usd=kw.get("cost", Decimal(0)),
+                created_at=at,
+            )
+        )
+        for _ in range(n)
+    ]
+    with engine.begin() as conn:
+        conn.execute(usage_logs.insert(), rows)
+
+
+def _state(client: Any, engine: Engine, depths: dict[str, int] | None = None) -> PoolState:
+    return PoolState(
+        redis=lambda: client,
+        engine=lambda: engine,
+        queue_depths=lambda: depths or {"router": 0, "ollama": 3},
+        limits=DEFAULTS,
+        monthly_budget_usd=lambda: Decimal(10),
+        zone=TAIPEI,
+        clock=NOW.timestamp,
+    )
+
+
+def _registry(*collectors: Any) -> CollectorRegistry:
+    registry = CollectorRegistry()
+    for collector in collectors:
+        registry.register(collector)
+    return registry
+
+
+def test_given_breakers_quotas_and_queues_when_scraped_then_each_is_a_gauge(
+    ledger: Engine,
+) -> None:
+    # Given: Ollama's breaker opened by three failures, two Gemini calls this minute
+    client = fakeredis.FakeRedis()
+    ollama = Breaker(client, "ollama", DEFAULTS["ollama"].breaker, NOW.timestamp)
+    for _ in range(3):
+        ollama.record_failure(ollama.acquire())
+    gemini = Quota(client, "gemini", DEFAULTS["gemini"].quota, NOW.timestamp, TAIPEI)
+    for attempt in range(2):
+        gemini.settle(gemini.reserve("r", attempt, 100), 120)
+    # When
+    registry = _registry(_state(client, ledger))
+    value = registry.get_sample_value
+    # Then: the breaker's state is one-hot, the quota's windows carry used and limit
+    assert value("aipool_breaker_state", {"provider": "ollama", "state": "open"}) == 1
+    assert value("aipool_breaker_state", {"provider": "ollama", "state": "closed"}) == 0
+    assert value("aipool_breaker_state", {"provider": "gemini", "state": "closed"}) == 1
+    assert value("aipool_breaker_consecutive_failures", {"provider": "ollama"}) == 3
+    assert value("aipool_quota_used", {"provider": "gemini", "quota": "rpm"}) == 2
+    assert value("aipool_quota_limit", {"provider": "gemini", "quota": "rpm"}) == 10
+    assert value("aipool_quota_used", {"provider": "gemini", "quota": "daily_tokens"}) == 240
+    assert value("aipool_quota_limit", {"provider": "claude", "quota": "monthly_tokens"}) == 500_000
+    # an unlimited provider is not counted by the guard
+    assert value("aipool_quota_used", {"provider": "ollama", "quota": "rpm"}) is None
+    assert value("aipool_queue_depth", {"queue": "ollama"}) == 3
+    assert value("aipool_ledger_pending_records") == 0
+    for source in ("redis", "broker", "ledger"):
+        assert value("aipool_state_up", {"source": source}) == 1
+
+
+def test_given_ledger_rows_when_scraped_then_the_budget_gauges_are_what_beat_checks(
+    ledger: Engine,
+) -> None:
+    # Given: Gemini used 40,000 tokens on an earlier (rolled-up) day and 71,000 today in 350
+    # calls, and 20 hops skipped it today; Claude cost $2 earlier and $3.50 today
+    earlier = NOW - timedelta(days=3)
+    _use(ledger, "gemini", 40_000, earlier)
+    _use(ledger, "claude", 1_000, earlier, cost=Decimal("2.00"))
+    rollup_day(ledger, earlier.date(), TAIPEI)
+    _use(ledger, "gemini", 200, NOW, 350)
+    _use(ledger, "gemini", 1_000, NOW, 1)
+    _use(ledger, "gemini", 0, NOW, 20, outcome="circuit_open")
+    _use(ledger, "claude", 2_000, NOW, cost=Decimal("3.50"))
+    # When
+    value = _registry(_state(fakeredis.FakeRedis(), ledger)).get_sample_value
+    # Then: the calendar figures, per provider and quota
+    gemini = {"provider": "gemini"}
+    assert value("aipool_budget_used", {**gemini, "quota": "daily_tokens"}) == 71_000
+    assert value("aipool_budget_used", {**gemini, "quota": "daily_requests"}) == 351
+    assert value("aipool_budget_used", {**gemini, "quota": "monthly_tokens"}) == 111_000
+    assert value("aipool_budget_limit", {**gemini, "quota": "daily_tokens"}) == 100_000
+    assert value("aipool_budget_limit", {"provider": "ollama", "quota": "daily_tokens"}) is None
+    assert value("aipool_budget_used", {"provider": "ollama", "quota": "daily_tokens"}) == 0
+    assert value("aipool_budget_cost_usd", {"provider": "claude", "period": "day"}) == 3.5
+    assert value("aipool_budget_cost_usd", {"provider": "claude", "period": "month"}) == 5.5
+    assert value("aipool_budget_monthly_usd") == 10
+    # and every threshold the gauges cross (as the Prometheus rules compare them) is a condition
+    # beat's checks hold, and no other
+    usage = budget_usage(ledger, NOW, TAIPEI)
+    quotas = {p: pl.quota for p, pl in DEFAULTS.items()}
+    holding = {
+        (c.rule, c.provider, c.threshold)
+        for c in rules.quota_conditions(usage, quotas, "2026-03-14", "2026-03")
+        if c.holds
+    }
+    crossed = set()
+    for provider in DEFAULTS:
+        for quota in ("daily_tokens", "daily_requests", "monthly_tokens"):
+            labels = {"provider": provider, "quota": quota}
+            limit = value("aipool_budget_limit", labels)
+            for percent, _ in rules.QUOTA_THRESHOLDS:
+                if limit and value("aipool_budget_used", labels) / limit >= percent / 100:
+                    crossed.add((quota, provider, f"{percent}%"))
+    assert (
+        crossed
+        == holding
+        == {("daily_tokens", "gemini", "70%"), ("daily_requests", "gemini", "70%")}
+    )
+    month = rules.monthly_cost_condition(usage.month_cost, Decimal(10), "2026-03")
+    cost = sum(
+        value("aipool_budget_cost_usd", {"provider": p, "period": "month"}) or 0 for p in DEFAULTS
+    )
+    assert month.holds is (cost / 10 >= 0.5) is True
+
+
+def test_given_redis_unreachable_when_scraped_then_it_reports_so_and_serves_the_rest(
+    ledger: Engine,
+) -> None:
+    # Given: the scrape's client, of a port nobody listens on
+    down = state_redis("redis://127.0.0.1:1/0")
+    # When
+    value = _registry(_state(down, ledger)).get_sample_value
+    # Then
+    assert value("aipool_state_up", {"source": "redis"}) == 0
+    assert value("aipool_breaker_state", {"provider": "ollama", "state": "closed"}) is None
+    assert value("aipool_state_up", {"source": "ledger"}) == 1
+    assert value("aipool_budget_monthly_usd") == 10
+
+
+@pytest.mark.parametrize(("setting", "sender"), [(None, "pool"), ("prometheus", "prometheus")])
+def test_given_the_alert_setting_when_scraped_then_the_sender_is_exported(
+    ledger: Engine, monkeypatch: pytest.MonkeyPatch, setting: str | None, sender: str
+) -> None:
+    monkeypatch.delenv("AIPOOL_ALERTS", raising=False)
+    if setting:
+        monkeypatch.setenv("AIPOOL_ALERTS", setting)
+    value = _registry(_state(fakeredis.FakeRedis(), ledger)).get_sample_value
+    assert value("aipool_alert_sender_info", {"sender": sender}) == 1
+
+
+def test_given_a_worker_when_scraped_then_it_names_the_queues_it_consumes() -> None:
+    value = _registry(WorkerQueues(["ollama", "router"])).get_sample_value
+    assert value("aipool_worker_consumes", {"queue": "ollama"}) == 1
+    assert value("aipool_worker_consumes", {"queue": "router"}) == 1
+    assert value("aipool_worker_consumes", {"queue": "gemini"}) is None
+
+
+def test_given_messages_in_a_redis_queue_when_asked_then_the_broker_counts_them() -> None:
+    # Given: three messages on a queue nobody consumes, on the test Redis
+    from celery import Celery
+
+    url = os.environ.get("AIPOOL_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
+    app = Celery("aipool-test-depth", broker=url, set_as_current=False)
+    queue = "aipool-test-depth"
+    client = redis.Redis.from_url(url)
+    client.delete(queue)
+    try:
+        for _ in range(3):
+            app.send_task("ai.ping", queue=queue, routing_key=queue)
+        # When
+        depths = broker_queue_depths(app, [queue, "aipool-test-empty"])
+    finally:
+        client.delete(queue)
+        client.close()
+        app.close()
+    # Then: an empty (absent) queue holds nothing
+    assert depths == {queue: 3, "aipool-test-empty": 0}
