@@ -1,11 +1,19 @@
-"""The ai-usage report as a table an operator reads at a glance (``aipool status``)."""
+"""The pool's state as tables an operator reads at a glance (``aipool status``, ``aipool report``).
+
+The usage tables use :mod:`aipool.usage_words`, so a count has the same name in every command.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+
+from aipool.ledger.summary import ProviderSummary
+from aipool.usage_words import summary_cells, summary_headers, words
 
 _STATE_STYLE = {"closed": "green", "half_open": "yellow", "open": "bold red"}
 _COLUMNS = ("rpm", "daily_requests", "daily_tokens", "monthly_tokens")
@@ -20,11 +28,11 @@ def _cell(entry: dict[str, Any] | None) -> str:
 
 def render_status(report: dict[str, Any], console: Console) -> None:
     """Print breaker state and quota use (used / limit) per provider."""
-    table = Table(title="AI usage (shared by the whole pool)")
+    table = Table(title="Breakers and quotas (shared by the whole pool)")
     table.add_column("provider")
     table.add_column("breaker")
     for name in _COLUMNS:
-        table.add_column(name.replace("_", " "), justify="right")
+        table.add_column(f"quota: {name.replace('_', ' ')}", justify="right")
     for provider, entry in report.items():
         state = str(entry["breaker"].get("state", "?"))
         style = _STATE_STYLE.get(state, "")
@@ -34,4 +42,35 @@ def render_status(report: dict[str, Any], console: Console) -> None:
             f"[{style}]{state}[/]" if style else state,
             *(_cell(quota.get(name)) for name in _COLUMNS),
         )
+    console.print(table)
+
+
+def summary_table(summaries: Sequence[ProviderSummary], *, lang: str, title: str) -> Table:
+    """Per provider: calls, failed (by reason), skipped, answered, tokens, cost, p50/p95."""
+    table = Table(title=title)
+    for i, header in enumerate(summary_headers(lang)):
+        table.add_column(header, justify="left" if i == 0 else "right")
+    for s in summaries:
+        table.add_row(*summary_cells(s, lang))
+    if not summaries:
+        table.add_row(words(lang)["none"], *("0" for _ in summary_headers(lang)[1:]))
+    return table
+
+
+def render_summary(
+    summaries: Sequence[ProviderSummary], console: Console, *, lang: str, title: str
+) -> None:
+    """Print :func:`summary_table` with ``title`` (the period) and the period's total cost."""
+    total = sum((s.cost_usd for s in summaries), Decimal(0))
+    console.print(summary_table(summaries, lang=lang, title=f"{title}  ${total:.4f}"))
+
+
+def render_queues(depths: dict[str, int], console: Console, *, lang: str) -> None:
+    """Print the messages waiting per queue."""
+    w = words(lang)
+    table = Table(title=w["waiting"])
+    table.add_column(w["queue"])
+    table.add_column(w["waiting"], justify="right")
+    for queue, depth in depths.items():
+        table.add_row(queue, f"{depth:,}")
     console.print(table)

@@ -11,6 +11,7 @@ announced, and without one :func:`submit` raises :class:`~aipool.errors.NoRedis`
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from celery import Celery
@@ -23,31 +24,64 @@ from tasks.generate import TASK_NAME, describe
 from workers.runtime import hop_runner
 
 
+@dataclass(frozen=True)
+class Dispatch:
+    """A validated, routed request: the message :func:`send` puts on ``queue``."""
+
+    task_id: str
+    queue: str
+    kwargs: dict[str, Any]
+    kwargsrepr: str
+
+
+def route(request: dict[str, Any], *, task_id: str | None = None) -> Dispatch:
+    """Validate and route ``request`` (contract v1): which queue its first hop goes to.
+
+    Skips providers whose breaker is open or whose quota is spent now (each skip is recorded, as
+    the pool records every hop). Raises :class:`~aipool.errors.InvalidRequest` for a malformed
+    request and :class:`~aipool.errors.NoRedis` when there is no Redis to read breakers from.
+    """
+    parsed = parse_request(request)
+    request_id = str(task_id or uuid.uuid4())
+    step = hop_runner().start(parsed, request_id, decide(parsed), answer_terminal=False)
+    if not isinstance(step, Forward):  # answer_terminal=False never answers in the producer
+        raise RuntimeError("routing answered a request in the producer")
+    return Dispatch(
+        task_id=request_id,
+        queue=step.queue,
+        kwargs={"request": request, "journey": step.journey.to_dict()},
+        kwargsrepr=describe(step),
+    )
+
+
+def send(dispatch: Dispatch, *, app: Celery | None = None, **options: Any) -> AsyncResult:
+    """Enqueue a routed request; ``options`` go to Celery's ``send_task`` (``expires``,
+    ``priority``...). Returns the ``AsyncResult`` that gets the final answer."""
+    return (app or _default_app()).send_task(
+        TASK_NAME,
+        kwargs=dispatch.kwargs,
+        kwargsrepr=dispatch.kwargsrepr,
+        task_id=dispatch.task_id,
+        queue=dispatch.queue,
+        routing_key=dispatch.queue,
+        **options,
+    )
+
+
 def submit(request: dict[str, Any], *, app: Celery | None = None, **options: Any) -> AsyncResult:
     """Enqueue ``request`` (contract v1) and return the ``AsyncResult`` that gets the final answer.
 
-    The request is validated and routed here, so it goes straight to its first available provider's
-    queue, skipping providers whose breaker is open or whose quota is spent. An invalid request
-    raises :class:`~aipool.errors.InvalidRequest` at once, before anything is enqueued; no Redis
-    to send to (``REDIS_URL`` unset and no embedded Redis running) raises
-    :class:`~aipool.errors.NoRedis`.
-    ``options`` are passed to Celery's ``send_task`` (``task_id``, ``expires``, ``priority``...).
+    The request is validated and routed here (:func:`route`), so it goes straight to its first
+    available provider's queue, skipping providers whose breaker is open or whose quota is spent.
+    An invalid request raises :class:`~aipool.errors.InvalidRequest` at once, before anything is
+    enqueued; no Redis to send to (``REDIS_URL`` unset and no embedded Redis running) raises
+    :class:`~aipool.errors.NoRedis`. ``options`` are passed to Celery's ``send_task``
+    (``task_id``, ``expires``, ``priority``...).
     """
-    if app is None:
-        from workers.app import app as default_app
+    return send(route(request, task_id=options.pop("task_id", None)), app=app, **options)
 
-        app = default_app
-    parsed = parse_request(request)
-    task_id = str(options.pop("task_id", None) or uuid.uuid4())
-    step = hop_runner().start(parsed, task_id, decide(parsed), answer_terminal=False)
-    if not isinstance(step, Forward):  # answer_terminal=False never answers in the producer
-        raise RuntimeError("routing answered a request in the producer")
-    return app.send_task(
-        TASK_NAME,
-        kwargs={"request": request, "journey": step.journey.to_dict()},
-        kwargsrepr=describe(step),
-        task_id=task_id,
-        queue=step.queue,
-        routing_key=step.queue,
-        **options,
-    )
+
+def _default_app() -> Celery:
+    from workers.app import app
+
+    return app

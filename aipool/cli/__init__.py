@@ -1,151 +1,108 @@
 """The ``aipool`` command: run, probe and explain the pool.
 
-Each command is a thin shell over a plain function of the package; imports are local so that
-``aipool route`` does not pay for the model SDKs.
+Each command lives in a module of its own, a thin shell over plain functions of the package;
+heavy imports stay inside the commands, so ``aipool route`` does not pay for the model SDKs.
+
+Every mistake ends in one line on stderr and an exit code: **2** for a mistake in what was typed
+(an unknown option value, a malformed request, a day that does not exist), **1** when the command
+could not do its job (no Redis, no worker on the queue, no answer in time, a database that cannot
+be read). No traceback, unless ``--debug`` is given.
 """
 
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
-from typing import Annotated, Any
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import Annotated
 
 import typer
-from rich.console import Console
+from typer.exceptions import TyperException
+
+from aipool.cli import (
+    cost_estimate,
+    demo,
+    embedded,
+    migrate,
+    report,
+    route,
+    simulate,
+    status,
+    submit,
+)
+from aipool.cli.mistakes import USER_MISTAKE, exit_code_for, one_line
 
 app = typer.Typer(
     name="aipool",
     help="Celery worker pool for AI inference with local-first fallback.",
     no_args_is_help=True,
     add_completion=False,
+    pretty_exceptions_enable=False,
 )
-console = Console()
+
+_debug = False
 
 
-@app.command()
-def simulate(
-    host: Annotated[
-        str, typer.Option(help="Interface to listen on (loopback only).")
-    ] = "127.0.0.1",
-) -> None:
-    """Run loopback stand-ins for Ollama, Gemini, Claude and NVIDIA, with an admin endpoint for faults."""
-    from aipool.simulator import serve_forever
-
-    serve_forever(host=host)
-
-
-@app.command()
-def submit(
-    text: Annotated[str, typer.Argument(help="The prompt.")],
-    tools_file: Annotated[
-        Path | None,
-        typer.Option(help="JSON file with a list of tools (name, description, parameters)."),
-    ] = None,
-    intent: Annotated[str | None, typer.Option(help="Override the intent classifier.")] = None,
-    priority: Annotated[str, typer.Option(help="low, normal, high or critical.")] = "normal",
-    timeout: Annotated[float, typer.Option(help="Seconds to wait for the answer.")] = 120.0,
-) -> None:
-    """Send one request through the pool and print the result as JSON."""
-    from tasks.client import submit as submit_request
-
-    request: dict[str, Any] = {"prompt": text, "priority": priority, "user_id": "cli"}
-    if intent:
-        request["intent"] = intent
-    if tools_file:
-        request["tools"] = json.loads(tools_file.read_text(encoding="utf-8"))
-    result = submit_request(request)
-    console.print_json(json.dumps(result.get(timeout=timeout), ensure_ascii=False))
-
-
-@app.command()
-def route(text: Annotated[str, typer.Argument(help="A request text to route.")]) -> None:
-    """Show the routing decision (intent, complexity, chain, reasons) for a text."""
-    from aipool.routing.render import render_route
-    from aipool.routing.router import explain
-
-    render_route(explain(text), console)
-
-
-@app.command()
-def status(
-    as_json: Annotated[bool, typer.Option("--json", help="Print the raw JSON.")] = False,
-    serve: Annotated[
-        bool, typer.Option(help="Serve GET /api/v1/health/ai-usage instead of printing once.")
+@app.callback()
+def _options(
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show the traceback when a command fails.")
     ] = False,
-    port: Annotated[int, typer.Option(help="Port for --serve.")] = 8088,
-    host: Annotated[str, typer.Option(help="Interface for --serve.")] = "0.0.0.0",
 ) -> None:
-    """Breaker state and quota use per provider (the ai-usage health report)."""
-
-    from aipool.health import serve as serve_health
-    from aipool.health import usage_report
-    from aipool.redis_url import connect, redis_url
-
-    url = redis_url()
-    if serve:
-        serve_health(host, port, url)
-        return
-    report = usage_report(connect(url))
-    if as_json:
-        console.print_json(json.dumps(report))
-        return
-    from aipool.status_view import render_status
-
-    render_status(report, console)
+    global _debug
+    _debug = debug
 
 
-@app.command("cost-estimate")
-def cost_estimate() -> None:
-    """ADR-006 §4's monthly cost scenarios, computed from the price table."""
-    from aipool.pricing import cost_estimate as estimate
-    from aipool.pricing import render_cost_estimate
-
-    render_cost_estimate(estimate(), console)
+for module in (simulate, submit, route, status, cost_estimate, report, migrate, demo, embedded):
+    module.register(app)
 
 
-@app.command()
-def report(
-    day: Annotated[
-        str | None, typer.Option(help="Local calendar day, YYYY-MM-DD (default: today).")
-    ] = None,
-    lang: Annotated[str | None, typer.Option(help="zh-TW (default) or en.")] = None,
-) -> None:
-    """Per-provider requests, success rate, tokens, cost and latency for a day and its month."""
-    from datetime import UTC, date, datetime
-
-    from aipool.budget import build_report, render_report
-    from aipool.ledger.db import make_engine
-    from aipool.ledger.periods import local_day, local_zone
-
-    chosen = date.fromisoformat(day) if day else local_day(datetime.now(UTC), local_zone())
-    render_report(build_report(make_engine(), chosen), console, lang=lang)
-
-
-@app.command()
-def migrate() -> None:
-    """Create or upgrade the ledger tables (DATABASE_URL, default a SQLite file under ./var)."""
-    from aipool.ledger.db import database_url
-    from aipool.ledger.db import migrate as upgrade
-
-    upgrade()
-    console.print(f"ledger schema is current at {database_url().split('@')[-1]}")
+def run(argv: Sequence[str] | None = None) -> int:
+    """Run the command line ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
+    global _debug
+    args = list(sys.argv[1:] if argv is None else argv)
+    _debug = "--debug" in args
+    try:
+        result = app(args=args, prog_name="aipool", standalone_mode=False)
+    except TyperException as exc:
+        return _usage(exc)
+    except typer.Abort:
+        _say("aipool: interrupted")
+        return 130
+    except KeyboardInterrupt:
+        _say("aipool: interrupted")
+        return 130
+    except Exception as exc:
+        if _debug:
+            traceback.print_exc()
+        _say(one_line(exc, debug=_debug))
+        return exit_code_for(exc)
+    return result if isinstance(result, int) else 0
 
 
-@app.command()
-def demo(
-    requests: Annotated[int, typer.Option(help="Requests per scenario.")] = 1,
-    redis_url: Annotated[
-        str | None, typer.Option(help="Use this Redis instead of an embedded one.")
-    ] = None,
-) -> None:
-    """Start simulated providers and a worker, then walk through routing and every fallback."""
-    from aipool.demo import run_demo
+def _usage(exc: TyperException) -> int:
+    """What was typed does not parse (exit 2), or a command stopped on purpose."""
+    ctx = getattr(exc, "ctx", None)
+    if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
+        print(ctx.get_help())
+        return 0
+    code = int(getattr(exc, "exit_code", 1))
+    message = exc.format_message().replace("Value error, ", "")
+    if code == USER_MISTAKE:
+        command = ctx.command_path if ctx is not None else "aipool"
+        _say(f"{command}: {message} (see `{command} --help`)")
+    else:
+        _say(f"aipool: {message}")
+    return code
 
-    raise typer.Exit(run_demo(console, per_scenario=requests, redis_url=redis_url))
+
+def _say(line: str) -> None:
+    # Plain print, not Rich: Rich would wrap a long message over several lines.
+    print(line, file=sys.stderr, flush=True)
 
 
 def main() -> None:
     """Console-script entry point."""
     os.environ.setdefault("PYTHONIOENCODING", "utf-8")
-    app()
+    sys.exit(run())

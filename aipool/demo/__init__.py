@@ -1,77 +1,56 @@
-"""``aipool demo``: the whole pool on one machine, against simulated providers, in about a minute.
+"""``aipool demo``: ADR-006's story on one machine, against simulated providers, in about a minute.
 
-Starts the loopback provider simulators, a real ``celery worker`` serving every queue, and sends
-requests that show routing and each fallback path. It never talks to a real provider: every base
-URL is forced to the simulators. Redis is an embedded server unless ``--redis-url`` is given, so a
-demo never touches a production broker.
+It starts, in a fresh data directory of its own: an embedded Redis, the loopback provider
+simulators, a loopback alert channel and a real ``celery worker`` serving every queue. Then it
+tells the story (:mod:`aipool.demo.story`): routing, an Ollama outage with its breaker opening
+and closing, Gemini's quota running out, tool calls and their refusal, the static answer, the
+budget alert firing once. At the end it drains the ledger, checks that it adds up, writes a
+Markdown and JSON report and a PNG chart to the folder it names, and stops everything it started,
+also on Ctrl-C, SIGTERM or a failed step. Exit code 0 when every step behaved as the story says,
+1 otherwise. It never talks to a real provider and never touches a Redis or database of the
+caller's: ``REDIS_URL`` and ``DATABASE_URL`` are ignored.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-import subprocess
+import shutil
 import sys
+import tempfile
 import time
-from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-TOOL = {
-    "name": "restart_deployment",
-    "description": "Restart a Kubernetes deployment",
-    "parameters": {
-        "type": "object",
-        "properties": {"namespace": {"type": "string"}, "name": {"type": "string"}},
-        "required": ["namespace", "name"],
-    },
-}
-CODE = "Please review this change:\n```python\ndef retry(n):\n    while n:\n        n -= 1\n```"
-ALERTS = (
-    "Three alerts fired at once: KubePodCrashLooping on payment-api, HighLatency on checkout, "
-    "and PostgresReplicationLag on orders-db. First correlate them, then find the root cause, "
-    "then propose a remediation plan for each service."
-)
+from aipool.children import Child, signals_end_the_command
+from aipool.demo.settings import BASE_URL_ENV, KEYS, SHORTENED, inherited
+
+#: Seconds the worker has to answer a ping after it was started (importing the SDKs is slow).
+WORKER_START_S = 90.0
+#: Seconds the worker has to deliver the breaker alerts to the channel at the end.
+ALERT_DELIVERY_S = 10.0
+#: Marks every process the demo starts (tests look for leftovers by it).
+DEMO_DIR_ENV = "AIPOOL_DEMO_DIR"
 
 
-@dataclass(frozen=True)
-class Scenario:
-    title: str
-    request: dict[str, Any]
-    faults: dict[str, str] = field(default_factory=dict)
+def _environment(data_dir: Path) -> None:
+    for name in [n for n in os.environ if not inherited(n)]:
+        del os.environ[name]
+    for s in SHORTENED:
+        os.environ[s.env] = s.value
+    os.environ.update(KEYS)
+    os.environ[DEMO_DIR_ENV] = str(data_dir)
 
 
-SCENARIOS = (
-    Scenario("simple question → small local model", {"prompt": "What is a Kubernetes pod?"}),
-    Scenario("code review → larger local model", {"prompt": CODE}),
-    Scenario("complex alert triage → cloud", {"prompt": ALERTS}),
-    Scenario("tool call → Nemotron", {"prompt": "Restart api in prod", "tools": [TOOL]}),
-    Scenario("Ollama down → Gemini", {"prompt": "What is a pod?"}, {"ollama": "down"}),
-    Scenario(
-        "Ollama and Gemini failing → Claude",
-        {"prompt": "What is a pod?"},
-        {"ollama": "down", "gemini": "error_500"},
-    ),
-    Scenario(
-        "everything down → static answer",
-        {"prompt": "What is a pod?"},
-        {"ollama": "down", "gemini": "down", "claude": "down"},
-    ),
-    Scenario(
-        "tool providers down → refusal",
-        {"prompt": "Restart api in prod", "tools": [TOOL]},
-        {"nemotron": "down", "gemini": "down", "claude": "down"},
-    ),
-)
+def _worker(data_dir: Path) -> Child:
+    from celeryconfig import QUEUES
 
-
-def _trail(answer: dict[str, Any]) -> str:
-    return " → ".join(f"{a['provider']}:{a['outcome']}" for a in answer.get("attempts", []))
-
-
-def _start_worker(env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
+    return Child(
+        "worker",
         [
             sys.executable,
             "-m",
@@ -80,82 +59,187 @@ def _start_worker(env: dict[str, str]) -> subprocess.Popen[bytes]:
             "workers.app",
             "worker",
             "-Q",
-            "router,ollama,nemotron,gemini,claude,maintenance",
+            ",".join(QUEUES),
             "-c",
-            "4",
+            "2",
             "-n",
-            "demo@%h",
+            f"demo-{os.getpid()}@%h",
             "-l",
-            "WARNING",
+            "INFO",
             "--without-gossip",
             "--without-mingle",
+            "--without-heartbeat",
         ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        env=dict(os.environ),
+        log_path=data_dir / "worker.log",
+        cwd=data_dir,
     )
 
 
-def run_demo(console: Console, per_scenario: int = 1, redis_url: str | None = None) -> int:
-    """Run every scenario; return 0 when each ended as expected, 1 otherwise."""
-    from aipool.simulator import Simulator
+def _wait_for(worker: Child) -> None:
+    from workers.app import app
 
-    if redis_url:
-        os.environ["REDIS_URL"] = redis_url
-    else:
-        os.environ.pop("REDIS_URL", None)
-        os.environ.setdefault("AIPOOL_DATA_DIR", "var/demo")
-    with Simulator() as sim:
-        for env_name, kind in (
-            ("OLLAMA_BASE_URL", "ollama"),
-            ("GEMINI_BASE_URL", "gemini"),
-            ("ANTHROPIC_BASE_URL", "anthropic"),
-            ("NVIDIA_BASE_URL", "openai"),
-        ):
-            os.environ[env_name] = sim.base_urls[kind]
-        for key in ("GEMINI_API_KEY", "ANTHROPIC_API_KEY", "NVIDIA_API_KEY"):
-            os.environ[key] = "demo-key-for-the-simulator"
-        for provider in ("OLLAMA", "GEMINI", "CLAUDE", "NEMOTRON"):
-            os.environ.setdefault(f"AIPOOL_TIMEOUT_{provider}", "3")
-        from aipool.redis_url import redis_url as shared_url
+    deadline = time.monotonic() + WORKER_START_S
+    while not app.control.ping(timeout=0.5):
+        if not worker.alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"the demo's worker did not start: {worker.log_tail(800)}")
 
-        console.print(f"[bold]aipool demo[/]  redis={shared_url()}  simulators={sim.admin_url}")
-        from tasks.client import submit
-        from workers.app import app
-        from workers.runtime import shared_redis
 
-        worker = _start_worker(dict(os.environ))
-        try:
-            deadline = time.monotonic() + 60
-            while not app.control.ping(timeout=0.5):
-                if worker.poll() is not None or time.monotonic() > deadline:
-                    console.print("[red]the worker did not start[/]")
-                    return 1
-            table = Table(title="requests through the pool")
-            for column in ("scenario", "status", "answered by", "attempts", "ms"):
-                table.add_column(column)
-            for scenario in SCENARIOS:
-                sim.reset()
-                for key in shared_redis().scan_iter("aipool:breaker:*"):
-                    shared_redis().delete(key)
-                for provider, fault in scenario.faults.items():
-                    sim.set_fault(provider, fault)
-                for _ in range(per_scenario):
-                    answer = submit(dict(scenario.request, user_id="demo")).get(timeout=60)
-                    table.add_row(
-                        scenario.title,
-                        answer["status"],
-                        f"{answer['provider']} {answer['model']}",
-                        _trail(answer),
-                        f"{answer['latency_ms']:.0f}",
-                    )
-            sim.reset()
-            console.print(table)
-            from aipool.health import usage_report
-            from aipool.status_view import render_status
+def _say_settings(console: Console) -> None:
+    console.print("[bold]Shortened for the demo[/] (everything else is ADR-006's default):")
+    for s in SHORTENED:
+        if s.why:
+            console.print(f"  • {s.why} (ADR: {s.adr}; {s.env}={s.value})", highlight=False)
 
-            render_status(usage_report(shared_redis()), console)
-        finally:
-            worker.terminate()
-            worker.wait(timeout=30)
+
+def _tell(stage: Any, console: Console) -> None:
+    from aipool.demo.story import SCENES
+
+    columns = (
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} scenes"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task("starting", total=len(SCENES))
+        for title, scene in SCENES:
+            progress.update(task, description=title)
+            console.rule(title)
+            try:
+                scene(stage)
+            except Exception as exc:  # a step that broke is a step that misbehaved: say which
+                stage.check(
+                    title, "the scene ran to its end", False, f"{type(exc).__name__}: {exc}"
+                )
+                return
+            progress.advance(task)
+
+
+def _findings(stage: Any, sink: Any, worker: Child, processes: dict[str, int]) -> Any:
+    from datetime import UTC, datetime
+
+    from sqlalchemy import func, select
+
+    from aipool.budget.checks import default_engine
+    from aipool.children import wait_until
+    from aipool.demo.findings import Findings
+    from aipool.demo.transitions import read_transitions
+    from aipool.ledger.models import UsageLogRow
+    from aipool.ledger.summary import summarize
+    from aipool.ledger.usage_log import UsageLog, drain
+
+    engine = default_engine()
+    drain(stage.redis, engine)
+    pending = UsageLog(stage.redis).pending()
+    start = datetime.fromtimestamp(stage.started - 1, UTC)
+    end = datetime.now(UTC)
+    with engine.connect() as conn:
+        rows = int(conn.execute(select(func.count()).select_from(UsageLogRow)).scalar_one())
+    wait_until(lambda: sum(a.rule == "breaker_open" for a in sink.alerts) >= 2, ALERT_DELIVERY_S)
+    assert worker.log_path is not None
+    return Findings(
+        started=stage.started,
+        finished=time.time(),
+        sent=list(stage.sent),
+        summaries=summarize(engine, start, end),
+        ledger_rows=rows,
+        pending=pending,
+        transitions=read_transitions(worker.log_path),
+        alerts=list(sink.alerts),
+        checks=stage.checks,
+        marks=list(stage.marks),
+        processes=processes,
+    )
+
+
+def _show(findings: Any, console: Console) -> None:
+    from aipool.status_view import summary_table
+
+    console.rule("What the ledger says")
+    console.print(summary_table(findings.summaries, lang="en", title="Per provider"))
+    transitions = Table(title="Breaker transitions")
+    for column in ("when", "provider", "from", "to", "why"):
+        transitions.add_column(column)
+    for t in findings.transitions:
+        transitions.add_row(f"+{t.at - findings.started:.1f} s", t.provider, t.old, t.new, t.reason)
+    console.print(transitions)
+    alerts = Table(title="Alerts sent")
+    for column in ("when", "rule", "provider", "status", "summary"):
+        alerts.add_column(column)
+    for a in findings.alerts:
+        alerts.add_row(f"+{a.at - findings.started:.1f} s", a.rule, a.provider, a.status, a.summary)
+    console.print(alerts)
+
+
+def run_demo(
+    out: Path = Path("aipool-demo"), keep: bool = False, console: Console | None = None
+) -> int:
+    """Tell the story; return 0 when every step behaved as it says, 1 otherwise."""
+    console = console or Console()
+    data_dir = Path(tempfile.mkdtemp(prefix="aipool-demo-")).resolve()
+    out = out.resolve()
+    started: dict[str, int] = {}
+    with signals_end_the_command(), contextlib.ExitStack() as cleanup:
+        if not keep:
+            cleanup.callback(shutil.rmtree, data_dir, ignore_errors=True)
+        _environment(data_dir)
+        from aipool.embedded_redis import EmbeddedRedis
+
+        ledger = f"sqlite:///{data_dir / 'aipool.db'}"
+        redis_server = EmbeddedRedis(data_dir, owner="aipool demo", database_url=ledger)
+        cleanup.callback(redis_server.stop)
+        running = redis_server.start()
+        started["redis"] = running.redis_pid
+        os.environ["REDIS_URL"] = running.redis_url
+        os.environ["DATABASE_URL"] = ledger
+        from aipool.demo.alert_sink import AlertSink
+        from aipool.simulator import Simulator
+
+        sim = cleanup.enter_context(Simulator())
+        for kind, env in BASE_URL_ENV.items():
+            os.environ[env] = sim.base_urls[kind]
+        sink = cleanup.enter_context(AlertSink())
+        os.environ["AIPOOL_ALERT_WEBHOOK_URL"] = sink.url
+        console.print(
+            f"[bold]aipool demo[/]  data {data_dir}  redis {running.redis_url}  "
+            f"simulators {sim.admin_url}",
+            highlight=False,
+        )
+        _say_settings(console)
+        from aipool.ledger.db import migrate
+
+        migrate(ledger)
+        worker = _worker(data_dir)
+        cleanup.callback(worker.stop)
+        started["worker"] = worker.pid
+        with console.status("starting a worker on every queue"):
+            _wait_for(worker)
+        from aipool.demo.findings import closing_checks, write
+        from aipool.demo.stage import Stage
+        from aipool.redis_url import connect
+
+        stage = Stage(console=console, sim=sim, redis=connect(running.redis_url))
+        _tell(stage, console)
+        console.rule("The ledger, the breakers, the alerts")
+        findings = _findings(stage, sink, worker, started)
+        closing_checks(stage, findings)
+        paths = write(findings, out)
+        _show(findings, console)
+        stage.redis.close()
+    console.print(
+        f"stopped every process the demo started ({', '.join(f'{k} {v}' for k, v in started.items())}); "
+        + (f"data kept in {data_dir}" if keep else "its data directory is removed"),
+        highlight=False,
+    )
+    console.print(f"report: {paths[0]}  chart: {paths[2]}  data: {paths[1]}", highlight=False)
+    if stage.failed:
+        console.print(
+            f"[bold red]{len(stage.failed)} step(s) did not behave as the story says:[/] "
+            + "; ".join(f"{c.scene}: {c.what}" for c in stage.failed),
+            highlight=False,
+        )
+        return 1
+    console.print("[bold green]every step behaved as ADR-006 says[/]")
     return 0

@@ -1,0 +1,27 @@
+"""``aipool demo``: ADR-006's story in about a minute, on embedded defaults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def demo(
+    out: Annotated[
+        Path, typer.Option(help="Folder for the report (Markdown, JSON) and the PNG chart.")
+    ] = Path("aipool-demo"),
+    keep: Annotated[
+        bool, typer.Option(help="Keep the demo's data directory (Redis log, ledger, worker log).")
+    ] = False,
+) -> None:
+    """Start simulated providers, an embedded Redis and a worker, then walk through routing,
+    an outage, quotas, tools, the static answer and the budget alert; stop everything."""
+    from aipool.demo import run_demo
+
+    raise typer.Exit(run_demo(out=out, keep=keep))
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(demo)

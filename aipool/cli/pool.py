@@ -1,0 +1,106 @@
+"""Where a command finds the pool: its Redis and its ledger, said for people.
+
+``REDIS_URL`` and ``DATABASE_URL`` when set; otherwise the embedded Redis a running
+``aipool demo`` or ``aipool redis`` announced, and the ledger that goes with it. Nothing here
+starts a server or creates a database file: a command that finds nothing says so.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from aipool.errors import PoolUnavailable
+
+
+def redis_url() -> str:
+    """The pool's Redis (:func:`aipool.redis_url.redis_url`); raises ``NoRedis``."""
+    from aipool.redis_url import redis_url as pool_redis_url
+
+    return pool_redis_url()
+
+
+def optional_redis_url() -> str | None:
+    """The pool's Redis when there is one, else ``None`` (for commands that only peek)."""
+    from aipool.errors import NoRedis
+
+    try:
+        return redis_url()
+    except NoRedis:
+        return None
+
+
+def ledger_url() -> str:
+    """The ledger's URL: ``DATABASE_URL``, the running embedded Redis's ledger, or the SQLite
+    default (the file is not created here)."""
+    from aipool.ledger.db import DEFAULT_SQLITE_PATH, database_url
+    from aipool.redis_url import adopt_embedded
+
+    adopt_embedded()
+    if os.environ.get("DATABASE_URL", "").strip():
+        return database_url()
+    return f"sqlite:///{DEFAULT_SQLITE_PATH}"
+
+
+def ledger_engine(url: str) -> Any:
+    """An engine on an existing ledger; raises ``PoolUnavailable`` when it has no tables yet
+    (a SQLite file that does not exist is not created)."""
+    from sqlalchemy import inspect
+    from sqlalchemy.engine import make_url
+
+    from aipool.ledger.db import make_engine
+    from aipool.pool_location import describe_database
+
+    parsed = make_url(url)
+    sqlite_file = parsed.database if parsed.get_backend_name() == "sqlite" else None
+    if sqlite_file and not Path(sqlite_file).exists():
+        raise PoolUnavailable(
+            f"no ledger at {describe_database(url)}: nothing was recorded there; set "
+            "DATABASE_URL to the pool's ledger (or run `aipool migrate` to create this one)"
+        )
+    engine = make_engine(url)
+    if not inspect(engine).has_table("ai_usage_logs"):
+        engine.dispose()
+        raise PoolUnavailable(
+            f"the ledger at {describe_database(url)} has no tables yet: run `aipool migrate`"
+        )
+    return engine
+
+
+def say_where(console: Console, redis: str | None, ledger: str | None) -> None:
+    """Print which Redis and which ledger a command read."""
+    from aipool.pool_location import describe_database, describe_redis
+
+    if redis is not None:
+        console.print(f"[bold]Redis[/]   {describe_redis(redis)}", highlight=False)
+    if ledger is not None:
+        console.print(f"[bold]Ledger[/]  {describe_database(ledger)}", highlight=False)
+
+
+def pending_records(redis: str | None) -> int | None:
+    """Usage records waiting in Redis to be drained into the ledger, ``None`` if unknown."""
+    if redis is None:
+        return None
+    from aipool.ledger.usage_log import UsageLog
+    from aipool.redis_url import connect
+
+    client = connect(redis)
+    try:
+        return UsageLog(client).pending()
+    except Exception:  # a peek: the numbers printed are right either way
+        return None
+    finally:
+        client.close()
+
+
+def say_pending(console: Console, pending: int | None) -> None:
+    """Say that records still wait in Redis (beat drains them every 5 s), when some do."""
+    if pending:
+        console.print(
+            f"[yellow]{pending:,} usage record(s) wait in Redis to be drained into the ledger "
+            "(beat's aipool.drain_ledger runs every 5 s); they are not counted above.[/]",
+            highlight=False,
+        )

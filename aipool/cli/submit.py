@@ -1,0 +1,120 @@
+"""``aipool submit``: one request through the pool, checked before it is sent.
+
+The request is validated and routed here; before anything is enqueued, the command asks the
+workers (for about a second) whether one consumes the queue the request goes to, and says how to
+start one if none does. The message expires with ``--timeout``, so a request nobody answered in
+time is not answered minutes later by a worker that starts afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from aipool.errors import NoAnswer, NoWorker
+
+#: Seconds the workers have to say which queues they consume.
+INSPECT_TIMEOUT_S = 1.0
+#: Result statuses that count as the pool doing its job (``error`` does not).
+ANSWERED = ("ok", "fallback", "refused")
+
+
+class Priority(StrEnum):
+    low = "low"
+    normal = "normal"
+    high = "high"
+    critical = "critical"
+
+
+def _positive(value: float) -> float:
+    if value <= 0:
+        raise typer.BadParameter(f"must be more than 0 seconds, not {value:g}")
+    return value
+
+
+def _tools(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise typer.BadParameter(
+            f"cannot read {path}: {exc.strerror}", param_hint="--tools-file"
+        ) from None
+    except ValueError as exc:
+        raise typer.BadParameter(f"{path} is not JSON: {exc}", param_hint="--tools-file") from None
+
+
+def consumed_queues(app: Any, timeout_s: float = INSPECT_TIMEOUT_S) -> set[str]:
+    """The queues running workers consume, as they say within ``timeout_s``."""
+    replies = app.control.inspect(timeout=timeout_s).active_queues() or {}
+    return {q.get("name", "") for queues in replies.values() for q in queues or ()}
+
+
+def require_worker(app: Any, queue: str, where: str) -> None:
+    """Raise :class:`NoWorker`, saying how to start one, unless a worker consumes ``queue``."""
+    if queue in consumed_queues(app):
+        return
+    from celeryconfig import QUEUES
+
+    raise NoWorker(
+        f"no worker consumes queue {queue!r} on {where}: start one with "
+        f"`celery -A workers.app worker -Q {queue}` (or every queue: -Q {','.join(QUEUES)})"
+    )
+
+
+def submit(
+    text: Annotated[str, typer.Argument(help="The prompt.")],
+    tools_file: Annotated[
+        Path | None,
+        typer.Option(help="JSON file with a list of tools (name, description, parameters)."),
+    ] = None,
+    intent: Annotated[str | None, typer.Option(help="Override the intent classifier.")] = None,
+    priority: Annotated[Priority, typer.Option(help="How urgent the request is.")] = (
+        Priority.normal
+    ),
+    timeout: Annotated[
+        float,
+        typer.Option(callback=_positive, help="Seconds to wait for the answer; then it expires."),
+    ] = 60.0,
+    user_id: Annotated[str, typer.Option(help="Recorded in the ledger.")] = "cli",
+) -> None:
+    """Send one request through the pool and print the result as JSON."""
+    from aipool.contract import parse_request
+
+    request: dict[str, Any] = {"prompt": text, "priority": str(priority), "user_id": user_id}
+    if intent:
+        request["intent"] = intent
+    if tools_file:
+        request["tools"] = _tools(tools_file)
+    parse_request(request)  # a malformed request is the user's mistake: said before any Redis
+
+    from celery.exceptions import TimeoutError as CeleryTimeout
+
+    from aipool.cli.pool import redis_url
+    from aipool.pool_location import describe_redis
+
+    where = describe_redis(redis_url())
+    from tasks.client import route, send
+    from workers.app import app
+
+    dispatch = route(request)
+    require_worker(app, dispatch.queue, where)
+    result = send(dispatch, app=app, expires=timeout)
+    try:
+        answer = result.get(timeout=timeout)
+    except CeleryTimeout:
+        raise NoAnswer(
+            f"no answer within {timeout:g} s for request {dispatch.task_id} (sent to queue "
+            f"{dispatch.queue!r} on {where}); it has expired, so no worker will answer it later"
+        ) from None
+    Console().print_json(json.dumps(answer, ensure_ascii=False))
+    if answer.get("status") not in ANSWERED:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(submit)

@@ -1,0 +1,63 @@
+"""The demo's picture: which provider answered over time, and what the answers cost."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from aipool.demo.findings import Findings
+
+#: Rows of the upper plot, top to bottom, and their colours.
+ANSWERERS = {
+    "ollama": "#2a9d8f",
+    "nemotron": "#8ab17d",
+    "gemini": "#4285f4",
+    "claude": "#d97757",
+    "static": "#9e9e9e",
+    "refuse": "#6d6875",
+}
+
+
+def draw(f: Findings, path: Path) -> None:
+    """Write a PNG of ``f``: answers by provider over time above, cumulative cost below."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display: the demo may run on a server or in CI
+    import matplotlib.pyplot as plt
+
+    rows = list(ANSWERERS)
+    fig, (answers, cost) = plt.subplots(
+        2, 1, figsize=(10, 6), sharex=True, gridspec_kw={"height_ratios": [3, 2]}
+    )
+    for provider, colour in ANSWERERS.items():
+        times = [s.at for s in f.sent if s.answer.get("provider") == provider]
+        answers.scatter(times, [rows.index(provider)] * len(times), color=colour, s=40)
+    answers.set_yticks(range(len(rows)), rows)
+    answers.invert_yaxis()
+    answers.set_title("Which provider answered (each dot is a request)", pad=40)
+    for at, text in f.marks:
+        for axis in (answers, cost):
+            axis.axvline(at, color="#cccccc", linestyle="--", linewidth=0.8)
+        answers.text(
+            at,
+            1.01,
+            text,
+            transform=answers.get_xaxis_transform(),
+            fontsize=7,
+            rotation=30,
+            color="#555555",
+        )
+    total = 0.0
+    times, totals = [0.0], [0.0]
+    for s in f.sent:
+        total += float(s.answer.get("cost_usd") or 0)
+        times.append(s.at)
+        totals.append(total)
+    cost.step(times, totals, where="post", color="#d97757")
+    cost.set_ylabel("USD")
+    cost.set_xlabel("seconds since the demo started")
+    cost.set_title(f"Cumulative cost (${total:.6f})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

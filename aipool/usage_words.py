@@ -1,0 +1,128 @@
+"""The words for the ledger's counts, shared by ``aipool report``, ``aipool status`` and the demo.
+
+One count has one name everywhere: **calls** (the provider was called), **failed** (a call that
+failed, by reason), **skipped** (the hop never called the provider: breaker, quota, deadline),
+**answered** (requests this provider, the static answer or the refusal gave the final answer
+to). English or zh-TW, as alerts are (``--lang``, ``AIPOOL_ALERT_LANG``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aipool.ledger.summary import ProviderSummary
+
+LANGS = ("zh-TW", "en")
+
+WORDS: dict[str, dict[str, str]] = {
+    "en": {
+        "provider": "Provider",
+        "calls": "Calls",
+        "failed": "Failed (reason)",
+        "skipped": "Skipped (breaker/quota/deadline)",
+        "answered": "Answered",
+        "tokens": "Tokens",
+        "cost": "Cost $",
+        "p50": "p50 ms",
+        "p95": "p95 ms",
+        "breaker": "Breaker",
+        "queue": "Queue",
+        "waiting": "Waiting",
+        "today": "today",
+        "month": "month to date",
+        "none": "none",
+        "breaker_word": "breaker",
+        "quota_word": "quota",
+        "deadline_word": "deadline",
+        "other_word": "other",
+    },
+    "zh-TW": {
+        "provider": "供應商",
+        "calls": "呼叫",
+        "failed": "失敗（原因）",
+        "skipped": "略過（斷路器/配額/期限）",
+        "answered": "回答",
+        "tokens": "Tokens",
+        "cost": "成本 $",
+        "p50": "p50 ms",
+        "p95": "p95 ms",
+        "breaker": "斷路器",
+        "queue": "佇列",
+        "waiting": "等待中",
+        "today": "今日",
+        "month": "本月累計",
+        "none": "無",
+        "breaker_word": "斷路器",
+        "quota_word": "配額",
+        "deadline_word": "期限",
+        "other_word": "其他",
+    },
+}
+
+#: The summary columns, in order, as keys of :data:`WORDS`.
+SUMMARY_COLUMNS = (
+    "provider",
+    "calls",
+    "failed",
+    "skipped",
+    "answered",
+    "tokens",
+    "cost",
+    "p50",
+    "p95",
+)
+
+
+def words(lang: str) -> dict[str, str]:
+    """The vocabulary of ``lang`` (one of :data:`LANGS`)."""
+    return WORDS["en" if lang == "en" else "zh-TW"]
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
+
+
+def failed_cell(s: ProviderSummary) -> str:
+    """``3 (unreachable 2, timeout 1)``, or ``0``."""
+    if not s.failures:
+        return "0"
+    reasons = ", ".join(f"{reason} {n}" for reason, n in sorted(s.failures.items()))
+    return f"{s.failed} ({reasons})"
+
+
+def skipped_cell(s: ProviderSummary, lang: str) -> str:
+    """``breaker 4, quota 2``, or ``0``."""
+    w = words(lang)
+    parts = [f"{w[f'{name}_word']} {n}" for name, n in sorted(s.skipped.items()) if n]
+    return ", ".join(parts) or "0"
+
+
+def summary_cells(s: ProviderSummary, lang: str) -> list[str]:
+    """One provider's cells, in :data:`SUMMARY_COLUMNS` order."""
+    return [
+        s.provider,
+        f"{s.calls:,}",
+        failed_cell(s),
+        skipped_cell(s, lang),
+        f"{s.answered:,}",
+        f"{s.tokens:,}",
+        f"{s.cost_usd:.6f}",
+        _ms(s.p50_ms),
+        _ms(s.p95_ms),
+    ]
+
+
+def summary_headers(lang: str) -> list[str]:
+    w = words(lang)
+    return [w[c] for c in SUMMARY_COLUMNS]
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A GitHub-flavoured Markdown table (pipes in cells escaped)."""
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+    out = [line(headers), "|" + "|".join("---" for _ in headers) + "|"]
+    out.extend(line(r) for r in rows)
+    return "\n".join(out)
