@@ -34,8 +34,11 @@ RUN apt-get update \
 # Exactly the locked wheels, nothing from an index; pip check fails the build if one is missing.
 COPY --from=build /wheels /wheels
 RUN pip install --no-index --no-deps /wheels/*.whl && pip check && rm -rf /wheels
+COPY --chmod=0755 deploy/entrypoint.sh /usr/local/bin/aipool-entrypoint
 # A fixed non-root uid, so Kubernetes' runAsNonRoot can verify it and volumes can be chowned to it.
-RUN useradd --uid 10001 --user-group --create-home --home-dir /home/aipool aipool
+# /var/lib/aipool holds beat's schedule (a volume in compose and Kubernetes).
+RUN useradd --uid 10001 --user-group --create-home --home-dir /home/aipool aipool \
+    && install -d -o 10001 -g 10001 /var/lib/aipool
 USER 10001:10001
 WORKDIR /home/aipool
 # API keys are never part of the image: they arrive at run time from /run/secrets/<name> (compose
@@ -43,6 +46,6 @@ WORKDIR /home/aipool
 # the workers (compose, k8s), whose metrics directory is their own: a process that inherits it
 # without the directory (Flower) would fail on every metric it touches.
 EXPOSE 9808
-ENTRYPOINT ["/usr/bin/tini", "--"]
+ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/aipool-entrypoint"]
 CMD ["celery", "-A", "workers.app", "worker", "-Q", "router", "-n", "router@%h", \
      "--concurrency=4", "--prefetch-multiplier=1", "-O", "fair", "--loglevel=INFO"]
