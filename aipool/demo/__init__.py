@@ -151,6 +151,7 @@ def _findings(stage: Any, sink: Any, worker: Child, processes: dict[str, int]) -
         checks=stage.checks,
         marks=list(stage.marks),
         processes=processes,
+        data_dir=str(worker.log_path.parent),
     )
 
 

@@ -36,6 +36,7 @@ class Findings:
     checks: list[Check]
     marks: list[tuple[float, str]]
     processes: dict[str, int] = field(default_factory=dict)
+    data_dir: str = ""
 
     @property
     def answered(self) -> int:
@@ -181,6 +182,7 @@ def as_json(f: Findings) -> dict[str, Any]:
         "alerts": [asdict(a) for a in f.alerts],
         "checks": [asdict(c) for c in f.checks],
         "processes": f.processes,
+        "data_dir": f.data_dir,
         "answers": [
             {
                 "at": s.at,

@@ -1,0 +1,109 @@
+"""Every CLI mistake ends in one line and an exit code: 2 for what was typed, 1 for a failure;
+the traceback only with --debug."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aipool.cli import run
+from tests.support.cli import fresh_env, run_aipool
+from tests.support.services import RedisServer
+
+
+def _one_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["submit", ""], "invalid request (invalid_prompt): 'prompt' must be a non-empty string"),
+        (["submit", "hi", "--priority", "urgent"], "'urgent' is not one of 'low', 'normal'"),
+        (["submit", "hi", "--intent", "BOGUS"], "invalid request (invalid_intent)"),
+        (["submit", "hi", "--timeout", "0"], "--timeout"),
+        (["submit", "hi", "--tools-file", "/nonexistent.json"], "cannot read /nonexistent.json"),
+        (["report", "--day", "2026-13-01"], "'2026-13-01' is not a calendar day"),
+        (["report", "--lang", "fr"], "'fr' is not one of 'zh-TW', 'en'"),
+        (["route", ""], "the text is empty"),
+        (["status", "--port", "0"], "--port"),
+        (["no-such-command"], "No such command"),
+    ],
+)
+def test_a_user_mistake_is_one_line_and_exit_code_2(args, says, capsys):
+    # Given a command line with a mistake in what was typed
+    # When it runs
+    code = run(args)
+    # Then it exits 2 with one line naming the mistake, and prints nothing else
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert says in _one_line(err)
+    assert out == ""
+
+
+def test_a_tools_file_that_is_not_json_is_a_user_mistake(tmp_path, capsys):
+    tools = tmp_path / "tools.json"
+    tools.write_text("[{not json")
+    assert run(["submit", "hi", "--tools-file", str(tools)]) == 2
+    assert "is not JSON" in _one_line(capsys.readouterr().err)
+
+
+def test_status_and_submit_without_any_redis_say_how_to_get_one(tmp_path):
+    # Given a fresh directory, no REDIS_URL and no embedded Redis running
+    env = fresh_env(tmp_path / "runtime")
+    for args in (["status"], ["submit", "hello"]):
+        # When the command needs the pool's Redis
+        done = run_aipool(args, env, tmp_path)
+        # Then it fails in one line that says what to do
+        assert done.returncode == 1, done.stderr
+        line = _one_line(done.stderr)
+        assert "REDIS_URL is not set and no embedded Redis is running" in line
+        assert "aipool redis" in line
+
+
+def test_report_without_a_ledger_says_so_instead_of_printing_zeros(tmp_path):
+    done = run_aipool(["report"], fresh_env(tmp_path / "runtime"), tmp_path)
+    assert done.returncode == 1
+    assert "no ledger at sqlite:///var/aipool.db" in _one_line(done.stderr)
+    assert not (tmp_path / "var" / "aipool.db").exists()
+
+
+def test_submit_with_no_worker_on_the_queue_fails_at_once_and_says_how_to_start_one(tmp_path):
+    # Given a Redis no worker listens on
+    server = RedisServer().start()
+    try:
+        env = fresh_env(tmp_path / "runtime", REDIS_URL=server.url)
+        # When a request is submitted
+        done = run_aipool(["submit", "What is a pod?", "--timeout", "30"], env, tmp_path)
+        # Then it fails within the inspect window, without sending, saying how to start a worker
+        assert done.returncode == 1, done.stderr
+        line = _one_line(done.stderr)
+        assert "no worker consumes queue 'ollama'" in line
+        assert "celery -A workers.app worker -Q ollama" in line
+        assert server.client().llen("ollama") == 0
+    finally:
+        server.stop()
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    env = fresh_env(tmp_path / "runtime")
+    done = run_aipool(["--debug", "status"], env, tmp_path)
+    assert done.returncode == 1
+    assert "Traceback (most recent call last)" in done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith("aipool: REDIS_URL is not set")
+
+
+def test_no_arguments_prints_the_help(capsys):
+    assert run([]) == 0
+    assert "demo" in capsys.readouterr().out
+
+
+def test_the_console_script_is_the_cli_entry_point():
+    import tomllib
+
+    scripts = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"]
+    assert scripts["scripts"]["aipool"] == "aipool.cli:main"

@@ -1,0 +1,117 @@
+"""``aipool status`` reads, never starts: it names the Redis and ledger it read, shows today's
+usage in the words ``aipool report`` uses, and leaves no process behind."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+
+from aipool.cli import run
+from aipool.embedded_redis import EmbeddedRedis
+from aipool.ledger.db import make_engine, migrate
+from aipool.ledger.record import UsageRecord
+from aipool.ledger.usage_log import store_now
+from tests.support.cli import MARK, fresh_env, processes_marked, run_aipool
+
+
+def test_status_without_redis_starts_nothing_and_leaves_no_process(tmp_path):
+    # Given no REDIS_URL and no embedded Redis
+    env = fresh_env(tmp_path / "runtime")
+    # When status runs
+    done = run_aipool(["status"], env, tmp_path)
+    # Then it says there is none, and no process it started is alive
+    assert done.returncode == 1
+    assert processes_marked(env[MARK]) == []
+    assert not (tmp_path / "runtime").exists()
+
+
+def test_status_finds_the_running_embedded_redis_and_says_which_it_read(tmp_path, monkeypatch):
+    # Given an embedded Redis announced by its owner (as `aipool demo` or `aipool redis` does)
+    runtime = tmp_path / "runtime"
+    monkeypatch.setenv("AIPOOL_RUNTIME_DIR", str(runtime))
+    ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
+    migrate(ledger)
+    with EmbeddedRedis(tmp_path / "redis", owner="the test", database_url=ledger) as running:
+        env = fresh_env(runtime, COLUMNS="200")
+        # When status runs without REDIS_URL
+        done = run_aipool(["status", "--lang", "en"], env, tmp_path)
+        # Then it read that Redis and its ledger, and says so
+        assert done.returncode == 0, done.stderr
+        assert f"Redis   {running.redis_url} (embedded Redis of `the test`" in done.stdout
+        assert f"Ledger  {ledger}" in done.stdout
+        assert "router" in done.stdout and "celery" in done.stdout
+        # And it left nothing running
+        assert processes_marked(env[MARK]) == []
+
+
+def _record(provider: str, outcome: str, attempt: int, **fields: object) -> UsageRecord:
+    return UsageRecord(
+        request_id=f"r-{provider}-{attempt}",
+        attempt=attempt,
+        provider=provider,
+        model="m",
+        outcome=outcome,
+        success=outcome == "ok",
+        created_at=datetime.now(UTC),
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture()
+def claude_day(tmp_path, monkeypatch):
+    """A ledger where Claude made 5 calls (1 failed) and was skipped 4 times by its breaker."""
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    migrate(url)
+    engine = make_engine(url)
+    for i in range(4):
+        store_now(
+            engine,
+            _record(
+                "claude",
+                "ok",
+                i,
+                input_tokens=10,
+                output_tokens=5,
+                latency_ms=100 + i,
+                cost_usd=Decimal("0.001"),
+            ),
+        )
+    store_now(
+        engine, _record("claude", "error", 4, error_message="timeout: no answer", latency_ms=900)
+    )
+    for i in range(5, 9):
+        store_now(engine, _record("claude", "circuit_open", i, error_message="claude circuit open"))
+    engine.dispose()
+    monkeypatch.setenv("DATABASE_URL", url)
+    monkeypatch.setenv("COLUMNS", "200")
+    return url
+
+
+def _claude_usage_row(out: str) -> list[str]:
+    """Claude's row of the usage table (status prints a breaker and quota table too)."""
+    for line in out.splitlines():
+        if re.match(r"^[│┃|]\s*claude\s", line):
+            cells = [cell.strip() for cell in re.split(r"[│┃|]", line)[1:-1]]
+            if len(cells) == 9:
+                return cells
+    raise AssertionError(f"no usage row for claude in:\n{out}")
+
+
+def test_report_and_status_count_calls_apart_from_skipped_hops_in_the_same_words(
+    claude_day, capsys, redis_client
+):
+    # Given a day where Claude was called 5 times and skipped 4 times by its open breaker
+    # When report and status print it
+    assert run(["report", "--lang", "en"]) == 0
+    report = capsys.readouterr().out
+    assert run(["status", "--lang", "en"]) == 0
+    status = capsys.readouterr().out
+    # Then both say 5 calls, 1 failed (timeout), 4 skipped by the breaker, 4 answered
+    for out in (report, status):
+        assert "Calls" in out and "Skipped (breaker/quota/deadline)" in out
+        row = _claude_usage_row(out)
+        assert row[1:5] == ["5", "1 (timeout 1)", "breaker 4", "4"], row
+    assert f"Ledger  {claude_day}" in report
