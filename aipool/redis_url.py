@@ -22,8 +22,6 @@ HOW_TO_GET_ONE = (
     "terminal with `aipool redis` (or run `aipool demo`)"
 )
 
-_adopted: RunningRedis | None = None
-
 
 def redis_url() -> str:
     """The Redis URL for redis-py clients (broker, results, breaker, quota, ledger spool).
@@ -44,20 +42,13 @@ def adopt_embedded() -> RunningRedis | None:
     """When ``REDIS_URL`` is unset, find the running embedded Redis and make it this process's:
     ``REDIS_URL`` and (unless set) ``DATABASE_URL`` are set to it and its ledger, so every part
     of the process, and every process it starts, reads one pool. ``None`` when none runs."""
-    global _adopted
     if os.environ.get("REDIS_URL"):
-        return _adopted
+        return None
     running = find_running()
     if running is not None:
-        _adopted = running
         os.environ["REDIS_URL"] = running.redis_url
         os.environ.setdefault("DATABASE_URL", running.database_url)
     return running
-
-
-def adopted() -> RunningRedis | None:
-    """The embedded Redis this process adopted, if it did."""
-    return _adopted
 
 
 #: Seconds to connect to Redis and to wait for one reply. A hung Redis must fail a step quickly (the

@@ -1,0 +1,90 @@
+"""The embedded Redis has one owner: it is announced while it runs, found by others, and gone
+(process and announcement) when its owner stops it; nothing else ever starts one."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from aipool.children import pid_alive
+from aipool.embedded_redis import EmbeddedRedis, announced_at, find_running, is_embedded
+from aipool.errors import NoRedis
+
+
+@pytest.fixture()
+def runtime(tmp_path, monkeypatch):
+    monkeypatch.setenv("AIPOOL_RUNTIME_DIR", str(tmp_path / "runtime"))
+    return tmp_path / "runtime"
+
+
+def test_a_running_embedded_redis_is_found_and_stops_with_its_owner(tmp_path, runtime):
+    server = EmbeddedRedis(tmp_path / "data", owner="test")
+    running = server.start()
+    try:
+        assert find_running() == running
+        assert announced_at(running.redis_url.replace("unix://", "redis+socket://")) == running
+        assert pid_alive(running.redis_pid)
+    finally:
+        server.stop()
+    assert not pid_alive(running.redis_pid)
+    assert find_running() is None
+    assert not list(runtime.glob("redis-*.json"))
+
+
+def test_an_announcement_whose_owner_died_is_removed(runtime):
+    runtime.mkdir(parents=True)
+    stale = runtime / "redis-999999999.json"
+    stale.write_text(
+        json.dumps(
+            {
+                "redis_url": "unix:///nonexistent.sock",
+                "database_url": "sqlite:///x.db",
+                "owner": "gone",
+                "owner_pid": 999_999_999,
+                "redis_pid": 999_999_998,
+                "data_dir": "/nonexistent",
+                "started_at": 0.0,
+            }
+        )
+    )
+    assert find_running() is None
+    assert not stale.exists()
+
+
+def test_redis_url_never_starts_one_and_says_how_to_get_one(runtime, monkeypatch):
+    from aipool import redis_url
+
+    monkeypatch.delenv("REDIS_URL")
+    before = set(os.listdir("/proc"))
+    with pytest.raises(NoRedis, match="REDIS_URL is not set and no embedded Redis is running"):
+        redis_url.redis_url()
+    assert not runtime.exists()
+    started = {p for p in set(os.listdir("/proc")) - before if p.isdigit()}
+    assert not any("redis-server" in _cmdline(p) for p in started)
+
+
+def test_redis_url_adopts_the_running_one_with_its_ledger(tmp_path, runtime, monkeypatch):
+    from aipool import redis_url
+
+    monkeypatch.delenv("REDIS_URL")
+    monkeypatch.delenv("DATABASE_URL")
+    with EmbeddedRedis(tmp_path / "data", owner="test") as running:
+        assert redis_url.redis_url() == running.redis_url
+        assert os.environ["DATABASE_URL"] == running.database_url
+        assert redis_url.celery_url().startswith("redis+socket://")
+
+
+def test_socket_urls_are_embedded_tcp_urls_are_not():
+    assert is_embedded("unix:///tmp/x/redis.sock")
+    assert is_embedded("redis+socket:///tmp/x/redis.sock")
+    assert not is_embedded("redis://127.0.0.1:6379/0")
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().decode(errors="replace")
+    except OSError:
+        return ""

@@ -1,0 +1,53 @@
+"""``submit()`` enqueues where the workers listen: it never starts a Redis of its own."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import redis
+
+from aipool.embedded_redis import EmbeddedRedis
+from tests.support.cli import MARK, ROOT, fresh_env, processes_marked
+
+SUBMIT = (
+    "from tasks.client import submit\n"
+    "result = submit({'prompt': 'What is a pod?', 'user_id': 'svc'})\n"
+    "print(result.id)\n"
+)
+
+
+def _python(code: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_without_a_broker_submit_raises_no_redis_and_starts_nothing(tmp_path):
+    # Given a service without REDIS_URL and no embedded Redis on the machine
+    env = fresh_env(tmp_path / "runtime")
+    # When it submits a request
+    done = _python(SUBMIT, env)
+    # Then submit() raises the pool's NoRedis saying what to do, and no Redis was started
+    assert done.returncode == 1
+    assert "aipool.errors.NoRedis: REDIS_URL is not set and no embedded Redis is running" in (
+        done.stderr
+    )
+    assert processes_marked(env[MARK]) == []
+    assert not (tmp_path / "runtime").exists()
+
+
+def test_without_redis_url_submit_uses_the_running_embedded_redis(tmp_path, monkeypatch):
+    # Given an embedded Redis announced by its owner
+    monkeypatch.setenv("AIPOOL_RUNTIME_DIR", str(tmp_path / "runtime"))
+    with EmbeddedRedis(tmp_path / "redis", owner="test") as running:
+        env = fresh_env(tmp_path / "runtime")
+        # When a service without REDIS_URL submits a request
+        done = _python(SUBMIT, env)
+        # Then the message waits on that Redis, in the first hop's queue
+        assert done.returncode == 0, done.stderr
+        client = redis.Redis.from_url(running.redis_url)
+        try:
+            assert client.llen("ollama") == 1
+        finally:
+            client.close()
