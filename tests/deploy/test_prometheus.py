@@ -1,0 +1,110 @@
+"""A real Prometheus server scrapes a worker and the maintenance worker and evaluates the rules.
+
+Deadline skips at Ollama (Ollama never called) fire nothing; an Ollama outage driven through the
+simulator puts OllamaDown in Prometheus's alerts, pending or firing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.deploy.conftest import MonitoredPool
+from tests.deploy.prometheus_rule import RULES_FILE
+from tests.support.prometheus import PrometheusServer
+from tests.support.requests import QUESTION
+from tests.support.waiting import eventually
+
+pytestmark = pytest.mark.integration
+
+DEADLINE_SKIPS = 'sum(aipool_requests_total{provider="ollama", outcome="deadline"})'
+
+
+@pytest.fixture(scope="module")
+def prometheus(monitored_pool: MonitoredPool) -> Iterator[PrometheusServer]:
+    server = PrometheusServer(monitored_pool.targets, [RULES_FILE])
+    try:
+        server.start()
+        # Both workers scraped, the pool's state among what the maintenance worker served
+        eventually(
+            lambda: server.value('count(up{job="aipool-workers"} == 1)') == 2
+            and server.value('count(aipool_state_up{source="redis"} == 1)') == 1,
+            30,
+            "both workers scraped",
+            interval=0.2,
+        )
+        yield server
+    finally:
+        server.stop()
+
+
+def _evaluated_after(server: PrometheusServer, moment: str) -> bool:
+    return server.last_evaluation("aipool-alerts") > moment
+
+
+def _settled(server: PrometheusServer) -> None:
+    """Wait until the alert rules were evaluated on what Prometheus holds now."""
+    moment = server.last_evaluation("aipool-alerts")
+    eventually(lambda: _evaluated_after(server, moment), 10, "a rule evaluation", interval=0.1)
+    moment = server.last_evaluation("aipool-alerts")
+    eventually(lambda: _evaluated_after(server, moment), 10, "a rule evaluation", interval=0.1)
+
+
+def _skip_at_deadline(pool: MonitoredPool, count: int) -> list[dict[str, Any]]:
+    late = {**QUESTION, "deadline_s": 0.001}
+    results = [pool.producer.send(late) for _ in range(count)]
+    return [r.get(timeout=30) for r in results]
+
+
+def test_given_deadline_skips_at_ollama_when_evaluated_then_nothing_fires(
+    monitored_pool: MonitoredPool, prometheus: PrometheusServer
+) -> None:
+    # Given: one deadline skip seen by Prometheus, then seven more (Ollama is never called)
+    monitored_pool.simulator.reset()
+    before = prometheus.value(DEADLINE_SKIPS) or 0
+    answers = _skip_at_deadline(monitored_pool, 1)
+    eventually(lambda: prometheus.value(DEADLINE_SKIPS) == before + 1, 15, "the first skip")
+    answers += _skip_at_deadline(monitored_pool, 7)
+    eventually(lambda: prometheus.value(DEADLINE_SKIPS) == before + 8, 15, "eight skips")
+    # When: the rules are evaluated on them
+    _settled(prometheus)
+    # Then: every request was answered statically without calling Ollama, and no alert is
+    # pending or firing (a rule counting deadline outcomes as Ollama failures would fire)
+    assert {a["status"] for a in answers} == {"fallback"}
+    assert all(a["attempts"][0]["outcome"] == "deadline" for a in answers)
+    assert monitored_pool.simulator.calls("ollama") == 0
+    assert prometheus.alerts() == []
+
+
+def test_given_an_ollama_outage_when_evaluated_then_ollama_down_is_pending_or_firing(
+    monitored_pool: MonitoredPool, prometheus: PrometheusServer
+) -> None:
+    pool, sim = monitored_pool, monitored_pool.simulator
+    try:
+        # Given: Ollama's port closed; requests meet it one after another until its breaker opens
+        sim.set_fault("ollama", "down")
+        answers = []
+        for _ in range(4):
+            answers.append(pool.producer.send(QUESTION).get(timeout=30))
+        # When
+        alerts = eventually(
+            lambda: [a for a in prometheus.alerts() if a["labels"]["alertname"] == "OllamaDown"],
+            20,
+            "OllamaDown in Prometheus's alerts",
+            interval=0.2,
+        )
+    finally:
+        sim.reset()
+        # the next test of the package meets a closed breaker again
+        client = pool.redis.client()
+        for key in client.scan_iter("aipool:breaker:*"):
+            client.delete(key)
+    # Then: the fallback answered every request, and Prometheus has Ollama down
+    assert {a["provider"] for a in answers} == {"gemini"}
+    assert [a["attempts"][0]["outcome"] for a in answers[-1:]] == ["circuit_open"]
+    (alert,) = alerts
+    assert alert["state"] in ("pending", "firing")
+    assert alert["labels"]["severity"] == "critical"
+    assert alert["annotations"]["summary"] == "Ollama 服務可能已離線"
