@@ -29,8 +29,10 @@ def prometheus(monitored_pool: MonitoredPool) -> Iterator[PrometheusServer]:
         server.start()
         # Both workers scraped, the pool's state among what the maintenance worker served
         eventually(
-            lambda: server.value('count(up{job="aipool-workers"} == 1)') == 2
-            and server.value('count(aipool_state_up{source="redis"} == 1)') == 1,
+            lambda: (
+                server.value('count(up{job="aipool-workers"} == 1)') == 2
+                and server.value('count(aipool_state_up{source="redis"} == 1)') == 1
+            ),
             30,
             "both workers scraped",
             interval=0.2,
