@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test lint types pytest bench demo
+.PHONY: install services test lint types pytest bench demo
 
 $(BIN)/aipool: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,6 +15,10 @@ install: $(BIN)/aipool
 
 test: install lint types pytest
 
+# Redis, PostgreSQL, RabbitMQ and promtool, each started or installed only when missing.
+services:
+	.ci/services
+
 lint:
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -22,7 +26,7 @@ lint:
 types:
 	$(BIN)/mypy
 
-pytest:
+pytest: services
 	$(BIN)/pytest
 
 bench: install

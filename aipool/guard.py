@@ -9,7 +9,7 @@ call is ever made unguarded and the request still moves on to its terminal answe
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from redis.exceptions import RedisError
 
@@ -32,24 +32,45 @@ _SCRIPTS = LuaScripts(
 )
 
 
+class Passengers(Protocol):
+    """Writes that ride in the guards' pipelines (the ledger's held records)."""
+
+    def ride_in(self, pipe: Any) -> list[Any]: ...
+
+    def missed(self, riders: list[Any]) -> None: ...
+
+
 class SharedGuards:
     """:class:`~aipool.hop.Guards` backed by Redis: every worker of the pool sees the same state."""
 
-    def __init__(self, breakers: Mapping[str, Breaker], quotas: Mapping[str, Quota]) -> None:
+    def __init__(
+        self,
+        breakers: Mapping[str, Breaker],
+        quotas: Mapping[str, Quota],
+        passengers: Passengers | None = None,
+    ) -> None:
         self.breakers = breakers
         self.quotas = quotas
+        self.passengers = passengers
 
     def blocked(self, provider: str, tokens: int) -> HopSkipped | None:
         breaker = self.breakers[provider]
         quota = self.quotas[provider]
+        riding: list[Any] = []
         try:
-            # The breaker's and the quota's reads in one round trip.
+            # The breaker's and the quota's reads in one round trip, carrying what the hop has
+            # to write anyway (the ledger records of the hops it skipped or saw fail).
             pipe = breaker.client.pipeline(transaction=False)
             breaker.peek_in(pipe)
             quota.peek_in(pipe)
+            riding = self.passengers.ride_in(pipe) if self.passengers else []
             replies = pipe.execute()
         except RedisError as exc:
+            if self.passengers is not None:
+                self.passengers.missed(riding)
             return GuardUnavailable(f"{provider} guards unreadable: {type(exc).__name__}")
+        if riding:
+            replies = replies[:-1]
         if breaker.is_open_from(replies[0]):
             return CircuitOpen(f"{provider} breaker is open")
         if not quota.has_room_from(replies[1:], tokens):

@@ -76,6 +76,7 @@ def count_commands(pool: Any, run: Callable[[], None], requests: int) -> dict[st
     stop = threading.Event()
     ready = threading.Event()
     scripts: dict[str, str] = {}
+    in_multi: set[str] = set()
 
     def listen() -> None:
         client = redis.Redis.from_url(BENCH_REDIS_URL)
@@ -92,8 +93,17 @@ def count_commands(pool: Any, run: Callable[[], None], requests: int) -> dict[st
                 name = words[0].upper()
                 if name == "EVALSHA" and len(words) > 1:
                     name = f"EVALSHA {scripts.get(words[1], words[1][:8])}"
+                sender = f"{event.get('client_address')}:{event.get('client_port')}"
                 if event.get("client_type") == "lua":
                     name = f"lua: {name}"
+                elif name == "MULTI":
+                    # A transaction is one pipeline, one round trip: its EXEC counts it.
+                    in_multi.add(sender)
+                    continue
+                elif name == "EXEC":
+                    in_multi.discard(sender)
+                elif sender in in_multi:
+                    name = f"in MULTI: {name}"
                 counts[name] += 1
 
     thread = threading.Thread(target=listen, daemon=True)
@@ -162,6 +172,7 @@ def main() -> None:
     parser.add_argument(
         "--cpu", action="store_true", help="sample running code only (no --idle): CPU time"
     )
+    parser.add_argument("--raw", type=Path, help="keep py-spy's raw stacks in this file")
     args = parser.parse_args()
     spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
     if spy is None:
@@ -192,10 +203,15 @@ def main() -> None:
                         call()
 
                 per_request = count_commands(pool, run_all, args.n)
-                trips = sum(v for k, v in per_request.items() if not k.startswith("lua: "))
+                trips = sum(
+                    v for k, v in per_request.items() if not k.startswith(("lua: ", "in MULTI: "))
+                )
                 print(f"path {args.path}: Redis commands per request on the bench database")
-                print(f"  {trips:8.2f}  round trips, and {sum(per_request.values()) - trips:.2f}")
-                print("            commands run inside Lua scripts")
+                print(
+                    f"  {trips:8.2f}  commands sent (a MULTI/EXEC transaction counts once; MONITOR"
+                )
+                print("            cannot see plain pipelines, whose commands count one each), and")
+                print(f"  {sum(per_request.values()) - trips:8.2f}  commands inside them or Lua")
                 for name, count in per_request.items():
                     print(f"  {count:8.2f}  {name}")
                 return
@@ -230,7 +246,10 @@ def main() -> None:
         print(f"\n{section} (ms per request)")
         for name, ms in summary[section].items():
             print(f"  {ms:8.3f}  {name}")
-    os.remove(out)
+    if args.raw:
+        shutil.move(out, args.raw)
+    else:
+        os.remove(out)
 
 
 if __name__ == "__main__":

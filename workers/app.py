@@ -15,9 +15,12 @@ from urllib.parse import urlsplit
 from celery import Celery
 
 from aipool.errors import NoRedis
+from workers.result_backend import install as install_result_backend
 
 app = Celery("aipool")
 app.config_from_object("celeryconfig")
+# Results in Redis carry the hop's usage records in the same write (workers/result_backend.py).
+install_result_backend(app)
 
 
 app.conf.include = ["tasks.generate", "tasks.probe", "tasks.maintenance"]

@@ -12,6 +12,7 @@ from aipool.breaker.listeners import log_transition
 from aipool.breaker.state import BreakerTransition
 from aipool.guard import SharedGuards
 from aipool.hop import HopRunner
+from aipool.ledger.outbox import OUTBOX
 from aipool.ledger.record import UsageRecord
 from aipool.ledger.usage_log import UsageLog, store_now
 from aipool.metrics import observe_attempt, observe_transition
@@ -54,15 +55,22 @@ def _store_directly(record: UsageRecord) -> bool:
 
 
 @cache
+def usage_log() -> UsageLog:
+    """The ledger's write side for this process; in a worker, records ride with result writes."""
+    return UsageLog(shared_redis(), fallback=_store_directly, outbox=OUTBOX)
+
+
+@cache
 def hop_runner() -> HopRunner:
     """The process-wide :class:`HopRunner` (SDK clients and Redis scripts are built once)."""
     client = shared_redis()
     guards = SharedGuards(
         breakers_for(client, listeners=[log_transition, observe_transition, alert_on_transition]),
         quotas_for(client),
+        passengers=usage_log(),
     )
     return HopRunner(
         guards=guards,
-        observers=[LedgerObserver(UsageLog(client, fallback=_store_directly)), observe_attempt],
+        observers=[LedgerObserver(usage_log()), observe_attempt],
         pricing=cost_usd,
     )

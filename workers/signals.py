@@ -13,6 +13,8 @@ from celery.app import trace as celery_trace
 from celery.signals import (
     after_setup_logger,
     after_setup_task_logger,
+    task_postrun,
+    task_prerun,
     worker_init,
     worker_process_init,
     worker_process_shutdown,
@@ -20,6 +22,7 @@ from celery.signals import (
 )
 
 from aipool.chains import PROVIDERS
+from aipool.ledger.outbox import OUTBOX
 from aipool.scrub import install_log_scrubbing
 
 log = logging.getLogger("aipool.workers")
@@ -106,3 +109,21 @@ def _migrate_ledger(**_: Any) -> None:
         migrate()
     except Exception:
         log.exception("ledger migration failed; usage records wait in Redis until it succeeds")
+
+
+@task_prerun.connect
+def _hold_usage_records(**_: Any) -> None:
+    # The hop's ledger record rides with the task's result write (aipool.ledger.outbox).
+    OUTBOX.task_started()
+
+
+@task_postrun.connect
+def _push_held_usage_records(**_: Any) -> None:
+    # Sent after the result is written and before the message is acknowledged: what no result
+    # write took (a forwarding hop's skips and failures) is pushed now, so it is in Redis before
+    # the broker forgets the message.
+    left = OUTBOX.task_ended()
+    if left:
+        from workers.runtime import usage_log
+
+        usage_log().push(left)

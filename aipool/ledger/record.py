@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -83,7 +83,8 @@ class UsageRecord:
 
     def to_json(self) -> str:
         """A compact JSON string that ``from_json`` turns back into an equal record."""
-        data: dict[str, Any] = asdict(self)
+        # A shallow copy: every field is a scalar (asdict's deep copy costs a hop ~0.1 ms).
+        data: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
         data["cost_usd"] = str(self.cost_usd)
         data["created_at"] = self.created_at.astimezone(UTC).isoformat()
         data["id"] = str(self.id)

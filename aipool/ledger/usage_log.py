@@ -1,7 +1,8 @@
 """Recording usage without delaying answers, and draining it into the database without loss.
 
-A worker calls ``UsageLog(redis).record(rec)`` after every attempt: one LPUSH of the record's JSON,
-well under a millisecond on loopback. ``drain()`` (a beat task every few seconds) moves pending
+A worker calls ``UsageLog(redis).record(rec)`` after every attempt: one LPUSH of the record's JSON
+(or none of its own: in a worker the record rides with the task's result write, see
+:mod:`aipool.ledger.outbox`). ``drain()`` (a beat task every few seconds) moves pending
 records into ``ai_usage_logs`` in batches:
 
 1. read the oldest ``batch`` records (LRANGE from the tail; new records arrive at the head),
@@ -33,6 +34,7 @@ from sqlalchemy import Engine, Insert, String, and_, not_
 from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
 
 from aipool.ledger.models import usage_logs
+from aipool.ledger.outbox import Outbox
 from aipool.ledger.record import UsageRecord, storable_text
 from aipool.redis_lua import LuaScripts
 from aipool.scrub import scrub as scrub_error
@@ -67,33 +69,68 @@ class UsageLog:
         redis: Redis,
         key: str = PENDING_KEY,
         fallback: Callable[[UsageRecord], bool] | None = None,
+        outbox: Outbox | None = None,
     ) -> None:
         self._redis = redis
         self._key = key
         self._fallback = fallback
+        self._outbox = outbox
+
+    @property
+    def key(self) -> str:
+        """The Redis list records wait in."""
+        return self._key
 
     def record(self, rec: UsageRecord) -> bool:
-        """Queue ``rec`` for the database with one LPUSH; never raises.
+        """Queue ``rec`` for the database; never raises.
 
-        The error message is scrubbed before it leaves the process, so no credential sits in
-        Redis either, and every text field is made storable (:func:`storable`). Returns whether
-        the record was kept (queued, or stored through the fallback); a record kept nowhere is
-        logged whole (it holds no prompt text) so it can be replayed by hand.
+        While a task runs in this process and the log has an ``outbox``, the record is held there
+        to ride with the task's result write (:mod:`aipool.ledger.outbox`); otherwise it is one
+        LPUSH. The error message is scrubbed before it leaves the process, so no credential sits
+        in Redis either, and every text field is made storable (:func:`storable`). Returns whether
+        the record was kept (held, queued, or stored through the fallback).
         """
         clean = storable(rec)
-        payload = clean.to_json()
+        if self._outbox is not None and self._outbox.hold(clean):
+            return True
+        return self.push([clean])
+
+    def push(self, records: list[UsageRecord]) -> bool:
+        """Queue storable ``records`` with one LPUSH; when Redis refuses them, store each through
+        the fallback. A record kept nowhere is logged whole (it holds no prompt text) so it can
+        be replayed by hand. Returns whether every record was kept."""
+        if not records:
+            return True
+        payloads = [rec.to_json() for rec in records]
         try:
-            self._redis.lpush(self._key, payload)
+            self._redis.lpush(self._key, *payloads)
             return True
         except RedisError:
-            log.warning("usage record not queued in Redis; storing it directly")
-        try:
-            if self._fallback is not None and self._fallback(clean):
-                return True
-        except Exception:
-            log.exception("usage record not stored directly either")
-        log.error("usage record lost unless replayed: %s", payload)
-        return False
+            log.warning("%d usage record(s) not queued in Redis; storing directly", len(records))
+        kept = True
+        for rec, payload in zip(records, payloads, strict=True):
+            try:
+                if self._fallback is not None and self._fallback(rec):
+                    continue
+            except Exception:
+                log.exception("usage record not stored directly either")
+            log.error("usage record lost unless replayed: %s", payload)
+            kept = False
+        return kept
+
+    def ride_in(self, pipe: Any) -> list[UsageRecord]:
+        """Add the records held for this task to ``pipe`` (a pipeline on this log's Redis) as one
+        LPUSH, so they cost the pipeline's round trip only. Returns them: when the pipeline
+        fails, hand them to :meth:`missed`."""
+        records = self._outbox.take() if self._outbox is not None else []
+        if records:
+            pipe.lpush(self._key, *(rec.to_json() for rec in records))
+        return records
+
+    def missed(self, records: list[UsageRecord]) -> None:
+        """Records a failed pipeline carried: held again for the next write or the task's end."""
+        if self._outbox is not None:
+            self._outbox.give_back(records)
 
     def pending(self) -> int:
         """How many records wait to be drained."""

@@ -1,0 +1,96 @@
+"""The result backend carries the hop's usage records in the result's own write."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import redis
+from celery import Celery
+
+from aipool.ledger.outbox import OUTBOX
+from aipool.ledger.record import UsageRecord
+from aipool.ledger.usage_log import PENDING_KEY
+from tests.conftest import TEST_REDIS_URL
+from workers.result_backend import RedisBackend, install
+
+OTHER_DB_URL = "redis://127.0.0.1:6379/13"
+
+
+def _backend(url: str) -> RedisBackend:
+    app = Celery("result-backend-test", backend=url, set_as_current=False)
+    install(app)
+    backend = app.backend
+    assert isinstance(backend, RedisBackend)
+    return backend
+
+
+def _record(request_id: str) -> UsageRecord:
+    return UsageRecord(request_id, 0, "ollama", "llama3.2:3b", "ok", True, input_tokens=5)
+
+
+@pytest.fixture()
+def held(redis_client: redis.Redis) -> Iterator[None]:
+    """A task running in this process, the ledger spool empty before and after."""
+    redis_client.delete(PENDING_KEY)
+    OUTBOX.task_started()
+    yield
+    OUTBOX.task_ended()
+    redis_client.delete(PENDING_KEY)
+
+
+def test_given_the_pool_app_when_its_backend_is_built_then_it_is_this_one() -> None:
+    # The celery command sets result_backend from CELERY_RESULT_BACKEND over the settings: the
+    # class must follow the URL's scheme, whatever sets it.
+    from workers.app import app
+
+    assert isinstance(app.backend, RedisBackend)
+    assert isinstance(_backend(TEST_REDIS_URL), RedisBackend)
+
+
+@pytest.mark.usefixtures("held")
+def test_given_held_records_when_a_result_is_written_then_they_go_with_it(
+    redis_client: redis.Redis,
+) -> None:
+    # Given
+    backend = _backend(TEST_REDIS_URL)
+    OUTBOX.hold(_record("r1"))
+    # When
+    backend.store_result("task-r1", {"answer": 1}, "SUCCESS")
+    # Then: the result and the record are both in Redis, nothing is left to push
+    assert backend.get_task_meta("task-r1")["result"] == {"answer": 1}
+    assert [
+        UsageRecord.from_json(x).request_id for x in redis_client.lrange(PENDING_KEY, 0, -1)
+    ] == ["r1"]
+    assert OUTBOX.take() == []
+    backend.forget("task-r1")
+
+
+@pytest.mark.usefixtures("held")
+def test_given_a_result_write_that_fails_when_it_ends_then_the_records_are_held_again(
+    redis_client: redis.Redis,
+) -> None:
+    # Given: the spool key holds a value of the wrong type, so the pipeline's LPUSH fails
+    backend = _backend(TEST_REDIS_URL)
+    redis_client.set(PENDING_KEY, "not a list")
+    OUTBOX.hold(_record("r1"))
+    # When
+    with pytest.raises(redis.ResponseError):
+        backend._set("celery-task-meta-task-r2", "{}")
+    # Then: the record is not lost; the task's end pushes it on its own
+    assert [r.request_id for r in OUTBOX.take()] == ["r1"]
+
+
+@pytest.mark.usefixtures("held")
+def test_given_a_backend_on_another_redis_when_a_result_is_written_then_records_stay_held(
+    redis_client: redis.Redis,
+) -> None:
+    # Given: results in another database than the ledger's spool
+    backend = _backend(OTHER_DB_URL)
+    OUTBOX.hold(_record("r1"))
+    # When
+    backend.store_result("task-r3", {"answer": 3}, "SUCCESS")
+    # Then: the record did not go to the wrong database
+    assert [r.request_id for r in OUTBOX.take()] == ["r1"]
+    assert redis_client.llen(PENDING_KEY) == 0
+    backend.forget("task-r3")
