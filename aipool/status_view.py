@@ -68,7 +68,7 @@ def render_summary(
 def render_queues(depths: dict[str, int], console: Console, *, lang: str) -> None:
     """Print the messages waiting per queue."""
     w = words(lang)
-    table = Table(title=w["waiting"])
+    table = Table(title=w["queues_title"])
     table.add_column(w["queue"])
     table.add_column(w["waiting"], justify="right")
     for queue, depth in depths.items():
