@@ -77,7 +77,9 @@ def say_where(console: Console, redis: str | None, ledger: str | None) -> None:
     if redis is not None:
         console.print(f"[bold]Redis[/]   {describe_redis(redis)}", highlight=False, soft_wrap=True)
     if ledger is not None:
-        console.print(f"[bold]Ledger[/]  {describe_database(ledger)}", highlight=False, soft_wrap=True)
+        console.print(
+            f"[bold]Ledger[/]  {describe_database(ledger)}", highlight=False, soft_wrap=True
+        )
 
 
 def pending_records(redis: str | None) -> int | None:
