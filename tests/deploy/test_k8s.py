@@ -1,16 +1,26 @@
-"""k8s/: the manifests an operator applies with ``kubectl apply -k k8s/``.
+"""k8s/: the manifests an operator applies with ``kubectl apply -k k8s/`` (or an overlay of it).
 
-Parsed, not applied: one worker Deployment per Celery queue, one beat, keys only where used,
-prefetch 1, shutdown grace above the task time limit, KEDA scaling on the right lists. The alert
-rules and the dashboard of k8s/monitoring have their own tests (test_alert_rules, test_monitoring).
+No cluster runs here, so the manifests are validated, not applied: ``kubectl kustomize`` renders
+the base and the example production overlay, ``kubernetes-validate --strict`` checks every core
+object against the Kubernetes schema and the CRDs against their published schemas
+(tests/deploy/schemas), and the rendered objects are read as an SRE would: one worker per queue,
+probes that survive a broker outage, one beat with a kept schedule, keys only where used,
+disruption budgets, a network policy per role, Pod Security ``restricted``, topology spread, a
+migration Job, KEDA with a fallback and the Redis named in one place.
 """
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
+import subprocess
+import sys
+from functools import cache
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 import yaml
 
@@ -20,8 +30,10 @@ from celeryconfig import QUEUES
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "k8s"
-# Kubernetes objects are the *.yaml files; k8s/monitoring also holds Prometheus's own rule file and
-# its promtool tests (*.yml) and the Grafana dashboard (*.json), which kubectl never reads.
+OVERLAY = ROOT / "deploy/overlays/production"
+SCHEMAS = Path(__file__).with_name("schemas")
+#: API groups of the custom resources the manifests use (KEDA, Prometheus Operator).
+CRD_GROUPS = {"keda.sh", "monitoring.coreos.com"}
 MANIFESTS = sorted(p for p in K8S.rglob("*.yaml") if p.is_file())
 
 #: The Secret (and key) holding each cloud queue's API key.
@@ -30,36 +42,45 @@ OWN_KEY = {
     "claude": ("aipool-anthropic", "anthropic_api_key"),
     "nemotron": ("aipool-nvidia", "nvidia_api_key"),
 }
-#: Secrets every aipool process may read: connection URLs, not provider keys.
+#: Secrets every aipool process may read: connection settings, not provider keys.
 SHARED_SECRETS = {"aipool-redis", "aipool-database"}
-
 KEY_LOOKING = re.compile(
     r"AIza[0-9A-Za-z_\-]{20,}|sk-ant-[0-9A-Za-z_\-]{8,}|sk-[0-9A-Za-z]{20,}|nvapi-[0-9A-Za-z_\-]{8,}"
 )
-SITE_ADDRESS = "192.168."
-# Hard time limit of a hop (celeryconfig default 120 s); the pod must outlive a hop in hand.
-HARD_LIMIT_S = 120
+#: The ADR's site address, which must never be a default anywhere.
+SITE_ADDRESS = "192.168.0.188"
 
 
-def _load(path: Path) -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
+@cache
+def _render(root: Path) -> tuple[dict[str, Any], ...]:
+    kubectl = shutil.which("kubectl")
+    assert kubectl, "kubectl is not installed"
+    out = subprocess.run(
+        [kubectl, "kustomize", str(root)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    return tuple(d for d in yaml.safe_load_all(out.stdout) if d)
 
 
-DOCS: dict[Path, list[dict[str, Any]]] = {p: _load(p) for p in MANIFESTS}
-OBJECTS = [d for p, docs in DOCS.items() if p.name != "kustomization.yaml" for d in docs]
+def _objects(root: Path = K8S) -> tuple[dict[str, Any], ...]:
+    return _render(root)
 
 
-def _of_kind(kind: str) -> list[dict[str, Any]]:
-    return [o for o in OBJECTS if o["kind"] == kind]
+def _of_kind(kind: str, root: Path = K8S) -> list[dict[str, Any]]:
+    return [o for o in _objects(root) if o["kind"] == kind]
 
 
-def _named(kind: str, name: str) -> dict[str, Any]:
-    (obj,) = [o for o in _of_kind(kind) if o["metadata"]["name"] == name]
+def _named(kind: str, name: str, root: Path = K8S) -> dict[str, Any]:
+    (obj,) = [o for o in _of_kind(kind, root) if o["metadata"]["name"] == name]
     return obj
 
 
-def _containers(deployment: dict[str, Any]) -> list[dict[str, Any]]:
-    return deployment["spec"]["template"]["spec"]["containers"]
+def _pod(workload: dict[str, Any]) -> dict[str, Any]:
+    return workload["spec"]["template"]["spec"]
+
+
+def _workloads(root: Path = K8S) -> list[dict[str, Any]]:
+    return _of_kind("Deployment", root) + _of_kind("Job", root)
 
 
 def _argv(container: dict[str, Any]) -> list[str]:
@@ -68,58 +89,108 @@ def _argv(container: dict[str, Any]) -> list[str]:
 
 def _queues(deployment: dict[str, Any]) -> list[str]:
     queues: list[str] = []
-    for container in _containers(deployment):
+    for container in _pod(deployment)["containers"]:
         argv = _argv(container)
         if "worker" in argv:
             queues += argv[argv.index("-Q") + 1].split(",")
     return queues
 
 
-def _workers() -> dict[str, dict[str, Any]]:
+def _workers(root: Path = K8S) -> dict[str, dict[str, Any]]:
     """Queue -> the worker Deployment consuming it (asserted unique elsewhere)."""
-    return {q: d for d in _of_kind("Deployment") for q in _queues(d)}
+    return {q: d for d in _of_kind("Deployment", root) for q in _queues(d)}
 
 
-def _secret_refs(deployment: dict[str, Any]) -> set[str]:
-    """Every Secret a Deployment's pods can read, through volumes, env or envFrom."""
-    spec = deployment["spec"]["template"]["spec"]
+def _secret_refs(workload: dict[str, Any]) -> set[str]:
+    """Every Secret a workload's pods can read, through volumes, env or envFrom."""
+    spec = _pod(workload)
     refs = {v["secret"]["secretName"] for v in spec.get("volumes", []) if "secret" in v}
     for container in spec["containers"]:
         for env in container.get("env", []):
             ref = env.get("valueFrom", {}).get("secretKeyRef")
             if ref:
                 refs.add(ref["name"])
-        for source in container.get("envFrom", []):
-            if "secretRef" in source:
-                refs.add(source["secretRef"]["name"])
+        refs |= {s["secretRef"]["name"] for s in container.get("envFrom", []) if "secretRef" in s}
     return refs
 
 
-def test_given_every_manifest_when_parsed_then_each_object_is_well_formed() -> None:
-    assert MANIFESTS
-    for path, docs in DOCS.items():
-        assert docs, path
-        for doc in docs:
-            assert {"apiVersion", "kind"} <= set(doc), path
-            if doc["kind"] not in ("Kustomization",):
-                assert doc["metadata"]["name"], path
-                assert doc["kind"] == "Namespace" or doc["metadata"]["namespace"] == "aipool"
+def effective_env(container: dict[str, Any], root: Path = K8S) -> dict[str, str]:
+    """Name -> value (or ``<secret:name/key>``) of every variable the container starts with."""
+    maps = {c["metadata"]["name"]: c.get("data", {}) for c in _of_kind("ConfigMap", root)}
+    env: dict[str, str] = {}
+    for source in container.get("envFrom", []):
+        if "configMapRef" in source:
+            env.update(maps[source["configMapRef"]["name"]])
+    for entry in container.get("env", []):
+        ref = entry.get("valueFrom", {}).get("secretKeyRef")
+        env[entry["name"]] = f"<secret:{ref['name']}/{ref['key']}>" if ref else entry["value"]
+    return env
 
 
-def test_given_the_kustomization_when_read_then_it_lists_every_file_and_only_existing_ones() -> (
-    None
-):
-    # Given
-    (kustomization,) = DOCS[K8S / "kustomization.yaml"]
+def _validate(path: Path) -> subprocess.CompletedProcess[str]:
+    program = Path(sys.executable).with_name("kubernetes-validate")
+    assert program.exists(), (
+        "kubernetes-validate is not installed (pip install kubernetes-validate)"
+    )
+    return subprocess.run(
+        [str(program), "--strict", "--quiet", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("root", [K8S, OVERLAY], ids=["base", "production-overlay"])
+def test_given_the_kustomization_when_rendered_then_every_object_is_valid(
+    root: Path, tmp_path: Path
+) -> None:
+    # Given the rendered kustomization
+    objects = _objects(root)
+    rendered = tmp_path / "rendered.yaml"
+    rendered.write_text(yaml.safe_dump_all(objects), encoding="utf-8")
+    # When kubernetes-validate checks it strictly
+    result = _validate(rendered)
+    # Then every core object passes, and the only kinds it has no schema for are custom ones
+    assert result.returncode == 0, result.stdout + result.stderr
+    unknown = set(re.findall(r"Couldn't find schema for kind (\w+)", result.stdout + result.stderr))
+    assert unknown <= {o["kind"] for o in objects if _group(o) in CRD_GROUPS}
+    # and every custom resource passes its CRD's published schema
+    for obj in objects:
+        if _group(obj) in CRD_GROUPS:
+            version = obj["apiVersion"].split("/")[1]
+            path = SCHEMAS / _group(obj) / f"{obj['kind'].lower()}_{version}.json"
+            assert path.exists(), f"no published schema kept for {obj['kind']}"
+            schema = json.loads(path.read_text(encoding="utf-8"))
+            # Not checked against the metaschema: a published pattern uses Go's regex syntax
+            # (PrometheusRule's "^(?i)(abort|warn)?$"), which Python compiles only when needed.
+            jsonschema.validators.validator_for(schema)(schema).validate(obj)
+
+
+def _group(obj: dict[str, Any]) -> str:
+    api_version = obj["apiVersion"]
+    return api_version.split("/")[0] if "/" in api_version else ""
+
+
+def test_given_the_kustomization_when_read_then_it_lists_every_manifest_of_the_base() -> None:
+    (kustomization,) = [
+        d for d in yaml.safe_load_all((K8S / "kustomization.yaml").read_text()) if d
+    ]
     listed = kustomization["resources"]
-    # Then
-    on_disk = {p.relative_to(K8S).as_posix() for p in MANIFESTS} - {"kustomization.yaml"}
+    # every file of Kubernetes objects under k8s/ (not kustomizations, components or other data)
+    on_disk = {
+        p.relative_to(K8S).as_posix()
+        for p in MANIFESTS
+        if p.name != "kustomization.yaml"
+        and "components" not in p.parts
+        and all({"apiVersion", "kind"} <= set(d) for d in yaml.safe_load_all(p.read_text()) if d)
+    }
     assert len(listed) == len(set(listed))
     assert set(listed) == on_disk
     assert kustomization["namespace"] == "aipool"
 
 
-def test_given_the_workers_when_read_then_every_queue_has_exactly_one_deployment() -> None:
+def test_given_the_workers_when_rendered_then_every_queue_has_exactly_one_deployment() -> None:
     consumers: dict[str, list[str]] = {}
     for deployment in _of_kind("Deployment"):
         for queue in _queues(deployment):
@@ -129,89 +200,211 @@ def test_given_the_workers_when_read_then_every_queue_has_exactly_one_deployment
 
 
 @pytest.mark.parametrize("queue", QUEUES)
-def test_given_a_worker_deployment_when_read_then_it_is_safe_to_scale_and_stop(queue: str) -> None:
-    # Given
-    deployment = _workers()[queue]
-    pod = deployment["spec"]["template"]["spec"]
+def test_given_a_worker_when_its_broker_is_down_then_no_probe_restarts_it(queue: str) -> None:
+    # Given the worker's pod
+    pod = _pod(_workers()[queue])
     (container,) = pod["containers"]
     argv = _argv(container)
-    # Then: prefetch 1, so the Redis list is the real backlog
-    assert "--prefetch-multiplier=1" in argv or "--disable-prefetch" in argv
-    # a stop lets the hop in hand finish before SIGKILL
-    assert pod["terminationGracePeriodSeconds"] > HARD_LIMIT_S
-    assert pod["terminationGracePeriodSeconds"] > celeryconfig.task_time_limit
-    # both probes ping this worker by the node name it starts with
+    # Then liveness (and start-up) ask the worker's own metrics server, which answers whatever
+    # the broker does; only readiness goes through the broker, by the worker's node name
+    port = {p["name"]: p["containerPort"] for p in container["ports"]}["metrics"]
+    for probe in ("startupProbe", "livenessProbe"):
+        assert container[probe]["httpGet"] == {"path": "/metrics", "port": "metrics"}, probe
+        assert "exec" not in container[probe]
+    assert port == 9808 and effective_env(container)["AIPOOL_METRICS_PORT"] == "9808"
+    ready = " ".join(container["readinessProbe"]["exec"]["command"])
+    assert "inspect ping" in ready and f'-d "{queue}@$HOSTNAME"' in ready
     assert argv[argv.index("-n") + 1] == f"{queue}@%h"
-    for probe in ("livenessProbe", "readinessProbe"):
-        command = " ".join(container[probe]["exec"]["command"])
-        assert "inspect ping" in command and f'-d "{queue}@$HOSTNAME"' in command, probe
-    # it exposes its metrics port and runs as non-root
-    assert {"name": "metrics", "containerPort": 9808} in container["ports"]
-    assert pod["securityContext"]["runAsNonRoot"] is True
+    # and it holds one message at a time, and a stop lets the hop in hand finish
+    assert "--prefetch-multiplier=1" in argv
+    assert pod["terminationGracePeriodSeconds"] > celeryconfig.task_time_limit
 
 
-def test_given_every_deployment_when_read_then_each_container_has_requests_and_limits() -> None:
-    for deployment in _of_kind("Deployment"):
-        for container in _containers(deployment):
+def test_given_every_workload_when_rendered_then_it_meets_pod_security_restricted() -> None:
+    # Given the namespace, which enforces the restricted profile
+    (namespace,) = _of_kind("Namespace")
+    labels = namespace["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+    assert labels["pod-security.kubernetes.io/warn"] == "restricted"
+    # Then every pod of the pool passes it, and sees no Service link variables
+    for workload in _workloads():
+        name = workload["metadata"]["name"]
+        pod = _pod(workload)
+        assert pod["securityContext"]["runAsNonRoot"] is True, name
+        assert pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault", name
+        assert pod["automountServiceAccountToken"] is False, name
+        assert pod["enableServiceLinks"] is False, name
+        assert not [v for v in pod.get("volumes", []) if "hostPath" in v], name
+        for container in pod["containers"] + pod.get("initContainers", []):
+            security = container["securityContext"]
+            assert security["allowPrivilegeEscalation"] is False, name
+            assert security["capabilities"]["drop"] == ["ALL"], name
+            assert "add" not in security["capabilities"], name
+            assert security["readOnlyRootFilesystem"] is True, name
             resources = container["resources"]
-            assert {"cpu", "memory"} <= set(resources["requests"]), deployment["metadata"]["name"]
-            assert {"cpu", "memory"} <= set(resources["limits"]), deployment["metadata"]["name"]
+            assert {"cpu", "memory"} <= set(resources["requests"]), name
+            assert {"cpu", "memory"} <= set(resources["limits"]), name
 
 
-def test_given_beat_when_read_then_exactly_one_runs_and_rollouts_never_overlap() -> None:
-    beats = [d for d in _of_kind("Deployment") if any("beat" in _argv(c) for c in _containers(d))]
-    assert len(beats) == 1
+def test_given_the_image_when_rendered_then_one_pinned_image_runs_everywhere() -> None:
+    for root in (K8S, OVERLAY):
+        images = {c["image"] for w in _workloads(root) for c in _pod(w)["containers"]}
+        (image,) = images
+        assert re.search(r"(:\d+\.\d+\.\d+|@sha256:[0-9a-f]{64})$", image), image
+        assert not image.endswith(":latest")
+    (overlay_image,) = {c["image"] for w in _workloads(OVERLAY) for c in _pod(w)["containers"]}
+    assert overlay_image.startswith("registry.example.com/")
+
+
+def test_given_the_deployments_when_rendered_then_each_can_be_disrupted_one_pod_at_a_time() -> None:
+    budgets = _of_kind("PodDisruptionBudget")
+    for deployment in _of_kind("Deployment"):
+        if deployment["spec"].get("replicas") == 1 and not _queues(deployment):
+            continue  # beat and Flower: one replica by design, Recreate or history in memory
+        labels = _pod_labels(deployment)
+        covering = [b for b in budgets if b["spec"]["selector"]["matchLabels"].items() <= labels]
+        assert len(covering) == 1, deployment["metadata"]["name"]
+        assert covering[0]["spec"]["maxUnavailable"] == 1
+
+
+def _pod_labels(workload: dict[str, Any]) -> Any:
+    return workload["spec"]["template"]["metadata"]["labels"].items()
+
+
+def test_given_the_scaled_deployments_when_rendered_then_they_spread_over_nodes() -> None:
+    for deployment in _of_kind("Deployment"):
+        if deployment["spec"].get("replicas") == 1:
+            continue
+        constraints = _pod(deployment)["topologySpreadConstraints"]
+        keys = {c["topologyKey"] for c in constraints}
+        assert "kubernetes.io/hostname" in keys, deployment["metadata"]["name"]
+        for constraint in constraints:
+            assert constraint["whenUnsatisfiable"] == "ScheduleAnyway"
+            assert constraint["labelSelector"]["matchLabels"].items() <= _pod_labels(deployment)
+
+
+def _policies_for(workload: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    """The NetworkPolicies of type ``kind`` (Ingress/Egress) selecting the workload's pods."""
+    labels = dict(_pod_labels(workload))
+    found = []
+    for policy in _of_kind("NetworkPolicy"):
+        spec = policy["spec"]
+        if kind not in spec["policyTypes"]:
+            continue
+        selector = spec["podSelector"]
+        if not selector.get("matchLabels", {}).items() <= labels.items():
+            continue
+        if not all(
+            labels.get(e["key"]) in e["values"] for e in selector.get("matchExpressions", [])
+        ):
+            continue
+        found.append(policy)
+    return found
+
+
+def _allowed_ports(workload: dict[str, Any], kind: str) -> set[int]:
+    rules = "ingress" if kind == "Ingress" else "egress"
+    return {
+        port["port"]
+        for policy in _policies_for(workload, kind)
+        for rule in policy["spec"].get(rules, [])
+        for port in rule.get("ports", [])
+    }
+
+
+def test_given_the_network_policies_when_rendered_then_each_role_gets_only_what_it_needs() -> None:
+    # Given a default deny of everything in the namespace
+    deny = _named("NetworkPolicy", "aipool-default-deny")
+    assert deny["spec"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+    workers = _workers()
+    # Then every pod resolves names and reaches Redis, RabbitMQ and PostgreSQL
+    for workload in _workloads():
+        assert {53, 6379, 5672, 5432} <= _allowed_ports(workload, "Egress")
+    # workers are scraped on their metrics port and nothing else reaches them
+    for queue, deployment in workers.items():
+        assert _allowed_ports(deployment, "Ingress") == {9808}, queue
+    # only cloud workers reach HTTPS, only the Ollama worker reaches Ollama
+    for queue, deployment in workers.items():
+        egress = _allowed_ports(deployment, "Egress")
+        assert (443 in egress) == (queue in (*OWN_KEY, "maintenance")), queue
+        assert (11434 in egress) == (queue == "ollama"), queue
+    # and Flower and the health endpoint are reached on their one port
+    assert _allowed_ports(_named("Deployment", "aipool-flower"), "Ingress") == {5555}
+    assert _allowed_ports(_named("Deployment", "aipool-health"), "Ingress") == {8088}
+    assert _allowed_ports(_named("Deployment", "aipool-beat"), "Ingress") == set()
+
+
+def test_given_beat_when_rendered_then_one_runs_with_a_probe_and_a_kept_schedule() -> None:
+    beats = [
+        d for d in _of_kind("Deployment") if any("beat" in _argv(c) for c in _pod(d)["containers"])
+    ]
     (beat,) = beats
     assert beat["spec"]["replicas"] == 1
     assert beat["spec"]["strategy"] == {"type": "Recreate"}
     targets = {s["spec"]["scaleTargetRef"]["name"] for s in _of_kind("ScaledObject")}
     assert beat["metadata"]["name"] not in targets
+    (container,) = _pod(beat)["containers"]
+    # its schedule file is on a persistent volume, and its liveness watches that file
+    (schedule,) = [a.split("=", 1)[1] for a in _argv(container) if a.startswith("--schedule=")]
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    volume_name = mounts[str(Path(schedule).parent)]
+    (volume,) = [v for v in _pod(beat)["volumes"] if v["name"] == volume_name]
+    claim = _named("PersistentVolumeClaim", volume["persistentVolumeClaim"]["claimName"])
+    assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
+    probe = " ".join(container["livenessProbe"]["exec"]["command"])
+    assert str(Path(schedule).parent) in probe and "-mmin" in probe
 
 
-def test_given_the_ollama_worker_when_read_then_no_cloud_key_reaches_it() -> None:
-    # Given
+def test_given_the_migration_job_when_rendered_then_it_upgrades_the_ledger_only() -> None:
+    job = _named("Job", "aipool-migrate")
+    (container,) = _pod(job)["containers"]
+    assert _argv(container) == ["aipool", "migrate"]
+    assert _pod(job)["restartPolicy"] == "OnFailure"
+    assert _secret_refs(job) == {"aipool-database"}
+
+
+def test_given_the_ollama_worker_when_rendered_then_no_cloud_key_reaches_it() -> None:
     deployment = _workers()["ollama"]
-    (container,) = _containers(deployment)
-    # Then: only the connection-URL secrets, and no key-named variable
+    (container,) = _pod(deployment)["containers"]
     assert _secret_refs(deployment) <= SHARED_SECRETS
-    names = [e["name"] for e in container.get("env", [])]
-    assert not [n for n in names if "API_KEY" in n or "TOKEN" in n]
+    assert not [n for n in effective_env(container) if "API_KEY" in n or "TOKEN" in n]
     assert "--concurrency=2" in _argv(container)
 
 
-def test_given_the_deployments_when_read_then_each_key_reaches_only_its_own_worker() -> None:
+def test_given_the_deployments_when_rendered_then_each_key_reaches_only_its_own_worker() -> None:
     key_secrets = {secret for secret, _ in OWN_KEY.values()}
-    for deployment in _of_kind("Deployment"):
-        queues = set(_queues(deployment))
-        expected = {OWN_KEY[q][0] for q in queues if q in OWN_KEY}
-        assert _secret_refs(deployment) & key_secrets == expected, deployment["metadata"]["name"]
-    # and a cloud worker mounts just its key file, read-only, where aipool.secrets looks
+    for workload in _workloads():
+        expected = {OWN_KEY[q][0] for q in _queues(workload) if q in OWN_KEY}
+        assert _secret_refs(workload) & key_secrets == expected, workload["metadata"]["name"]
     (config,) = _of_kind("ConfigMap")
     for queue, (secret, key) in OWN_KEY.items():
-        pod = _workers()[queue]["spec"]["template"]["spec"]
+        pod = _pod(_workers()[queue])
         (volume,) = [v for v in pod["volumes"] if "secret" in v]
         assert volume["secret"]["secretName"] == secret
         assert volume["secret"]["items"] == [{"key": key, "path": key}]
         (mount,) = [m for m in pod["containers"][0]["volumeMounts"] if m["name"] == volume["name"]]
         assert mount["readOnly"] is True
         assert mount["mountPath"] == config["data"]["AIPOOL_SECRETS_DIR"]
-        assert mount["mountPath"].startswith("/run/secrets")
 
 
 def test_given_the_secret_templates_when_read_then_they_hold_no_value_and_are_never_applied() -> (
     None
 ):
-    secrets = _of_kind("Secret")
-    assert {s["metadata"]["name"] for s in secrets} >= {s for s, _ in OWN_KEY.values()}
-    for secret in secrets:
+    templates = [d for d in yaml.safe_load_all((K8S / "secrets.yaml").read_text()) if d]
+    for secret in templates:
         assert not secret.get("data"), secret["metadata"]["name"]
         assert all(v == "" for v in secret.get("stringData", {}).values())
-        # kustomize drops local-config objects, so an apply never blanks a real Secret
-        annotations = secret["metadata"]["annotations"]
-        assert annotations["config.kubernetes.io/local-config"] == "true"
-    # every Secret a Deployment reads has a template documenting it
-    referenced = {r for d in _of_kind("Deployment") for r in _secret_refs(d)}
-    assert referenced <= {s["metadata"]["name"] for s in secrets}
+        assert secret["metadata"]["annotations"]["config.kubernetes.io/local-config"] == "true"
+    # kustomize drops them, so an apply never blanks a real Secret
+    assert not _of_kind("Secret")
+    # and every Secret key a workload reads is documented by a template
+    documented = {(s["metadata"]["name"], k) for s in templates for k in s.get("stringData", {})}
+    for workload in _workloads():
+        for container in _pod(workload)["containers"]:
+            for env in container.get("env", []):
+                ref = env.get("valueFrom", {}).get("secretKeyRef")
+                if ref:
+                    assert (ref["name"], ref["key"]) in documented, ref
 
 
 @pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.relative_to(K8S).as_posix())
@@ -221,15 +414,35 @@ def test_given_a_manifest_when_scanned_then_it_holds_no_key_or_site_address(path
     assert SITE_ADDRESS not in text
 
 
-def test_given_the_scaled_objects_when_read_then_each_scales_a_provider_worker_on_its_list() -> (
+@pytest.mark.parametrize("root", [K8S, OVERLAY], ids=["base", "production-overlay"])
+def test_given_the_redis_when_configured_then_it_is_named_in_one_place(root: Path) -> None:
+    # Given the one ConfigMap naming the Redis
+    (config,) = _of_kind("ConfigMap", root)
+    data = config["data"]
+    # Then every pod's REDIS_URL is built from it and the Secret's password
+    for workload in _workloads(root):
+        for container in _pod(workload)["containers"]:
+            env = effective_env(container, root)
+            if "REDIS_URL" not in env:
+                continue
+            assert env["REDIS_URL"] == (
+                "redis://:$(REDIS_PASSWORD)@$(REDIS_HOST):$(REDIS_PORT)/$(REDIS_DB)"
+            )
+            assert env["REDIS_PASSWORD"] == "<secret:aipool-redis/password>"
+    # and KEDA reads host and port from the same variables, and the database from the ConfigMap
+    for scaled in _of_kind("ScaledObject", root):
+        meta = scaled["spec"]["triggers"][0]["metadata"]
+        assert (meta["hostFromEnv"], meta["portFromEnv"]) == ("REDIS_HOST", "REDIS_PORT")
+        assert meta["databaseIndex"] == data["REDIS_DB"]
+        assert "address" not in meta and "addressFromEnv" not in meta
+
+
+def test_given_the_scaled_objects_when_rendered_then_each_scales_a_provider_on_its_whole_list() -> (
     None
 ):
-    # Given
     scaled = _of_kind("ScaledObject")
     deployments = {d["metadata"]["name"]: d for d in _of_kind("Deployment")}
     auths = {a["metadata"]["name"] for a in _of_kind("TriggerAuthentication")}
-    (config,) = _of_kind("ConfigMap")
-    # Then: every provider queue is scaled, once
     targets = [s["spec"]["scaleTargetRef"]["name"] for s in scaled]
     assert len(targets) == len(set(targets))
     listed = set()
@@ -239,88 +452,79 @@ def test_given_the_scaled_objects_when_read_then_each_scales_a_provider_worker_o
         (trigger,) = spec["triggers"]
         meta = trigger["metadata"]
         assert trigger["type"] == "redis"
-        # the list is the Celery queue that very Deployment consumes
-        assert meta["listName"] in QUEUES
+        # the list is the Celery queue that very Deployment consumes: with priorities off on the
+        # Redis broker it holds every message of the queue, whatever its priority
         assert _queues(deployment) == [meta["listName"]]
+        assert celeryconfig.transport_options("redis://r:6379/0")["priority_steps"] == [0]
         listed.add(meta["listName"])
-        # KEDA metadata values are strings of positive integers
         assert int(meta["listLength"]) >= 1 and int(meta["activationListLength"]) >= 0
-        assert isinstance(meta["listLength"], str) and isinstance(meta["activationListLength"], str)
         assert 1 <= spec["minReplicaCount"] <= spec["maxReplicaCount"]
-        # the Redis address is resolved from the target's environment (the ConfigMap)
-        assert meta["addressFromEnv"] in config["data"]
+        # when Redis cannot be read, the queue keeps enough replicas rather than freezing
+        fallback = spec["fallback"]
+        assert fallback["failureThreshold"] >= 1
+        assert spec["minReplicaCount"] <= fallback["replicas"] <= spec["maxReplicaCount"]
         assert trigger["authenticationRef"]["name"] in auths
-        # KEDA owns the replica count: a fixed one would fight it on every apply
         assert "replicas" not in deployment["spec"]
     assert listed == set(PROVIDERS)
-
-
-def test_given_the_scaled_objects_when_read_then_ollama_stays_small_and_cloud_scales_more() -> None:
     maxima = {
         s["spec"]["triggers"][0]["metadata"]["listName"]: s["spec"]["maxReplicaCount"]
-        for s in _of_kind("ScaledObject")
+        for s in scaled
     }
     assert maxima["ollama"] <= 2
     assert all(maxima[q] > maxima["ollama"] for q in OWN_KEY)
 
 
-def test_given_the_trigger_authentication_when_read_then_the_password_comes_from_a_secret() -> None:
-    (auth,) = _of_kind("TriggerAuthentication")
-    (ref,) = auth["spec"]["secretTargetRef"]
-    assert ref["parameter"] == "password"
-    assert ref["name"] == "aipool-redis"
-
-
-def test_given_flower_when_read_then_it_requires_basic_auth_from_a_secret() -> None:
-    # Given
+def test_given_flower_when_rendered_then_its_login_comes_from_its_environment_only() -> None:
     flower = _named("Deployment", "aipool-flower")
-    (container,) = _containers(flower)
-    # Then: the login comes from the aipool-flower Secret, through an env var
-    assert "--basic_auth=$(FLOWER_BASIC_AUTH)" in _argv(container)
-    (env,) = [e for e in container["env"] if e["name"] == "FLOWER_BASIC_AUTH"]
-    assert env["valueFrom"]["secretKeyRef"] == {"name": "aipool-flower", "key": "basic-auth"}
-    # probes use the one page that needs no login
+    (container,) = _pod(flower)["containers"]
+    argv = " ".join(_argv(container))
+    assert "basic_auth" not in argv and "FLOWER_BASIC_AUTH" not in argv
+    env = effective_env(container)
+    assert env["FLOWER_BASIC_AUTH"] == "<secret:aipool-flower/basic-auth>"
+    # one process, metrics in memory: a multiprocess directory would fail on every event
+    assert "PROMETHEUS_MULTIPROC_DIR" not in env
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthcheck"
     service = _named("Service", "aipool-flower")
     assert [p["port"] for p in service["spec"]["ports"]] == [5555]
 
 
-def test_given_the_health_endpoint_when_read_then_its_service_reaches_the_usage_report() -> None:
+def test_given_the_workers_when_rendered_then_each_owns_its_metrics_directory() -> None:
+    for queue, deployment in _workers().items():
+        (container,) = _pod(deployment)["containers"]
+        directory = effective_env(container)["PROMETHEUS_MULTIPROC_DIR"]
+        mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+        (volume,) = [v for v in _pod(deployment)["volumes"] if v["name"] == mounts[directory]]
+        assert "emptyDir" in volume, queue
+
+
+def test_given_the_health_endpoint_when_rendered_then_its_service_reaches_the_usage_report() -> (
+    None
+):
     health = _named("Deployment", "aipool-health")
-    (container,) = _containers(health)
+    (container,) = _pod(health)["containers"]
     argv = _argv(container)
     assert argv[:3] == ["aipool", "status", "--serve"]
     assert argv[argv.index("--port") + 1] == "8088"
     assert container["readinessProbe"]["httpGet"]["path"] == "/api/v1/health/ai-usage"
-    service = _named("Service", "aipool-health")
-    assert [p["port"] for p in service["spec"]["ports"]] == [8088]
+    assert "httpGet" not in container["livenessProbe"]
 
 
-def test_given_the_services_when_read_then_each_selects_pods_of_a_deployment() -> None:
-    pod_labels = [d["spec"]["template"]["metadata"]["labels"] for d in _of_kind("Deployment")]
+def test_given_the_services_when_rendered_then_each_selects_pods_of_a_deployment() -> None:
+    pod_labels = [dict(_pod_labels(d)) for d in _of_kind("Deployment")]
     for service in _of_kind("Service"):
         selector = service["spec"]["selector"].items()
         assert any(selector <= labels.items() for labels in pod_labels), service["metadata"]
 
 
-def test_given_the_pod_monitor_when_read_then_it_scrapes_every_worker_on_9808() -> None:
-    (monitor,) = _of_kind("PodMonitor")
-    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
-    assert endpoint["path"] == "/metrics"
-    assert endpoint["port"] == "metrics"
-    selector = monitor["spec"]["selector"]["matchLabels"].items()
-    for queue, deployment in _workers().items():
-        assert selector <= deployment["spec"]["template"]["metadata"]["labels"].items(), queue
-
-
-def test_given_the_config_map_when_read_then_it_holds_no_secret_and_a_user_set_ollama_url() -> None:
+def test_given_the_config_map_when_rendered_then_it_holds_no_secret_and_is_read_by_every_pod() -> (
+    None
+):
     (config,) = _of_kind("ConfigMap")
     data = config["data"]
     assert not [k for k in data if re.search(r"API_KEY|PASSWORD|TOKEN|SECRET$", k)]
     assert "REDIS_URL" not in data and "DATABASE_URL" not in data
     assert data["AIPOOL_TIMEZONE"] == "Asia/Taipei"
     assert data["OLLAMA_BASE_URL"].startswith("http://")
-    # every Deployment reads it
-    for deployment in _of_kind("Deployment"):
-        for container in _containers(deployment):
+    for workload in _workloads():
+        for container in _pod(workload)["containers"]:
             assert {"configMapRef": {"name": "aipool-config"}} in container["envFrom"]
