@@ -8,9 +8,18 @@ from typing import Annotated
 import typer
 
 
+def _folder(value: Path) -> Path:
+    if value.exists() and not value.is_dir():
+        raise typer.BadParameter(f"{value} exists and is not a folder")
+    return value
+
+
 def demo(
     out: Annotated[
-        Path, typer.Option(help="Folder for the report (Markdown, JSON) and the PNG chart.")
+        Path,
+        typer.Option(
+            callback=_folder, help="Folder for the report (Markdown, JSON) and the PNG chart."
+        ),
     ] = Path("aipool-demo"),
     keep: Annotated[
         bool, typer.Option(help="Keep the demo's data directory (Redis log, ledger, worker log).")

@@ -29,5 +29,8 @@ def one_line(exc: BaseException, *, debug: bool = False) -> str:
     if type(exc).__module__.startswith("sqlalchemy"):
         detail = str(getattr(exc, "orig", None) or exc).splitlines()[0]
         return f"aipool: cannot read the ledger: {type(exc).__name__}: {_flat(detail)}"
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f": {exc.filename}" if exc.filename else ""
+        return f"aipool: {exc.strerror}{where}"
     hint = "" if debug else " (run with --debug for the traceback)"
     return f"aipool: internal error: {type(exc).__name__}: {_flat(str(exc))}{hint}"
