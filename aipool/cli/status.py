@@ -18,24 +18,6 @@ from rich.console import Console
 from aipool.cli.lang import LangOption, chosen
 
 
-def queue_depths(app: Any, queues: tuple[str, ...]) -> dict[str, int]:
-    """Messages waiting in each of ``queues`` on the app's broker (0 for one never declared)."""
-    from kombu.exceptions import ChannelError
-
-    depths: dict[str, int] = {}
-    with app.connection_for_read() as conn:
-        conn.ensure_connection(max_retries=1, timeout=2)
-        for queue in queues:
-            channel = conn.channel()
-            try:
-                depths[queue] = int(channel.queue_declare(queue, passive=True).message_count)
-            except ChannelError:
-                depths[queue] = 0  # nobody declared it: nothing was ever sent there
-            finally:
-                channel.close()
-    return depths
-
-
 def today_in_ledger(ledger: str) -> tuple[str, list[Any]] | None:
     """Today's local day and its per-provider summary, ``None`` when there is no ledger yet."""
     from aipool.cli.pool import ledger_engine
@@ -90,6 +72,7 @@ def status(
         breakers = usage_report(client)
     finally:
         client.close()
+    from aipool.pool_state import broker_queue_depths
     from celeryconfig import QUEUES
     from workers.app import app
     from workers.default_queue import CELERY_DEFAULT_QUEUE
@@ -99,7 +82,7 @@ def status(
         redis=url,
         ledger=ledger,
         breakers=breakers,
-        depths=queue_depths(app, (*QUEUES, CELERY_DEFAULT_QUEUE)),
+        depths=broker_queue_depths(app, (*QUEUES, CELERY_DEFAULT_QUEUE)),
         today=today_in_ledger(ledger),
         pending=pending_records(url),
     )
