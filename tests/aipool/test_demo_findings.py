@@ -13,7 +13,6 @@ from aipool.demo.stage import Sent, Stage
 from aipool.demo.transitions import Transition
 from aipool.ledger.summary import ProviderSummary
 
-
 HOP = {"provider": "ollama", "outcome": "ok"}
 
 
