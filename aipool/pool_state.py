@@ -19,6 +19,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -60,8 +61,10 @@ class PoolState(Collector):
     """Breakers, quotas, queue depths and budgets of the whole pool, read at every scrape.
 
     ``redis`` is a callable returning the client of the pool's shared state, ``engine`` one
-    returning the ledger's engine (both built on first use, in the scraping thread);
-    ``queue_depths`` returns the messages waiting per queue.
+    returning the ledger's engine (both built on first use); ``queue_depths`` returns the messages
+    waiting per queue. The three sources are read side by side, and one that has not answered
+    within ``timeout_s`` counts as unreadable for that scrape: the endpoint answers within a
+    probe's timeout whatever is down.
     """
 
     def __init__(
@@ -74,6 +77,7 @@ class PoolState(Collector):
         monthly_budget_usd: Callable[[], Any],
         zone: ZoneInfo,
         clock: Callable[[], float] = time.time,
+        timeout_s: float = 5.0,
     ) -> None:
         self.redis = redis
         self.engine = engine
@@ -82,6 +86,10 @@ class PoolState(Collector):
         self.monthly_budget_usd = monthly_budget_usd
         self.zone = zone
         self.clock = clock
+        self.timeout_s = timeout_s
+        # One thread per source; a read still stuck from an earlier scrape keeps its thread, so
+        # the next scrape's read of that source waits behind it and times out too.
+        self._readers = ThreadPoolExecutor(max_workers=3, thread_name_prefix="aipool-state")
 
     def collect(self) -> Iterator[Metric]:
         up = GaugeMetricFamily(
@@ -89,13 +97,18 @@ class PoolState(Collector):
             "1 when this scrape read the source (redis, broker, ledger), else 0.",
             labels=["source"],
         )
-        for source, read in (
-            ("redis", self._redis_state),
-            ("broker", self._queues),
-            ("ledger", self._budgets),
-        ):
+        reads = {
+            source: self._readers.submit(_families, read)
+            for source, read in (
+                ("redis", self._redis_state),
+                ("broker", self._queues),
+                ("ledger", self._budgets),
+            )
+        }
+        deadline = time.monotonic() + self.timeout_s
+        for source, read in reads.items():
             try:
-                families = list(read())
+                families = read.result(timeout=max(0.0, deadline - time.monotonic()))
             except Exception as exc:  # a scrape reports an outage, it never fails on one
                 log.warning("pool state: %s unreadable: %s", source, type(exc).__name__)
                 up.add_metric([source], 0)
@@ -108,7 +121,10 @@ class PoolState(Collector):
             "Who sends budget and breaker alerts (AIPOOL_ALERTS): pool or prometheus.",
             labels=["sender"],
         )
-        sender.add_metric([alert_sender()], 1)
+        try:
+            sender.add_metric([alert_sender()], 1)
+        except ValueError as exc:  # neither sender: the budget checks say so on every run
+            log.warning("pool state: %s", exc)
         yield sender
 
     def _redis_state(self) -> Iterator[Metric]:
@@ -200,13 +216,19 @@ class PoolState(Collector):
         return iter([used, limit, cost, budget])
 
 
+def _families(read: Callable[[], Iterator[Metric]]) -> list[Metric]:
+    return list(read())
+
+
 def broker_queue_depths(app: Any, queues: Iterable[str]) -> dict[str, int]:
     """Messages waiting in each of ``queues``, asked of the broker of Celery ``app``.
 
     A queue the broker does not know holds nothing (Redis drops an empty list).
     """
     depths = {}
-    with app.connection_for_read() as conn:
+    # A scrape waits a second for the broker, not the workers' five.
+    options = {**(app.conf.broker_transport_options or {}), "socket_connect_timeout": 1.0}
+    with app.connection_for_read(connect_timeout=1.0, transport_options=options) as conn:
         conn.ensure_connection(max_retries=0)  # one try: a scrape must stay short
         channel = conn.channel()
         try:
@@ -244,6 +266,19 @@ def state_redis(url: str | None = None) -> Any:
     )
 
 
+def _scrape_engine(make_engine: Callable[..., Any], pool_class: Any) -> Any:
+    # No connection kept between scrapes, and a database that does not answer is given up after
+    # two seconds (the workers' engine waits five).
+    from sqlalchemy.engine import make_url
+
+    from aipool.ledger.db import database_url
+
+    url = database_url()
+    if make_url(url).get_backend_name() == "postgresql":
+        return make_engine(url, poolclass=pool_class, connect_args={"connect_timeout": 2})
+    return make_engine(url, poolclass=pool_class)
+
+
 def collectors_for(app: Any, consumed: Iterable[str]) -> list[Collector]:
     """The collectors a worker's parent adds to its metrics registry.
 
@@ -267,7 +302,7 @@ def collectors_for(app: Any, consumed: Iterable[str]) -> list[Collector]:
     collectors.append(
         PoolState(
             redis=functools.cache(state_redis),
-            engine=functools.cache(lambda: make_engine(poolclass=NullPool)),
+            engine=functools.cache(lambda: _scrape_engine(make_engine, NullPool)),
             queue_depths=lambda: broker_queue_depths(app, queues),
             limits=load_limits(),
             monthly_budget_usd=monthly_budget_usd,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -180,6 +181,37 @@ def test_given_redis_unreachable_when_scraped_then_it_reports_so_and_serves_the_
     assert value("aipool_breaker_state", {"provider": "ollama", "state": "closed"}) is None
     assert value("aipool_state_up", {"source": "ledger"}) == 1
     assert value("aipool_budget_monthly_usd") == 10
+
+
+def test_given_a_broker_that_does_not_answer_when_scraped_then_the_scrape_still_returns(
+    ledger: Engine,
+) -> None:
+    # Given: queue depths that do not come until the test lets them, and half a second to wait
+    release, returned = threading.Event(), threading.Event()
+
+    def stuck() -> dict[str, int]:
+        release.wait(30)
+        returned.set()
+        return {}
+
+    state = _state(fakeredis.FakeRedis(), ledger)
+    state.queue_depths, state.timeout_s = stuck, 0.5
+    # When
+    try:
+        samples = {
+            (s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in state.collect()
+            for s in family.samples
+        }
+        # Then: the scrape came back while the broker read was still waiting
+        assert not returned.is_set()
+    finally:
+        release.set()
+    # and says the broker was unreadable, serving the other sources
+    assert samples[("aipool_state_up", (("source", "broker"),))] == 0
+    assert samples[("aipool_state_up", (("source", "redis"),))] == 1
+    assert samples[("aipool_budget_monthly_usd", ())] == 10
+    assert not [key for key in samples if key[0] == "aipool_queue_depth"]
 
 
 @pytest.mark.parametrize(("setting", "sender"), [(None, "pool"), ("prometheus", "prometheus")])
