@@ -118,3 +118,13 @@ def test_given_the_budget_alerts_when_read_then_their_thresholds_are_the_pools()
     # the severities are the pool's own
     assert alerts["AipoolQuotaWarning"]["labels"]["severity"] == "warning"
     assert alerts["AipoolQuotaCritical"]["labels"]["severity"] == "critical"
+
+
+def test_given_the_pod_monitor_when_read_then_its_targets_are_the_job_the_rules_name() -> None:
+    (monitor,) = yaml.safe_load_all((MONITORING / "podmonitor.yaml").read_text(encoding="utf-8"))
+    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    relabelings = endpoint["relabelings"]
+    assert {"targetLabel": "job", "replacement": "aipool-workers"} in relabelings
+    # a target label named "queue" would rename the series' own queue label
+    assert all(r.get("targetLabel") != "queue" for r in relabelings)
+    assert 'up{job="aipool-workers"}' in _alerts()["AipoolWorkerDown"]["expr"]
