@@ -54,15 +54,14 @@ def flower(monitored_pool: MonitoredPool) -> Iterator[Flower]:
     login = ("ops", password)
     port = free_port()
     directory = Path(tempfile.mkdtemp(prefix="aipool-flower-"))
-    # As deployed: PROMETHEUS_MULTIPROC_DIR names a directory that exists (a volume of its own).
-    (directory / "prometheus").mkdir()
     env = worker_env(
         REDIS_URL=monitored_pool.redis.url,
         CELERY_BROKER_URL=monitored_pool.redis.url,
         CELERY_RESULT_BACKEND=monitored_pool.redis.url,
         FLOWER_BASIC_AUTH=f"{login[0]}:{login[1]}",
-        PROMETHEUS_MULTIPROC_DIR=str(directory / "prometheus"),
     )
+    # As deployed (compose, k8s): Flower is one process and keeps its metrics in memory.
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     log_path = directory / "flower.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
@@ -95,8 +94,7 @@ def flower(monitored_pool: MonitoredPool) -> Iterator[Flower]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-        for path in sorted(directory.rglob("*"), reverse=True):
-            path.rmdir() if path.is_dir() else path.unlink()
+        log_path.unlink()
         directory.rmdir()
 
 
