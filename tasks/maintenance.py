@@ -69,7 +69,8 @@ def rollup_last_month() -> int:
 
 @shared_task(name="aipool.budget_checks", ignore_result=True)
 def budget_checks() -> list[dict[str, Any]]:
-    """Evaluate the budget rules and send what is news."""
+    """Evaluate the budget rules and send what is news (nothing when ``AIPOOL_ALERTS=prometheus``:
+    Prometheus alerts on the same figures, exported by this worker)."""
     return [asdict(s) for s in run_budget_checks(default_engine())]
 
 
@@ -110,7 +111,8 @@ def restore_quota_counters() -> dict[str, Any]:
 
 @shared_task(name="aipool.breaker_transition", ignore_result=True)
 def breaker_transition(provider: str, old: str, new: str) -> None:
-    """Alert on a breaker opening and report its recovery once (sent by the breaker listener)."""
+    """Alert on a breaker opening and report its recovery once (sent by the breaker listener);
+    nothing when ``AIPOOL_ALERTS=prometheus``, where Prometheus alerts on the breaker state."""
     from aipool.budget import notify_breaker_closed, notify_breaker_opened
 
     if new == "open" and old != "open":
