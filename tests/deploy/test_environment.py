@@ -88,6 +88,8 @@ DEFAULT_OK: dict[str, str] = {
     "AIPOOL_NEMOTRON_SYSTEM_PREFIX": "detailed thinking off",
     "AIPOOL_DATA_DIR": "only the embedded Redis uses it",
     "AIPOOL_RUNTIME_DIR": "only the embedded Redis uses it",
+    "AIPOOL_DEMO_DIR": "only the demo uses it",
+    "AIPOOL_SIMULATOR_ADMIN_URL": "only the simulator's clients use it",
     "AIPOOL_ALERTS": "the pool sends budget alerts unless Prometheus does (docs/operations.md)",
     "AIPOOL_SLACK_WEBHOOK_URL": "an optional alert channel",
     "AIPOOL_ALERT_WEBHOOK_URL": "an optional alert channel",
@@ -121,6 +123,15 @@ def _read_by_code() -> tuple[set[str], set[str]]:
     return names, prefixes
 
 
+def _harness() -> tuple[frozenset[str], tuple[str, ...]]:
+    """Variables of the test and benchmark harnesses, which no deployed process reads."""
+    try:
+        from aipool.settings.names import HARNESS_NAMES, HARNESS_PREFIXES
+    except ImportError:  # before the settings model listed them, no deployed module named them
+        return frozenset(), ()
+    return frozenset(HARNESS_NAMES), tuple(HARNESS_PREFIXES)
+
+
 def _known(name: str) -> bool:
     return name in REQUIRED or name in DEFAULT_OK or name.startswith(OPTIONAL_PREFIXES)
 
@@ -128,11 +139,17 @@ def _known(name: str) -> bool:
 def test_given_the_code_when_scanned_then_every_variable_it_reads_is_decided() -> None:
     names, prefixes = _read_by_code()
     assert "REDIS_URL" in names and "AIPOOL_TIMEOUT_" in prefixes  # the scan finds what it must
-    undecided = sorted(n for n in names if not _known(n))
+    harness, harness_prefixes = _harness()
+    deployed = {n for n in names if n not in harness and not n.startswith(harness_prefixes)}
+    undecided = sorted(n for n in deployed if not _known(n))
     assert not undecided, (
         f"{undecided}: say in tests/deploy/test_environment.py whether compose and k8s must set it"
     )
-    assert not sorted(p for p in prefixes if p != "AIPOOL_" and not p.startswith(OPTIONAL_PREFIXES))
+    assert not sorted(
+        p
+        for p in prefixes
+        if p != "AIPOOL_" and not p.startswith(OPTIONAL_PREFIXES) and p not in harness_prefixes
+    )
 
 
 # -- compose -----------------------------------------------------------------------------------

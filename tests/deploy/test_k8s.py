@@ -376,7 +376,7 @@ def test_given_the_deployments_when_rendered_then_each_key_reaches_only_its_own_
     for workload in _workloads():
         expected = {OWN_KEY[q][0] for q in _queues(workload) if q in OWN_KEY}
         assert _secret_refs(workload) & key_secrets == expected, workload["metadata"]["name"]
-    (config,) = _of_kind("ConfigMap")
+    config = _named("ConfigMap", "aipool-config")
     for queue, (secret, key) in OWN_KEY.items():
         pod = _pod(_workers()[queue])
         (volume,) = [v for v in pod["volumes"] if "secret" in v]
@@ -417,7 +417,7 @@ def test_given_a_manifest_when_scanned_then_it_holds_no_key_or_site_address(path
 @pytest.mark.parametrize("root", [K8S, OVERLAY], ids=["base", "production-overlay"])
 def test_given_the_redis_when_configured_then_it_is_named_in_one_place(root: Path) -> None:
     # Given the one ConfigMap naming the Redis
-    (config,) = _of_kind("ConfigMap", root)
+    config = _named("ConfigMap", "aipool-config", root)
     data = config["data"]
     # Then every pod's REDIS_URL is built from it and the Secret's password
     for workload in _workloads(root):
@@ -519,7 +519,7 @@ def test_given_the_services_when_rendered_then_each_selects_pods_of_a_deployment
 def test_given_the_config_map_when_rendered_then_it_holds_no_secret_and_is_read_by_every_pod() -> (
     None
 ):
-    (config,) = _of_kind("ConfigMap")
+    config = _named("ConfigMap", "aipool-config")
     data = config["data"]
     assert not [k for k in data if re.search(r"API_KEY|PASSWORD|TOKEN|SECRET$", k)]
     assert "REDIS_URL" not in data and "DATABASE_URL" not in data
@@ -528,3 +528,10 @@ def test_given_the_config_map_when_rendered_then_it_holds_no_secret_and_is_read_
     for workload in _workloads():
         for container in _pod(workload)["containers"]:
             assert {"configMapRef": {"name": "aipool-config"}} in container["envFrom"]
+
+
+def test_given_the_dashboard_when_rendered_then_grafanas_sidecar_loads_it_as_kept() -> None:
+    dashboard = _named("ConfigMap", "aipool-grafana-dashboard")
+    assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+    kept = (K8S / "monitoring/grafana/aipool.json").read_text(encoding="utf-8")
+    assert json.loads(dashboard["data"]["aipool.json"]) == json.loads(kept)
