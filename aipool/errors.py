@@ -23,6 +23,7 @@ Every failure the pool can meet is one of these, so deciding what to do next is 
     │   ├── GuardUnavailable    breaker or quota could not be read (Redis down): no call unguarded
     │   └── AttemptEnded        a redelivered attempt whose call already ended: never called twice
     ├── InvalidJourney          a message's journey is not one the pool could have produced
+    ├── SettingsError           the settings are refused (unknown names, bad values): nothing starts
     └── PoolUnavailable         a producer or command cannot reach the pool it needs
         ├── NoRedis             ``REDIS_URL`` is unset and no embedded Redis is running
         ├── NoWorker            no worker consumes the queue a request would go to
@@ -157,6 +158,16 @@ class InvalidJourney(AipoolError):
     """The journey in a message names a hop no route of this pool produces."""
 
     code = "invalid_journey"
+
+
+class SettingsError(AipoolError):
+    """The settings cannot be used; ``problems`` names each offending variable or file key."""
+
+    code = "settings_refused"
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("settings refused: " + "; ".join(problems))
+        self.problems = list(problems)
 
 
 class PoolUnavailable(AipoolError):

@@ -1,0 +1,207 @@
+"""The pool's settings as one typed model: what each value may be, and its default.
+
+Values come from the sources in :mod:`aipool.settings.sources` (environment, secret files, the
+limits file), highest first; what none of them sets keeps the default written here. Seconds are
+``*_s``; secrets are :class:`~pydantic.SecretStr`, so neither a repr nor a log line shows them.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveFloat,
+    PositiveInt,
+    SecretStr,
+    field_validator,
+)
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from aipool.settings.provider_limits import BreakerSettings, ProviderLimits, QuotaLimits
+
+STATIC_ANSWER_DEFAULT = "抱歉，AI 服務暫時不可用。請稍後再試，或聯繫管理員。"
+REFUSAL_DEFAULT = (
+    "This request needs a tool-capable model and none is available; nothing was executed."
+)
+DEFAULT_TIMEZONE = "Asia/Taipei"
+# Base URLs are what each SDK takes (DESIGN.md). Ollama's default is Ollama's own default address.
+DEFAULT_BASE_URLS = {
+    "ollama": "http://127.0.0.1:11434",
+    "gemini": "https://generativelanguage.googleapis.com",
+    "claude": "https://api.anthropic.com",
+    "nemotron": "https://integrate.api.nvidia.com/v1",
+}
+DEFAULT_MODELS = {
+    "ollama": "llama3.2:3b",
+    "nemotron": "nvidia/llama-3.3-nemotron-super-49b-v1",
+    "gemini": "gemini-2.5-flash",
+    "claude": "claude-sonnet-5",
+}
+# Seconds per call. Nemotron's tool calls take 11-45 s (ADR-006 §8); the others answer in seconds.
+DEFAULT_TIMEOUTS = {"ollama": 30.0, "gemini": 30.0, "claude": 30.0, "nemotron": 60.0}
+#: Added to the hard time limit when no visibility timeout is set (see celeryconfig).
+VISIBILITY_MARGIN_S = 60
+
+ProviderName = Literal["ollama", "nemotron", "gemini", "claude"]
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class ProviderSettings(BaseModel):
+    """Where a provider is, which model it serves by default, and how much it may be used."""
+
+    model_config = _FROZEN
+
+    base_url: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+    timeout_s: PositiveFloat
+    api_key: SecretStr | None = None
+    breaker: BreakerSettings
+    quota: QuotaLimits
+
+    @field_validator("base_url")
+    @classmethod
+    def _no_trailing_slash(cls, value: str) -> str:
+        return value.rstrip("/")
+
+    @property
+    def limits(self) -> ProviderLimits:
+        return ProviderLimits(self.breaker, self.quota)
+
+
+class AlertSettings(BaseModel):
+    """Who sends budget and breaker alerts, in which language, and on which channels."""
+
+    model_config = _FROZEN
+
+    sender: Literal["pool", "prometheus"] = "pool"
+    lang: Literal["zh-TW", "en"] = "zh-TW"
+    slack_webhook_url: SecretStr | None = None
+    webhook_url: SecretStr | None = None
+    smtp_host: str | None = None
+    smtp_port: int = Field(25, ge=1, le=65535)
+    smtp_from: str = "aipool@localhost"
+    smtp_to: tuple[str, ...] = ()
+    smtp_user: str | None = None
+    smtp_password: SecretStr | None = None
+    smtp_starttls: bool = False
+
+    @field_validator("sender", mode="before")
+    @classmethod
+    def _sender_any_case(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("lang", mode="before")
+    @classmethod
+    def _lang_family(cls, value: Any) -> Any:
+        # "en-US" or "EN" is English, "zh-tw" or "zh-Hant" Traditional Chinese, as before.
+        if isinstance(value, str):
+            text = value.strip().lower()
+            if text.startswith("en"):
+                return "en"
+            if text.startswith("zh"):
+                return "zh-TW"
+        return value
+
+    @field_validator("smtp_to", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(a.strip() for a in value.split(",") if a.strip())
+        return value
+
+
+class Settings(BaseSettings):
+    """Every setting of the pool. Build it with :func:`aipool.settings.settings` (the current
+    environment, checked) or :func:`aipool.settings.read_settings` (any mapping, with where each
+    value came from)."""
+
+    model_config = SettingsConfigDict(frozen=True, extra="forbid")
+
+    redis_url: str | None = None
+    database_url: str | None = None
+    celery_broker_url: str | None = None
+    celery_result_backend: str | None = None
+    redis_connect_timeout_s: PositiveFloat = 5.0
+    redis_socket_timeout_s: PositiveFloat = 5.0
+    timezone: str = DEFAULT_TIMEZONE
+    task_soft_time_limit_s: PositiveInt = 90
+    task_time_limit_s: PositiveInt = 120
+    visibility_timeout_s: PositiveInt | None = None
+    result_expires_s: PositiveInt = 3600
+    limits_file: Path | None = None
+    routes_file: Path | None = None
+    prices_file: Path | None = None
+    monthly_budget_usd: Decimal = Field(Decimal(10), gt=0)
+    max_prompt_tokens: PositiveInt = 32_000
+    static_answer: str = STATIC_ANSWER_DEFAULT
+    refusal_message: str = REFUSAL_DEFAULT
+    # Nemotron's reasoning models take their mode from the system prompt; tool calling works best
+    # with reasoning off (NVIDIA's model card), and it is much faster.
+    nemotron_system_prefix: str = "detailed thinking off"
+    log_prompts: bool = False
+    metrics_port: int = Field(9808, ge=1, le=65535)
+    prometheus_multiproc_dir: Path | None = None
+    secrets_dir: Path = Path("/run/secrets")
+    runtime_dir: Path | None = None
+    demo_dir: Path | None = None
+    simulator_admin_url: str | None = None
+    alerts: AlertSettings = AlertSettings()
+    providers: dict[ProviderName, ProviderSettings]
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError("is not a time zone name (e.g. Asia/Taipei, UTC)") from None
+        return value
+
+    @property
+    def zone(self) -> ZoneInfo:
+        """The calendar of quotas, roll-ups, alerts and beat."""
+        return ZoneInfo(self.timezone)
+
+    @property
+    def effective_visibility_timeout_s(self) -> int:
+        """The visibility timeout in force: the one set, else the hard limit plus a minute."""
+        if self.visibility_timeout_s is not None:
+            return self.visibility_timeout_s
+        return self.task_time_limit_s + VISIBILITY_MARGIN_S
+
+    @cached_property
+    def limits(self) -> dict[str, ProviderLimits]:
+        """Breaker settings and quota limits of every provider."""
+        return {name: p.limits for name, p in self.providers.items()}
+
+    def secret(self, name: str) -> str | None:
+        """The value of the secret variable ``name`` (e.g. ``GEMINI_API_KEY``), if configured."""
+        from aipool.settings.names import SECRETS
+
+        node: Any = self
+        for key in SECRETS[name]:
+            node = node[key] if isinstance(node, dict) else getattr(node, key)
+        return node.get_secret_value() if node is not None else None
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # The pool's own sources replace pydantic-settings' defaults: its variables do not follow
+        # one prefix (REDIS_URL, GEMINI_API_KEY, AIPOOL_GEMINI_RPM), and every value must say where
+        # it came from (`aipool config`).
+        from aipool.settings.sources import pool_sources
+
+        return (init_settings, *pool_sources(settings_cls))

@@ -1,0 +1,133 @@
+"""Every environment variable the pool reads, and where each one lands in the settings model.
+
+A variable that starts with ``AIPOOL_`` and is not listed here is refused at start-up, with the
+closest listed name suggested: a misspelled limit (``AIPOOL_GEMINI_RPN=5``) must never be ignored
+without a word.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+
+from aipool.chains import PROVIDERS
+from aipool.settings.provider_limits import BREAKER_KEYS, QUOTA_KEYS
+
+PREFIX = "AIPOOL_"
+#: A path into the settings model, e.g. ``("providers", "gemini", "quota", "rpm")``.
+Path = tuple[str, ...]
+
+#: The variables each provider's SDK is pointed with (base URL, API key), as DESIGN.md names them.
+_VENDOR = {"ollama": "OLLAMA", "nemotron": "NVIDIA", "gemini": "GEMINI", "claude": "ANTHROPIC"}
+
+#: Variables that are read from the environment, then from ``<NAME>_FILE``, then from
+#: ``$AIPOOL_SECRETS_DIR/<name>``; their values are never shown or logged.
+SECRETS: dict[str, Path] = {
+    **{f"{v}_API_KEY": ("providers", p, "api_key") for p, v in _VENDOR.items()},
+    "AIPOOL_SMTP_PASSWORD": ("alerts", "smtp_password"),
+    "AIPOOL_SLACK_WEBHOOK_URL": ("alerts", "slack_webhook_url"),
+    "AIPOOL_ALERT_WEBHOOK_URL": ("alerts", "webhook_url"),
+}
+
+_POOL: dict[str, Path] = {
+    "REDIS_URL": ("redis_url",),
+    "DATABASE_URL": ("database_url",),
+    "CELERY_BROKER_URL": ("celery_broker_url",),
+    "CELERY_RESULT_BACKEND": ("celery_result_backend",),
+    "AIPOOL_REDIS_CONNECT_TIMEOUT": ("redis_connect_timeout_s",),
+    "AIPOOL_REDIS_SOCKET_TIMEOUT": ("redis_socket_timeout_s",),
+    "AIPOOL_TIMEZONE": ("timezone",),
+    "AIPOOL_TASK_SOFT_TIME_LIMIT": ("task_soft_time_limit_s",),
+    "AIPOOL_TASK_TIME_LIMIT": ("task_time_limit_s",),
+    "AIPOOL_VISIBILITY_TIMEOUT": ("visibility_timeout_s",),
+    "AIPOOL_RESULT_EXPIRES": ("result_expires_s",),
+    "AIPOOL_LIMITS_FILE": ("limits_file",),
+    "AIPOOL_ROUTES_FILE": ("routes_file",),
+    "AIPOOL_PRICES_FILE": ("prices_file",),
+    "AIPOOL_MONTHLY_BUDGET_USD": ("monthly_budget_usd",),
+    "AIPOOL_MAX_PROMPT_TOKENS": ("max_prompt_tokens",),
+    "AIPOOL_STATIC_ANSWER": ("static_answer",),
+    "AIPOOL_REFUSAL_MESSAGE": ("refusal_message",),
+    "AIPOOL_NEMOTRON_SYSTEM_PREFIX": ("nemotron_system_prefix",),
+    "AIPOOL_LOG_PROMPTS": ("log_prompts",),
+    "AIPOOL_METRICS_PORT": ("metrics_port",),
+    "PROMETHEUS_MULTIPROC_DIR": ("prometheus_multiproc_dir",),
+    "AIPOOL_SECRETS_DIR": ("secrets_dir",),
+    "AIPOOL_RUNTIME_DIR": ("runtime_dir",),
+    "AIPOOL_DEMO_DIR": ("demo_dir",),
+    "AIPOOL_SIMULATOR_ADMIN_URL": ("simulator_admin_url",),
+    "AIPOOL_ALERTS": ("alerts", "sender"),
+    "AIPOOL_ALERT_LANG": ("alerts", "lang"),
+    "AIPOOL_SMTP_HOST": ("alerts", "smtp_host"),
+    "AIPOOL_SMTP_PORT": ("alerts", "smtp_port"),
+    "AIPOOL_SMTP_FROM": ("alerts", "smtp_from"),
+    "AIPOOL_SMTP_TO": ("alerts", "smtp_to"),
+    "AIPOOL_SMTP_USER": ("alerts", "smtp_user"),
+    "AIPOOL_SMTP_STARTTLS": ("alerts", "smtp_starttls"),
+}
+
+
+def _provider_names(provider: str) -> dict[str, Path]:
+    upper = provider.upper()
+    names: dict[str, Path] = {
+        f"{_VENDOR[provider]}_BASE_URL": ("providers", provider, "base_url"),
+        f"AIPOOL_MODEL_{upper}": ("providers", provider, "model"),
+        f"AIPOOL_TIMEOUT_{upper}": ("providers", provider, "timeout_s"),
+    }
+    for key in BREAKER_KEYS:
+        names[f"AIPOOL_{upper}_{key.upper()}"] = ("providers", provider, "breaker", key)
+    for key in QUOTA_KEYS:
+        names[f"AIPOOL_{upper}_{key.upper()}"] = ("providers", provider, "quota", key)
+    return names
+
+
+#: Every variable the pool reads, and the model path it sets. ``<SECRET>_FILE`` variables name a
+#: file holding the secret (see :data:`SECRETS`).
+ENVIRONMENT: dict[str, Path] = {
+    **_POOL,
+    **{name: path for p in PROVIDERS for name, path in _provider_names(p).items()},
+    **SECRETS,
+}
+SECRET_FILE_VARIABLES = {f"{name}_FILE": name for name in SECRETS}
+#: The name each model path is set by, for messages about a value.
+NAME_OF: dict[Path, str] = {path: name for name, path in ENVIRONMENT.items()}
+
+#: Variables of the test and benchmark harnesses: they configure the harness, never the pool.
+HARNESS_PREFIXES = ("AIPOOL_TEST_", "AIPOOL_BENCH_")
+HARNESS_NAMES = frozenset(
+    {
+        "AIPOOL_SOAK_SECONDS",
+        "AIPOOL_SOAK_SEED",
+        "AIPOOL_DB_OUTAGE_SECONDS",
+        "AIPOOL_RELIABILITY_REPORT",
+        "AIPOOL_GUARDS_TEST_REDIS_URL",
+        # docker-compose's image name, interpolated by Compose on the host.
+        "AIPOOL_IMAGE",
+    }
+)
+KNOWN = frozenset(ENVIRONMENT) | frozenset(SECRET_FILE_VARIABLES)
+
+
+def unknown_names(environ: Mapping[str, str] | Iterable[str]) -> list[str]:
+    """The ``AIPOOL_*`` variables in ``environ`` that the pool does not read, sorted."""
+    return sorted(
+        name
+        for name in environ
+        if name.startswith(PREFIX)
+        and name not in KNOWN
+        and name not in HARNESS_NAMES
+        and not name.startswith(HARNESS_PREFIXES)
+    )
+
+
+def closest(name: str, candidates: Iterable[str]) -> str | None:
+    """The candidate ``name`` was most likely meant to be, if one is close enough."""
+    found = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def not_a_setting(name: str) -> str:
+    """The refusal of an unknown variable, naming the closest known one."""
+    guess = closest(name, KNOWN)
+    hint = f" (did you mean {guess}?)" if guess else ""
+    return f"{name} is not a setting{hint}"
