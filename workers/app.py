@@ -17,7 +17,8 @@ from celery import Celery
 from aipool.errors import NoRedis
 from workers.result_backend import install as install_result_backend
 
-app = Celery("aipool")
+# Messages of ai.generate never carry the prompt in what Flower shows (workers/messages.py).
+app = Celery("aipool", amqp="workers.messages:AMQP")
 app.config_from_object("celeryconfig")
 # Results in Redis carry the hop's usage records in the same write (workers/result_backend.py).
 install_result_backend(app)
