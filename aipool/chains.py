@@ -7,7 +7,6 @@ picks the first hop and its model; the chain continues in ADR order after it.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,19 +19,15 @@ TERMINALS = (STATIC, REFUSE)
 GENERAL_CHAIN = ("ollama", "gemini", "claude")
 TOOL_CHAIN = ("nemotron", "gemini", "claude")
 
-_DEFAULT_MODELS = {
-    "ollama": "llama3.2:3b",
-    "nemotron": "nvidia/llama-3.3-nemotron-super-49b-v1",
-    "gemini": "gemini-2.5-flash",
-    "claude": "claude-sonnet-5",
-}
-
 
 def default_model(provider: str) -> str:
     """The model a provider uses when the route names none (``AIPOOL_MODEL_<PROVIDER>``)."""
     if provider in TERMINALS:
         return provider
-    return os.environ.get(f"AIPOOL_MODEL_{provider.upper()}", _DEFAULT_MODELS[provider])
+    # Imported here: the settings name their variables after this module's providers.
+    from aipool.settings import settings
+
+    return settings().providers[provider].model
 
 
 @dataclass(frozen=True)

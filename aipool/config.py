@@ -1,72 +1,60 @@
-"""Where the pool finds its providers and how long it waits for them.
+"""What the provider adapters are pointed at, read from :mod:`aipool.settings`.
 
-Every value comes from the environment (12-factor); API keys come from the environment or from mounted
-secret files (see :mod:`aipool.secrets`) and are never part of this module's repr or any log line.
+:class:`ProviderEndpoint` is what an adapter builds its SDK client from. The functions below it
+are the earlier names of settings, kept for the modules that still call them (``aipool/hop.py``:
+``log_prompts``; ``aipool/pool_state.py``: ``timezone``; the static and refusal answers); new code
+asks :func:`aipool.settings.settings` directly.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
-STATIC_ANSWER_DEFAULT = "抱歉，AI 服務暫時不可用。請稍後再試，或聯繫管理員。"
-REFUSAL_DEFAULT = (
-    "This request needs a tool-capable model and none is available; nothing was executed."
-)
+from aipool.periods import pool_zone
+from aipool.settings import settings
+from aipool.settings.model import DEFAULT_TIMEZONE, REFUSAL_DEFAULT, STATIC_ANSWER_DEFAULT
 
-# Base URLs are what each SDK takes (DESIGN.md). Ollama's default is Ollama's own default address.
-_BASE_URL_DEFAULTS = {
-    "ollama": ("OLLAMA_BASE_URL", "http://127.0.0.1:11434"),
-    "gemini": ("GEMINI_BASE_URL", "https://generativelanguage.googleapis.com"),
-    "claude": ("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
-    "nemotron": ("NVIDIA_BASE_URL", "https://integrate.api.nvidia.com/v1"),
-}
-# Seconds per call. Nemotron's tool calls take 11-45 s (ADR-006 §8); the others answer in seconds.
-_TIMEOUT_DEFAULTS = {"ollama": 30.0, "gemini": 30.0, "claude": 30.0, "nemotron": 60.0}
-_KEY_NAMES = {
-    "gemini": "GEMINI_API_KEY",
-    "claude": "ANTHROPIC_API_KEY",
-    "nemotron": "NVIDIA_API_KEY",
-}
+__all__ = [
+    "DEFAULT_TIMEZONE",
+    "REFUSAL_DEFAULT",
+    "STATIC_ANSWER_DEFAULT",
+    "ProviderEndpoint",
+    "base_url",
+    "log_prompts",
+    "refusal_message",
+    "static_answer",
+    "timeout_s",
+    "timezone",
+]
 
 
 def base_url(provider: str) -> str:
     """The base URL the provider's SDK is pointed at."""
-    env, default = _BASE_URL_DEFAULTS[provider]
-    return os.environ.get(env, default).rstrip("/")
+    return settings().providers[provider].base_url
 
 
 def timeout_s(provider: str) -> float:
     """Per-call timeout for ``provider`` (``AIPOOL_TIMEOUT_<PROVIDER>``, seconds)."""
-    return float(os.environ.get(f"AIPOOL_TIMEOUT_{provider.upper()}", _TIMEOUT_DEFAULTS[provider]))
-
-
-def key_name(provider: str) -> str | None:
-    """The environment variable (or secret file name) holding ``provider``'s API key, if any."""
-    return _KEY_NAMES.get(provider)
+    return settings().providers[provider].timeout_s
 
 
 def static_answer() -> str:
-    return os.environ.get("AIPOOL_STATIC_ANSWER", STATIC_ANSWER_DEFAULT)
+    return settings().static_answer
 
 
 def refusal_message() -> str:
-    return os.environ.get("AIPOOL_REFUSAL_MESSAGE", REFUSAL_DEFAULT)
-
-
-DEFAULT_TIMEZONE = "Asia/Taipei"
+    return settings().refusal_message
 
 
 def timezone(name: str | None = None) -> ZoneInfo:
-    """The calendar of quotas, roll-ups, alerts and beat: ``name``, else ``AIPOOL_TIMEZONE``,
-    else Asia/Taipei. Every part of the pool asks here, so they agree on when a day starts."""
-    return ZoneInfo(name or os.environ.get("AIPOOL_TIMEZONE") or DEFAULT_TIMEZONE)
+    """The pool's calendar zone: :func:`aipool.periods.pool_zone`."""
+    return pool_zone(name)
 
 
 def log_prompts() -> bool:
     """Prompt text is kept out of logs unless an operator turns this on for debugging."""
-    return os.environ.get("AIPOOL_LOG_PROMPTS", "").lower() in ("1", "true", "yes")
+    return settings().log_prompts
 
 
 @dataclass(frozen=True)

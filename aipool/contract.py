@@ -9,20 +9,18 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import Any
 
 from aipool.errors import InvalidRequest
+from aipool.settings import settings
 from aipool.tokens import estimate_tokens
 
 ROLES = ("system", "user", "assistant", "tool")
 DEFAULT_MAX_TOKENS = 1024
 MAX_OUTPUT_TOKENS = 32_768
-#: Requests above this many estimated prompt tokens are refused before any provider sees them.
-MAX_PROMPT_TOKENS = int(os.environ.get("AIPOOL_MAX_PROMPT_TOKENS", "32000"))
 MAX_TOOLS = 64
 PRIORITIES = ("low", "normal", "high", "critical")
 #: Intents a producer may name explicitly (the classifier's vocabulary, aipool.routing.intent).
@@ -162,6 +160,10 @@ def _text(value: str, where: str) -> str:
     and carriage return aside) are refused by providers' JSON parsers and by PostgreSQL. One C-level
     encode plus a byte search per control keeps a 100 KB prompt well under a millisecond.
     """
+    # Printable text holds neither controls (category Cc) nor surrogates (Cs): one C-level scan
+    # settles most fields (names, ids, one-line prompts) without the per-control searches.
+    if value.isprintable():
+        return value
     try:
         encoded = value.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -429,10 +431,12 @@ def parse_request(payload: Any) -> Request:
         user_id=user_id,
         metadata=metadata,
     )
-    if request.estimated_input_tokens() > MAX_PROMPT_TOKENS:
+    # Requests above this many estimated prompt tokens are refused before any provider sees them.
+    max_prompt_tokens = settings().max_prompt_tokens
+    if request.estimated_input_tokens() > max_prompt_tokens:
         raise _fail(
             "prompt_too_large",
             f"the prompt is about {request.estimated_input_tokens()} tokens; "
-            f"the limit is {MAX_PROMPT_TOKENS}",
+            f"the limit is {max_prompt_tokens}",
         )
     return request

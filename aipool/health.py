@@ -15,9 +15,11 @@ from wsgiref.simple_server import WSGIRequestHandler, make_server
 from zoneinfo import ZoneInfo
 
 from aipool.breaker import Breaker
-from aipool.limits import ProviderLimits, load_limits
-from aipool.quota import Quota, pool_timezone
+from aipool.periods import pool_zone
+from aipool.quota import Quota
 from aipool.redis_url import connect
+from aipool.settings import settings
+from aipool.settings.provider_limits import ProviderLimits
 
 USAGE_PATH = "/api/v1/health/ai-usage"
 
@@ -35,8 +37,8 @@ def usage_report(
     """Per provider: ``breaker`` (``Breaker.snapshot()``), ``quota`` (``Quota.usage()``: used and
     remaining RPM, daily requests, daily tokens, monthly tokens) and ``limits`` (breaker settings
     and quota limits as configured). JSON-serialisable; changes nothing in Redis."""
-    chosen = load_limits() if limits is None else limits
-    zone = tz if tz is not None else pool_timezone()
+    chosen = settings().limits if limits is None else limits
+    zone = tz if tz is not None else pool_zone()
     report: dict[str, Any] = {}
     for provider, pl in chosen.items():
         breaker = Breaker(redis_client, provider, pl.breaker, clock)

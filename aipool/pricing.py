@@ -8,7 +8,6 @@ provider's default; an unknown provider costs nothing (local or terminal hops). 
 
 from __future__ import annotations
 
-import os
 import tomllib
 from dataclasses import dataclass
 from decimal import Decimal
@@ -71,11 +70,19 @@ def parse_prices(data: dict[str, Any]) -> PriceTable:
     return PriceTable(providers, models)
 
 
-@cache
 def load_prices(path: str | None = None) -> PriceTable:
     """The price table from ``path``, else ``AIPOOL_PRICES_FILE``, else the packaged defaults."""
-    source = Path(path or os.environ.get("AIPOOL_PRICES_FILE") or _DEFAULT_FILE)
-    with source.open("rb") as fh:
+    if path is None:
+        from aipool.settings import settings
+
+        path = str(settings().prices_file or _DEFAULT_FILE)
+    return _read_prices(path)
+
+
+@cache
+def _read_prices(path: str) -> PriceTable:
+    # Read once per file and process: every priced hop asks.
+    with Path(path).open("rb") as fh:
         # Decimal keeps "0.001" exact when a file writes prices as TOML floats.
         return parse_prices(tomllib.load(fh, parse_float=Decimal))
 

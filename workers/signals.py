@@ -1,4 +1,5 @@
-"""Worker life-cycle hooks: scrubbed logs, the metrics endpoint and the ledger schema."""
+"""Worker and beat life-cycle hooks: settings checked before anything starts, scrubbed logs, the
+metrics endpoint and the ledger schema."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import importlib
 import logging
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,8 @@ from celery.app import trace as celery_trace
 from celery.signals import (
     after_setup_logger,
     after_setup_task_logger,
+    beat_init,
+    import_modules,
     task_postrun,
     task_prerun,
     worker_init,
@@ -22,14 +26,38 @@ from celery.signals import (
 )
 
 from aipool.chains import PROVIDERS
+from aipool.errors import SettingsError
 from aipool.ledger.outbox import OUTBOX
 from aipool.scrub import install_log_scrubbing
+from aipool.settings import settings
+from aipool.settings.startup import below_adr_notes, check_at_start
 
 log = logging.getLogger("aipool.workers")
 
 # Celery logs every task's return value at INFO; an answer may quote its prompt, and the pool keeps
 # no prompt text in logs. The line keeps the task, its id and its run time.
 celery_trace.LOG_SUCCESS = "Task %(name)s[%(id)s] succeeded in %(runtime)ss"
+
+
+@import_modules.connect
+def _refuse_invalid_settings(**_: Any) -> None:
+    # A worker and beat send import_modules before any other start-up signal, before logging is
+    # set up. Celery logs and swallows what a signal handler raises; SystemExit is not swallowed,
+    # so the process stops here with one line naming every offending variable and file key,
+    # instead of serving with a limit that does not apply.
+    try:
+        check_at_start()
+    except SettingsError as exc:
+        print(f"aipool: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
+
+
+@worker_ready.connect
+@beat_init.connect
+def _note_limits_below_adr(**_: Any) -> None:
+    # Once per worker or beat (the parent), once logging is set up.
+    for note in below_adr_notes(settings()):
+        log.warning(note)
 
 
 @after_setup_logger.connect
@@ -71,7 +99,7 @@ def _consumed_queues(sender: Any) -> set[str]:
 def _start_metrics_server(sender: Any = None, **_: Any) -> None:
     # Started in the parent before it forks, over a multiprocess registry: a server started in
     # each child would show one child's numbers only. Without the directory there is no endpoint.
-    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    directory = settings().prometheus_multiproc_dir
     if not directory:
         return
     shutil.rmtree(directory, ignore_errors=True)
@@ -86,14 +114,14 @@ def _start_metrics_server(sender: Any = None, **_: Any) -> None:
     # Queues consumed, and on the maintenance worker the pool's shared state, read at scrape time.
     for collector in collectors_for(getattr(sender, "app", None), _consumed_queues(sender)):
         registry.register(collector)
-    port = int(os.environ.get("AIPOOL_METRICS_PORT", "9808"))
+    port = settings().metrics_port
     start_http_server(port, registry=registry)
     log.info("metrics on :%d/metrics", port)
 
 
 @worker_process_shutdown.connect
 def _forget_process_metrics(pid: int | None = None, **_: Any) -> None:
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    if settings().prometheus_multiproc_dir:
         from prometheus_client import multiprocess
 
         multiprocess.mark_process_dead(pid or os.getpid())

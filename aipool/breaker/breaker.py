@@ -12,7 +12,8 @@ from aipool.breaker.listeners import Listener, notify
 from aipool.breaker.state import BreakerState, BreakerTransition, Permit
 from aipool.breaker.storage import BreakerStore, Outcome, acquired, opened, recorded
 from aipool.errors import CircuitOpen
-from aipool.limits import BreakerSettings, ProviderLimits, load_limits
+from aipool.settings import settings
+from aipool.settings.provider_limits import BreakerSettings, ProviderLimits
 
 #: How long a half-open trial slot stays taken without an outcome before it is presumed dead.
 #: Longer than the slowest provider call the pool allows (Nemotron answers within ~45 s), so a live
@@ -213,8 +214,8 @@ def breakers_for(
     *,
     clock: Callable[[], float] = time.time,
 ) -> dict[str, Breaker]:
-    """One ``Breaker`` per provider, from ``limits`` (default: ``load_limits()``)."""
-    chosen = load_limits() if limits is None else limits
+    """One ``Breaker`` per provider, from ``limits`` (default: the settings')."""
+    chosen = settings().limits if limits is None else limits
     shared = tuple(listeners)
     return {
         provider: Breaker(redis_client, provider, pl.breaker, clock, shared)

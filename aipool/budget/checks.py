@@ -15,7 +15,6 @@ highest is sent; the lower ones are journaled as superseded, so they do not fire
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
@@ -31,13 +30,11 @@ from aipool.budget.rules import Condition
 from aipool.budget.sender import pool_sends_alerts
 from aipool.budget.usage import budget_usage
 from aipool.ledger.db import make_engine
-from aipool.ledger.periods import local_day, local_zone
-from aipool.limits import load_limits
 from aipool.notify import Notification, Notifier, dispatch, notifiers_from_env
+from aipool.periods import local_day, pool_zone
+from aipool.settings import settings
 
 log = logging.getLogger(__name__)
-
-DEFAULT_MONTHLY_BUDGET_USD = Decimal(10)
 
 
 @cache
@@ -48,7 +45,7 @@ def default_engine() -> Engine:
 
 def monthly_budget_usd() -> Decimal:
     """``AIPOOL_MONTHLY_BUDGET_USD``, default $10 (ADR-006)."""
-    return Decimal(os.environ.get("AIPOOL_MONTHLY_BUDGET_USD") or DEFAULT_MONTHLY_BUDGET_USD)
+    return settings().monthly_budget_usd
 
 
 @dataclass(frozen=True)
@@ -132,11 +129,11 @@ def run_budget_checks(
     engine = engine or default_engine()
     notifiers = notifiers_from_env() if notifiers is None else notifiers
     now = now or datetime.now(UTC)
-    zone = tz if isinstance(tz, tzinfo) else local_zone(tz)
+    zone = tz if isinstance(tz, tzinfo) else pool_zone(tz)
     usage = budget_usage(engine, now, zone)
     today = local_day(now, zone)
     month = today.strftime("%Y-%m")
-    quotas = {p: limits.quota for p, limits in load_limits().items()}
+    quotas = {p: limits.quota for p, limits in settings().limits.items()}
     conditions = [
         *rules.quota_conditions(usage, quotas, today.isoformat(), month),
         rules.monthly_cost_condition(usage.month_cost, monthly_budget_usd(), month),
@@ -161,7 +158,7 @@ def _breaker(
             [rules.breaker_condition(provider, is_open, **facts)],
             notifiers_from_env() if notifiers is None else notifiers,
             now or datetime.now(UTC),
-            zone=local_zone(),
+            zone=pool_zone(),
             lang=lang,
         )
     except Exception:

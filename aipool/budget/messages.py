@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from decimal import Decimal
 
 from aipool.budget.rules import Condition
@@ -12,8 +11,11 @@ _NAMES = {"ollama": "Ollama", "gemini": "Gemini", "claude": "Claude", "nemotron"
 
 def alert_lang(lang: str | None = None) -> str:
     """``"en"`` or ``"zh-TW"`` (the default), from ``lang`` or ``AIPOOL_ALERT_LANG``."""
-    value = (lang or os.environ.get("AIPOOL_ALERT_LANG") or "zh-TW").lower()
-    return "en" if value.startswith("en") else "zh-TW"
+    if not lang:
+        from aipool.settings import settings
+
+        return settings().alerts.lang
+    return "en" if lang.lower().startswith("en") else "zh-TW"
 
 
 def display_name(provider: str) -> str:

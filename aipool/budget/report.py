@@ -17,9 +17,9 @@ from rich.table import Table
 from sqlalchemy import Engine
 
 from aipool.budget.messages import alert_lang, display_name
-from aipool.ledger.periods import day_range, local_zone, month_range
 from aipool.ledger.rollup import Aggregate, aggregate
 from aipool.notify import Notification
+from aipool.periods import day_range, month_range, pool_zone
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class Report:
 
 def build_report(engine: Engine, day: date, tz: tzinfo | str | None = None) -> Report:
     """Totals per provider for the local calendar ``day`` and its month up to that day."""
-    zone = tz if isinstance(tz, tzinfo) else local_zone(tz)
+    zone = tz if isinstance(tz, tzinfo) else pool_zone(tz)
     day_start, day_end = day_range(day, zone)
     month_start_utc, _ = month_range(day, zone)
     with engine.connect() as conn:

@@ -2,7 +2,7 @@
 
 - Calendar quotas (``daily_tokens``, ``daily_requests``, ``monthly_tokens``): a provider's use of
   the local day or month at 70% (warning) and 90% (critical) of each limit it has
-  (``load_limits()``); a provider without that limit has no such alert.
+  (the settings' quota limits); a provider without that limit has no such alert.
 - ``monthly_cost``: the month's cost at 50% of the monthly budget (warning).
 - ``breaker_open``: a provider's breaker opened (critical), reported by the breaker's listener. For
   Ollama, the first hop of the general chain, this is ADR-006's "Ollama may be offline": its
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from aipool.budget.usage import CALENDAR_QUOTAS, BudgetUsage
-from aipool.limits import QuotaLimits
+from aipool.settings.provider_limits import QuotaLimits
 
 QUOTA_THRESHOLDS = ((70, "warning"), (90, "critical"))
 MONTHLY_BUDGET_FRACTION = Decimal("0.5")

@@ -20,8 +20,8 @@ from sqlalchemy import Engine, case, func, select
 
 from aipool.chains import PROVIDERS
 from aipool.ledger.models import DailyUsage, UsageLogRow
-from aipool.ledger.periods import day_range, local_day, month_start
 from aipool.ledger.record import CALLED_OUTCOMES
+from aipool.periods import day_range, local_day, month_start
 
 #: The calendar quotas a budget alert watches (``aipool.limits.QuotaLimits`` field names).
 CALENDAR_QUOTAS = ("daily_tokens", "daily_requests", "monthly_tokens")

@@ -21,12 +21,14 @@ import typer
 from typer.exceptions import TyperException
 
 from aipool.cli import (
+    config,
     cost_estimate,
     demo,
     embedded,
     migrate,
     report,
     route,
+    schema,
     simulate,
     status,
     submit,
@@ -52,9 +54,12 @@ def _options(
 ) -> None:
     global _debug
     _debug = debug
+    config.refuse_invalid_settings()
 
 
 for module in (simulate, submit, route, status, cost_estimate, report, migrate, demo, embedded):
+    module.register(app)
+for module in (config, schema):
     module.register(app)
 
 

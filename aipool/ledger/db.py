@@ -6,7 +6,6 @@ unset, the ledger is a SQLite file under ``./var`` so a laptop needs no database
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,8 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
+from aipool.settings import read_settings, settings
+
 #: The embedded default when ``DATABASE_URL`` is unset.
 DEFAULT_SQLITE_PATH = Path("var") / "aipool.db"
 
@@ -26,13 +27,13 @@ _MIGRATION_LOCK_ID = 0x41495030
 
 
 def database_url(env: Mapping[str, str] | None = None) -> str:
-    """The ledger's SQLAlchemy URL: ``DATABASE_URL``, or a SQLite file under ``./var``.
+    """The ledger's SQLAlchemy URL: ``DATABASE_URL`` (of ``env``, default this process's
+    settings), or a SQLite file under ``./var``.
 
     A bare ``postgresql://`` or ``postgres://`` URL is taken to mean psycopg 3. The SQLite
     file's directory is created when missing.
     """
-    source: Mapping[str, str] = os.environ if env is None else env
-    url = source.get("DATABASE_URL", "").strip()
+    url = (settings() if env is None else read_settings(env).checked()).database_url
     if not url:
         DEFAULT_SQLITE_PATH.parent.mkdir(parents=True, exist_ok=True)
         return f"sqlite:///{DEFAULT_SQLITE_PATH}"

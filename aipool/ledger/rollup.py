@@ -41,7 +41,7 @@ from sqlalchemy import (
 )
 
 from aipool.ledger.models import DailyUsage, UsageLogRow, usage_daily, usage_monthly
-from aipool.ledger.periods import day_range, month_start, next_month
+from aipool.periods import day_range, month_start, next_month
 
 
 @dataclass(frozen=True)

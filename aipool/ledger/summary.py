@@ -21,7 +21,7 @@ from decimal import Decimal
 from sqlalchemy import Engine, func, select
 
 from aipool.ledger.models import UsageLogRow
-from aipool.ledger.periods import day_range, local_zone, month_range
+from aipool.periods import day_range, month_range, pool_zone
 
 #: Skipped outcomes and the word each is counted under.
 SKIP_REASONS = {
@@ -137,7 +137,7 @@ def summarize_day(
     engine: Engine, day: date, tz: tzinfo | str | None = None
 ) -> list[ProviderSummary]:
     """:func:`summarize` over the local calendar ``day`` (``AIPOOL_TIMEZONE`` by default)."""
-    zone = tz if isinstance(tz, tzinfo) else local_zone(tz)
+    zone = tz if isinstance(tz, tzinfo) else pool_zone(tz)
     return summarize(engine, *day_range(day, zone))
 
 
@@ -145,6 +145,6 @@ def summarize_month_to(
     engine: Engine, day: date, tz: tzinfo | str | None = None
 ) -> list[ProviderSummary]:
     """:func:`summarize` from the first of ``day``'s month to the end of ``day``."""
-    zone = tz if isinstance(tz, tzinfo) else local_zone(tz)
+    zone = tz if isinstance(tz, tzinfo) else pool_zone(tz)
     start, _ = month_range(day, zone)
     return summarize(engine, start, day_range(day, zone)[1])

@@ -9,8 +9,8 @@ from typing import Protocol
 from sqlalchemy import Engine, func, select
 
 from aipool.ledger.models import UsageLogRow
-from aipool.ledger.periods import day_range, local_day, month_range
 from aipool.ledger.record import CALLED_OUTCOMES
+from aipool.periods import day_range, local_day, month_range
 
 
 class Restorable(Protocol):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from typing import Any
 
@@ -21,14 +20,12 @@ from aipool.providers.base import (
     with_tool_call_ids,
 )
 from aipool.secrets import read_secret
-
-# Nemotron's reasoning models take their mode from the system prompt; tool calling works best with
-# reasoning off (NVIDIA's model card), and it is much faster.
-_SYSTEM_PREFIX_DEFAULT = "detailed thinking off"
+from aipool.settings import settings
 
 
 def to_openai_messages(request: Request) -> list[dict[str, Any]]:
-    prefix = os.environ.get("AIPOOL_NEMOTRON_SYSTEM_PREFIX", _SYSTEM_PREFIX_DEFAULT)
+    # Reasoning off for tool calls (AIPOOL_NEMOTRON_SYSTEM_PREFIX, see aipool.settings.model).
+    prefix = settings().nemotron_system_prefix
     system = "\n".join(s for s in (prefix, request.system) if s)
     out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     for m in with_tool_call_ids(request.messages):

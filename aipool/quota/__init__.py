@@ -14,16 +14,14 @@ Use::
 A reservation whose call never happens goes back whole: ``quota.release(res, called=False)``.
 """
 
-from aipool.quota.periods import day_of, month_of, pool_timezone
-from aipool.quota.quota import DEFAULT_RESERVATION_TTL, Quota, quotas_for
+from aipool.periods import day_of, month_of
+from aipool.quota.quota import Quota, quotas_for
 from aipool.quota.reservation import Reservation
 
 __all__ = [
-    "DEFAULT_RESERVATION_TTL",
     "Quota",
     "Reservation",
     "day_of",
     "month_of",
-    "pool_timezone",
     "quotas_for",
 ]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -12,8 +11,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from aipool.errors import QuotaExceeded
-from aipool.limits import ProviderLimits, QuotaLimits, load_limits
-from aipool.quota.periods import day_of, month_of, pool_timezone
+from aipool.periods import day_of, month_of, pool_zone
 from aipool.quota.reservation import Reservation
 from aipool.quota.storage import (
     DAY_KEEP,
@@ -24,6 +22,8 @@ from aipool.quota.storage import (
     QuotaStore,
     counters,
 )
+from aipool.settings import settings
+from aipool.settings.provider_limits import ProviderLimits, QuotaLimits
 
 
 @dataclass(frozen=True)
@@ -38,15 +38,19 @@ class ReserveCall:
     args: list[Any]
 
 
-#: Reservations older than this (seconds) with no outcome are presumed left by a dead worker: a live
-#: one settles or releases within the task's hard time limit, and the broker redelivers a dead
-#: worker's message after the visibility timeout, which is the bound both follow.
-DEFAULT_RESERVATION_TTL = float(os.environ.get("AIPOOL_VISIBILITY_TIMEOUT", "0") or 0) or (
-    float(os.environ.get("AIPOOL_TASK_TIME_LIMIT", "120")) + 60.0
-)
-#: How long a settled call's answer is kept for a redelivery of its message: a message is
-#: redelivered at most a visibility timeout after it was taken, and held at most a hard limit.
-ANSWER_KEEP = int(2 * DEFAULT_RESERVATION_TTL)
+def default_reservation_ttl() -> float:
+    """Seconds after which a reservation with no outcome is presumed left by a dead worker: a live
+    one settles or releases within the task's hard time limit, and the broker redelivers a dead
+    worker's message after the visibility timeout, which is the bound both follow."""
+    return float(settings().effective_visibility_timeout_s)
+
+
+def answer_keep_s() -> int:
+    """How long a settled call's answer is kept for a redelivery of its message: a message is
+    redelivered at most a visibility timeout after it was taken, and held at most a hard limit."""
+    return int(2 * default_reservation_ttl())
+
+
 WINDOW = 60.0
 
 
@@ -70,13 +74,16 @@ class Quota:
         limits: QuotaLimits,
         clock: Callable[[], float] = time.time,
         tz: ZoneInfo | None = None,
-        reservation_ttl: float = DEFAULT_RESERVATION_TTL,
+        reservation_ttl: float | None = None,
     ) -> None:
         self.provider = provider
         self.limits = limits
         self.clock = clock
-        self.tz = tz if tz is not None else pool_timezone()
-        self.reservation_ttl = reservation_ttl
+        self.tz = tz if tz is not None else pool_zone()
+        self.reservation_ttl = (
+            default_reservation_ttl() if reservation_ttl is None else reservation_ttl
+        )
+        self.answer_keep = answer_keep_s()
         self._store = QuotaStore(redis_client, provider)
 
     def reserve(self, request_id: str, attempt: int, tokens: int) -> Reservation:
@@ -157,20 +164,20 @@ class Quota:
 
         Only an open reservation settles; settling it again, or after ``release``, does nothing.
         The call still counts as one request. Tokens are charged to the day and month it was
-        reserved in. ``answer`` (the completion as JSON) is kept beside it for ``ANSWER_KEEP``
-        seconds, so a redelivered message returns it instead of calling the provider again.
+        reserved in. ``answer`` (the completion as JSON) is kept beside it for
+        :func:`answer_keep_s` seconds, so a redelivered message returns it instead of calling the provider again.
         """
         if res.unlimited:
             return False
         changed = self._store.settle(
-            res.name, res.day, res.month, int(actual_tokens), answer, ANSWER_KEEP
+            res.name, res.day, res.month, int(actual_tokens), answer, self.answer_keep
         )
         return changed == "reserved"
 
     def settle_in(self, pipe: Any, res: Reservation, actual_tokens: int, answer: str = "") -> None:
         """Queue :meth:`settle` on ``pipe``, to run with the breaker's outcome in one round trip."""
         self._store.settle_in(
-            pipe, res.name, res.day, res.month, int(actual_tokens), answer, ANSWER_KEEP
+            pipe, res.name, res.day, res.month, int(actual_tokens), answer, self.answer_keep
         )
 
     def release_in(self, pipe: Any, res: Reservation, *, called: bool = True) -> None:
@@ -324,11 +331,11 @@ def quotas_for(
     *,
     clock: Callable[[], float] = time.time,
     tz: ZoneInfo | None = None,
-    reservation_ttl: float = DEFAULT_RESERVATION_TTL,
+    reservation_ttl: float | None = None,
 ) -> dict[str, Quota]:
-    """One ``Quota`` per provider, from ``limits`` (default: ``load_limits()``)."""
-    chosen = load_limits() if limits is None else limits
-    zone = tz if tz is not None else pool_timezone()
+    """One ``Quota`` per provider, from ``limits`` (default: the settings')."""
+    chosen = settings().limits if limits is None else limits
+    zone = tz if tz is not None else pool_zone()
     return {
         provider: Quota(redis_client, provider, pl.quota, clock, zone, reservation_ttl)
         for provider, pl in chosen.items()

@@ -9,6 +9,7 @@ on the next decision, an unchanged one is not parsed again.
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from dataclasses import dataclass
@@ -19,7 +20,6 @@ from typing import Any
 from aipool.chains import PROVIDERS, TOOL_CHAIN, Hop, default_model
 from aipool.routing.intent import Intent
 
-ROUTES_ENV = "AIPOOL_ROUTES_FILE"
 DEFAULT_ROUTES_FILE = Path(__file__).with_name("routes.toml")
 CHAIN_KINDS = ("general", "tools")
 #: Providers that can be handed a request with tools: the tool chain's members.
@@ -84,9 +84,9 @@ def _rule(raw: Any, index: int) -> Rule:
     if not isinstance(name, str) or not name:
         raise RouteTableError(f"{where} needs a 'name'")
     where = f"rule {name!r}"
-    unknown = set(raw) - _KEYS
+    unknown = sorted(set(raw) - _KEYS)
     if unknown:
-        raise RouteTableError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+        raise RouteTableError(f"{where}: {'; '.join(_not_a_key(key) for key in unknown)}")
     provider = raw.get("provider")
     if provider not in PROVIDERS:
         raise RouteTableError(f"{where}: 'provider' must be one of {', '.join(PROVIDERS)}")
@@ -134,8 +134,19 @@ def _rule(raw: Any, index: int) -> Rule:
     )
 
 
+def _not_a_key(key: str, valid: tuple[str, ...] = tuple(sorted(_KEYS))) -> str:
+    found = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+    hint = f"did you mean {found[0]!r}?" if found else f"valid: {', '.join(valid)}"
+    return f"unknown key {key!r} ({hint})"
+
+
 def parse_table(data: dict[str, Any], source: str = "<data>") -> RouteTable:
     """Build a table from parsed TOML (``{"rules": [...]}``); raise :class:`RouteTableError`."""
+    extra = sorted(set(data) - {"rules"})
+    if extra:
+        raise RouteTableError(
+            f"{source}: {'; '.join(_not_a_key(key, ('rules',)) for key in extra)}"
+        )
     raw_rules = data.get("rules")
     if not isinstance(raw_rules, list) or not raw_rules:
         raise RouteTableError(f"{source}: needs at least one [[rules]] entry")
@@ -160,8 +171,9 @@ def _load(path: str, mtime_ns: int) -> RouteTable:
 
 def routes_path() -> Path:
     """The route file in force: ``AIPOOL_ROUTES_FILE`` if set, else the packaged default."""
-    override = os.environ.get(ROUTES_ENV)
-    return Path(override) if override else DEFAULT_ROUTES_FILE
+    from aipool.settings import settings
+
+    return settings().routes_file or DEFAULT_ROUTES_FILE
 
 
 def load_table(path: str | os.PathLike[str] | None = None) -> RouteTable:

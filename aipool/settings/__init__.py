@@ -76,7 +76,8 @@ def read_settings(environ: Mapping[str, str] | None = None) -> Reading:
     problems = [not_a_setting(name) for name in unknown_names(source)]
     with gathering(source) as found:
         try:
-            built: Settings | None = Settings()
+            # Every field is filled by the sources (aipool.settings.sources), defaults included.
+            built: Settings | None = Settings()  # type: ignore[call-arg]
         except ValidationError as exc:
             built = None
             problems.extend(_explain(error, found.origins) for error in exc.errors())

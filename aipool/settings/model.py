@@ -49,7 +49,6 @@ DEFAULT_TIMEOUTS = {"ollama": 30.0, "gemini": 30.0, "claude": 30.0, "nemotron": 
 #: Added to the hard time limit when no visibility timeout is set (see celeryconfig).
 VISIBILITY_MARGIN_S = 60
 
-ProviderName = Literal["ollama", "nemotron", "gemini", "claude"]
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
@@ -85,7 +84,7 @@ class AlertSettings(BaseModel):
     slack_webhook_url: SecretStr | None = None
     webhook_url: SecretStr | None = None
     smtp_host: str | None = None
-    smtp_port: int = Field(25, ge=1, le=65535)
+    smtp_port: int = Field(default=25, ge=1, le=65535)
     smtp_from: str = "aipool@localhost"
     smtp_to: tuple[str, ...] = ()
     smtp_user: str | None = None
@@ -138,7 +137,7 @@ class Settings(BaseSettings):
     limits_file: Path | None = None
     routes_file: Path | None = None
     prices_file: Path | None = None
-    monthly_budget_usd: Decimal = Field(Decimal(10), gt=0)
+    monthly_budget_usd: Decimal = Field(default=Decimal(10), gt=0)
     max_prompt_tokens: PositiveInt = 32_000
     static_answer: str = STATIC_ANSWER_DEFAULT
     refusal_message: str = REFUSAL_DEFAULT
@@ -146,14 +145,14 @@ class Settings(BaseSettings):
     # with reasoning off (NVIDIA's model card), and it is much faster.
     nemotron_system_prefix: str = "detailed thinking off"
     log_prompts: bool = False
-    metrics_port: int = Field(9808, ge=1, le=65535)
+    metrics_port: int = Field(default=9808, ge=1, le=65535)
     prometheus_multiproc_dir: Path | None = None
     secrets_dir: Path = Path("/run/secrets")
     runtime_dir: Path | None = None
     demo_dir: Path | None = None
     simulator_admin_url: str | None = None
     alerts: AlertSettings = AlertSettings()
-    providers: dict[ProviderName, ProviderSettings]
+    providers: dict[str, ProviderSettings]
 
     @field_validator("timezone")
     @classmethod

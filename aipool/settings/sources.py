@@ -40,7 +40,7 @@ class Gathering:
     def value(self, name: str) -> str | None:
         """``name``'s value; an empty variable is the same as an unset one."""
         value = self.environ.get(name)
-        return value if value is not None and value.strip() else None
+        return value.strip() if value is not None and value.strip() else None
 
 
 _GATHERING: ContextVar[Gathering | None] = ContextVar("aipool_settings_gathering", default=None)
@@ -135,7 +135,9 @@ class LimitsFileSource(_PoolSource):
             with open(named, "rb") as handle:
                 data = tomllib.load(handle)
         except OSError as exc:
-            self.found.problems.append(f"AIPOOL_LIMITS_FILE={named}: cannot read it ({exc.strerror})")
+            self.found.problems.append(
+                f"AIPOOL_LIMITS_FILE={named}: cannot read it ({exc.strerror})"
+            )
             return tree
         except tomllib.TOMLDecodeError as exc:
             self.found.problems.append(f"AIPOOL_LIMITS_FILE={named}: not TOML ({exc})")

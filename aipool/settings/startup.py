@@ -1,11 +1,11 @@
 """What a worker, beat or command does with the settings before it starts: refuse them whole when
-any is wrong, and say once which quotas are set below ADR-006's numbers (accepted: a site may
-want less than the free tier allows, but it should know why requests move on sooner)."""
+any is wrong (the route table included), and say once which quotas are set below ADR-006's
+numbers (accepted: a site may want less than the free tier allows, but it should know why
+requests move on sooner)."""
 
 from __future__ import annotations
 
-import logging
-
+from aipool.errors import SettingsError
 from aipool.settings import Settings, settings
 from aipool.settings.names import NAME_OF
 from aipool.settings.provider_limits import below_adr
@@ -24,10 +24,22 @@ def below_adr_notes(current: Settings) -> list[str]:
     return notes
 
 
-def check_at_start(log: logging.Logger) -> Settings:
-    """The settings, checked (raises :class:`~aipool.errors.SettingsError`), with each quota
-    below ADR-006's logged once as a warning on ``log``."""
+def route_table_problems() -> list[str]:
+    """What is wrong with the route table in force (``AIPOOL_ROUTES_FILE``), if anything."""
+    from aipool.routing.table import RouteTableError, load_table
+
+    try:
+        load_table()
+    except RouteTableError as exc:
+        return [f"AIPOOL_ROUTES_FILE: {exc}"]
+    return []
+
+
+def check_at_start() -> Settings:
+    """The settings and the route table, checked: raises :class:`SettingsError` naming every
+    problem. Quotas below ADR-006's are accepted (see :func:`below_adr_notes`)."""
     current = settings()
-    for note in below_adr_notes(current):
-        log.warning(note)
+    problems = route_table_problems()
+    if problems:
+        raise SettingsError(problems)
     return current

@@ -11,7 +11,6 @@ from rich.console import Console
 from aipool.pricing import (
     cost_estimate,
     cost_usd,
-    load_prices,
     render_cost_estimate,
 )
 
@@ -19,7 +18,6 @@ from aipool.pricing import (
 @pytest.fixture(autouse=True)
 def _fresh_prices(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AIPOOL_PRICES_FILE", raising=False)
-    load_prices.cache_clear()
 
 
 def test_given_adr_defaults_when_pricing_calls_then_gemini_claude_paid_local_free() -> None:

@@ -16,7 +16,6 @@ from aipool.ledger.models import AlertEvent, usage_logs
 from aipool.ledger.record import UsageRecord
 from aipool.ledger.rollup import rollup_day
 from aipool.ledger.usage_log import _row
-from aipool.limits import load_limits
 from aipool.notify import notifiers_from_env
 
 TAIPEI = ZoneInfo("Asia/Taipei")
@@ -32,10 +31,8 @@ def _adr_limits(monkeypatch: pytest.MonkeyPatch) -> None:
         "AIPOOL_ALERTS",
     ):
         monkeypatch.delenv(name, raising=False)
+    # The settings follow the environment: no cache to clear.
     monkeypatch.setenv("AIPOOL_GEMINI_DAILY_TOKENS", str(GEMINI_DAILY))
-    load_limits.cache_clear()
-    yield
-    load_limits.cache_clear()
 
 
 def _refused_url() -> str:

@@ -10,8 +10,8 @@ import pytest
 
 from aipool.chains import PROVIDERS
 from aipool.errors import QuotaExceeded
-from aipool.limits import QuotaLimits
 from aipool.quota import Quota, quotas_for
+from aipool.settings.provider_limits import QuotaLimits
 
 TAIPEI = ZoneInfo("Asia/Taipei")
 LIMITS = QuotaLimits(rpm=3, daily_requests=5, daily_tokens=1_000, monthly_tokens=2_500)

@@ -8,8 +8,9 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from aipool.errors import QuotaExceeded
-from aipool.limits import QuotaLimits
-from aipool.quota import Quota, day_of, month_of, pool_timezone
+from aipool.periods import day_of, month_of, pool_zone
+from aipool.quota import Quota
+from aipool.settings.provider_limits import QuotaLimits
 
 TAIPEI = ZoneInfo("Asia/Taipei")
 
@@ -39,9 +40,9 @@ def test_the_last_and_first_second_of_a_taipei_month_are_different_months():
 
 def test_the_zone_comes_from_the_environment(monkeypatch):
     monkeypatch.delenv("AIPOOL_TIMEZONE", raising=False)
-    assert pool_timezone() == TAIPEI
+    assert pool_zone() == TAIPEI
     monkeypatch.setenv("AIPOOL_TIMEZONE", "Europe/Berlin")
-    assert pool_timezone() == ZoneInfo("Europe/Berlin")
+    assert pool_zone() == ZoneInfo("Europe/Berlin")
 
 
 def test_daily_quota_has_room_again_at_local_midnight(client, clock):

@@ -11,8 +11,8 @@ from zoneinfo import ZoneInfo
 import redis
 
 from aipool.errors import QuotaExceeded
-from aipool.limits import QuotaLimits
 from aipool.quota import Quota
+from aipool.settings.provider_limits import QuotaLimits
 
 PROCESSES = 8
 TAIPEI = ZoneInfo("Asia/Taipei")
