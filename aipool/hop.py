@@ -120,7 +120,7 @@ class HopRunner:
         journey = Journey(route=route, received_at=self.clock())
         step = self._advance(request, request_id, journey, 0)
         if answer_terminal:
-            return self._settle(request, request_id, step)
+            return self._answer_if_terminal(request, request_id, step)
         return step
 
     def run(self, request: Request, request_id: str, journey: Journey) -> Done | Forward:
@@ -206,9 +206,13 @@ class HopRunner:
     def _next(
         self, request: Request, request_id: str, journey: Journey, start: int
     ) -> Done | Forward:
-        return self._settle(request, request_id, self._advance(request, request_id, journey, start))
+        return self._answer_if_terminal(
+            request, request_id, self._advance(request, request_id, journey, start)
+        )
 
-    def _settle(self, request: Request, request_id: str, step: Forward) -> Done | Forward:
+    def _answer_if_terminal(
+        self, request: Request, request_id: str, step: Forward
+    ) -> Done | Forward:
         """Answer a terminal hop in place: it needs no model, so it needs no queue hop."""
         if step.journey.hop.terminal:
             return self._terminal(request, request_id, step.journey, step.journey.position)
