@@ -244,13 +244,13 @@ def quota(pool: Pool, report: Report, workers: int, threads: int, quick: bool) -
     daily_tokens = reservation * 10
     limits = {
         "AIPOOL_CLAUDE_RPM": str(rpm),
-        "AIPOOL_CLAUDE_DAILY_REQUESTS": "0",
-        "AIPOOL_CLAUDE_DAILY_TOKENS": "0",
-        "AIPOOL_CLAUDE_MONTHLY_TOKENS": "0",
-        "AIPOOL_GEMINI_RPM": "0",
-        "AIPOOL_GEMINI_DAILY_REQUESTS": "0",
+        "AIPOOL_CLAUDE_DAILY_REQUESTS": "unlimited",
+        "AIPOOL_CLAUDE_DAILY_TOKENS": "unlimited",
+        "AIPOOL_CLAUDE_MONTHLY_TOKENS": "unlimited",
+        "AIPOOL_GEMINI_RPM": "unlimited",
+        "AIPOOL_GEMINI_DAILY_REQUESTS": "unlimited",
         "AIPOOL_GEMINI_DAILY_TOKENS": str(daily_tokens),
-        "AIPOOL_GEMINI_MONTHLY_TOKENS": "0",
+        "AIPOOL_GEMINI_MONTHLY_TOKENS": "unlimited",
     }
     pool.reset_guards("gemini", "claude", "ollama")
     with pool.workers(

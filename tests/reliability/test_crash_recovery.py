@@ -43,7 +43,7 @@ SLOW_MS = 600
 OVERLAPPING_MS = 2500
 SLOW_CALLS = {"AIPOOL_TIMEOUT_CLAUDE": "5"}
 #: Claude's 5 requests a minute would send these tests to the next provider; the day's limits stay.
-NO_RPM = {"AIPOOL_CLAUDE_RPM": "0"}
+NO_RPM = {"AIPOOL_CLAUDE_RPM": "unlimited"}
 KILLS = 5
 #: A worker that dies whole gives its messages back after this many seconds (Redis broker): more
 #: than the hard time limit, as in production (where it is the hard limit + 60 s).

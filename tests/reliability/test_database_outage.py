@@ -36,7 +36,7 @@ OUTAGE_S = float(os.environ.get("AIPOOL_DB_OUTAGE_SECONDS", "20"))
 #: One request every this many seconds, alternating a local and a paid provider.
 PACE_S = 0.25
 REQUESTS = (QUESTION, CRITICAL)
-WORKER_ENV = {"AIPOOL_CLAUDE_RPM": "0"}
+WORKER_ENV = {"AIPOOL_CLAUDE_RPM": "unlimited"}
 
 
 def _load(send: Producer, seconds: float) -> list[Outcome]:

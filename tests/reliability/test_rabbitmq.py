@@ -45,7 +45,7 @@ pytestmark = pytest.mark.integration
 OVERLAPPING_MS = 2500
 SLOW_CALLS = {"AIPOOL_TIMEOUT_CLAUDE": "5"}
 #: Claude's 5 requests a minute would send these tests to the next provider; the day's limits stay.
-NO_RPM = {"AIPOOL_CLAUDE_RPM": "0"}
+NO_RPM = {"AIPOOL_CLAUDE_RPM": "unlimited"}
 #: How long the producer waits for every answer: well under the Redis broker's visibility timeout,
 #: so only a redelivery that does not wait for one can meet it.
 PATIENCE_S = 60

@@ -37,7 +37,7 @@ from tests.support.waiting import eventually
 pytestmark = pytest.mark.integration
 
 WORKER_ENV = {
-    "AIPOOL_CLAUDE_RPM": "0",
+    "AIPOOL_CLAUDE_RPM": "unlimited",
     # Ollama's breaker stays open for the whole test once it opens (the suite's default is 2 s).
     "AIPOOL_OLLAMA_RECOVERY_TIMEOUT": "120",
     "AIPOOL_TIMEOUT_CLAUDE": "5",
