@@ -1,0 +1,166 @@
+"""The settings model: every variable read in one place, typos refused by name, unlimited said
+explicitly, and where each value came from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aipool.errors import SettingsError
+from aipool.settings import read_settings, settings
+from aipool.settings.startup import below_adr_notes
+
+GEMINI_RPM = ("providers", "gemini", "quota", "rpm")
+
+
+def test_a_misspelled_limit_is_refused_naming_it_and_the_setting_it_resembles() -> None:
+    # Given AIPOOL_GEMINI_RPN, a typo of AIPOOL_GEMINI_RPM
+    reading = read_settings({"AIPOOL_GEMINI_RPN": "5"})
+    # Then the reading is refused, naming the variable and suggesting the real one
+    assert reading.problems == [
+        "AIPOOL_GEMINI_RPN is not a setting (did you mean AIPOOL_GEMINI_RPM?)"
+    ]
+    with pytest.raises(SettingsError, match="AIPOOL_GEMINI_RPN"):
+        reading.checked()
+
+
+def test_variables_of_the_test_harness_and_other_programs_are_not_refused() -> None:
+    reading = read_settings(
+        {"AIPOOL_TEST_REDIS_URL": "redis://x", "AIPOOL_SOAK_SECONDS": "20", "HOME": "/root"}
+    )
+    assert reading.problems == []
+
+
+def test_defaults_are_adr_006s_and_say_so() -> None:
+    reading = read_settings({})
+    current = reading.checked()
+    assert current.providers["gemini"].quota.rpm == 10
+    assert current.providers["claude"].quota.daily_tokens == 50_000
+    assert current.providers["ollama"].quota.unlimited
+    assert current.providers["ollama"].breaker.failure_threshold == 3
+    assert reading.origin(GEMINI_RPM) == "default"
+    assert current.timezone == "Asia/Taipei"
+    assert current.effective_visibility_timeout_s == 180
+
+
+def test_unlimited_is_written_unlimited_and_zero_is_refused_saying_how_to_write_it() -> None:
+    # Given a limit written "unlimited": it has no limit
+    reading = read_settings({"AIPOOL_CLAUDE_DAILY_TOKENS": "unlimited"})
+    assert reading.checked().providers["claude"].quota.daily_tokens is None
+    # Given the old spelling 0: refused, and the message says what to write
+    refused = read_settings({"AIPOOL_GEMINI_RPM": "0"})
+    assert refused.problems == [
+        "AIPOOL_GEMINI_RPM=0: 0 no longer means no limit: write 'unlimited' for no limit"
+    ]
+    assert "write 'unlimited'" in read_settings({"AIPOOL_GEMINI_RPM": "none"}).problems[0]
+    assert "positive whole number" in read_settings({"AIPOOL_GEMINI_RPM": "-3"}).problems[0]
+
+
+def test_a_value_that_does_not_fit_names_its_variable_and_value() -> None:
+    reading = read_settings(
+        {
+            "AIPOOL_TIMEZONE": "Mars/Olympus",
+            "AIPOOL_ALERTS": "pagerduty",
+            "AIPOOL_TASK_TIME_LIMIT": "2m",
+        }
+    )
+    assert len(reading.problems) == 3
+    assert any(
+        p.startswith("AIPOOL_TIMEZONE=Mars/Olympus: is not a time zone") for p in reading.problems
+    )
+    assert any(p.startswith("AIPOOL_ALERTS=pagerduty:") for p in reading.problems)
+    assert any(p.startswith("AIPOOL_TASK_TIME_LIMIT=2m:") for p in reading.problems)
+
+
+def test_the_limits_file_sets_limits_the_environment_overrides_it(tmp_path: Path) -> None:
+    # Given a limits file and one variable for the same provider
+    limits = tmp_path / "limits.toml"
+    limits.write_text('[gemini]\nrpm = 20\ndaily_tokens = "unlimited"\nfailure_threshold = 3\n')
+    reading = read_settings(
+        {"AIPOOL_LIMITS_FILE": str(limits), "AIPOOL_GEMINI_DAILY_REQUESTS": "100"}
+    )
+    gemini = reading.checked().providers["gemini"]
+    # Then the file's values apply, the variable wins where it is set, and each says its source
+    assert (gemini.quota.rpm, gemini.quota.daily_tokens, gemini.quota.daily_requests) == (
+        20,
+        None,
+        100,
+    )
+    assert gemini.breaker.failure_threshold == 3
+    assert reading.origin(GEMINI_RPM) == f"file {limits} [gemini] rpm"
+    assert reading.origin(("providers", "gemini", "quota", "daily_requests")) == (
+        "environment AIPOOL_GEMINI_DAILY_REQUESTS"
+    )
+
+
+def test_unknown_keys_and_sections_of_the_limits_file_are_refused_with_a_suggestion(
+    tmp_path: Path,
+) -> None:
+    limits = tmp_path / "limits.toml"
+    limits.write_text("[gemni]\nrpm = 5\n[claude]\nrpn = 5\nrpm = 0\n")
+    problems = read_settings({"AIPOOL_LIMITS_FILE": str(limits)}).problems
+    assert f"{limits}: [gemni] is not a setting (did you mean gemini?)" in problems
+    assert f"{limits}: [claude] rpn is not a setting (did you mean rpm?)" in problems
+    assert (
+        f"{limits} [claude] rpm = 0: 0 no longer means no limit: write 'unlimited' for no limit"
+        in problems
+    )
+
+
+def test_secrets_come_from_the_variable_its_file_or_the_secrets_directory_and_never_show(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "gemini.key").write_text("from-file\n")
+    (tmp_path / "anthropic_api_key").write_text("mounted\n")
+    reading = read_settings(
+        {
+            "GEMINI_API_KEY_FILE": str(tmp_path / "gemini.key"),
+            "AIPOOL_SECRETS_DIR": str(tmp_path),
+            "NVIDIA_API_KEY": "from-env",
+        }
+    )
+    current = reading.checked()
+    assert current.secret("GEMINI_API_KEY") == "from-file"
+    assert current.secret("ANTHROPIC_API_KEY") == "mounted"
+    assert current.secret("NVIDIA_API_KEY") == "from-env"
+    assert current.secret("OLLAMA_API_KEY") is None
+    assert reading.origin(("providers", "claude", "api_key")) == (
+        f"secret file {tmp_path / 'anthropic_api_key'}"
+    )
+    assert "from-env" not in repr(current) and "mounted" not in repr(current)
+    # A file the operator named but that cannot be read is a problem, not a silent absence
+    missing = read_settings({"GEMINI_API_KEY_FILE": str(tmp_path / "nope")}).problems
+    assert missing == [
+        f"GEMINI_API_KEY_FILE={tmp_path / 'nope'}: cannot read it (No such file or directory)"
+    ]
+
+
+def test_an_empty_variable_is_an_unset_one() -> None:
+    reading = read_settings({"AIPOOL_GEMINI_RPM": "", "DATABASE_URL": "  "})
+    current = reading.checked()
+    assert current.providers["gemini"].quota.rpm == 10
+    assert current.database_url is None
+
+
+def test_limits_below_adr_006s_are_accepted_and_noted() -> None:
+    current = read_settings({"AIPOOL_GEMINI_RPM": "5", "AIPOOL_CLAUDE_RPM": "50"}).checked()
+    assert current.providers["gemini"].quota.rpm == 5
+    assert below_adr_notes(current) == [
+        "AIPOOL_GEMINI_RPM=5 is below ADR-006's 10 for gemini: accepted; gemini runs out "
+        "sooner than the ADR plans for"
+    ]
+
+
+def test_the_process_settings_follow_its_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given the settings read once
+    monkeypatch.delenv("AIPOOL_MODEL_GEMINI", raising=False)
+    first = settings()
+    assert settings() is first  # kept while the environment is unchanged
+    # When a variable changes (as adopting an embedded Redis does), the next call sees it
+    monkeypatch.setenv("AIPOOL_MODEL_GEMINI", "gemini-test")
+    assert settings().providers["gemini"].model == "gemini-test"
+    # And an unknown variable makes every later call refuse
+    monkeypatch.setenv("AIPOOL_GEMINI_RPN", "5")
+    with pytest.raises(SettingsError, match="AIPOOL_GEMINI_RPN"):
+        settings()
