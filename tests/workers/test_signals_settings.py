@@ -1,0 +1,66 @@
+"""A worker or beat with settings it cannot trust stops before it starts, naming the variable; one
+with a quota below ADR-006's starts and says so once."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+
+from tests.conftest import worker_env
+from tests.support.beat import Beat
+from tests.support.pool import Worker
+
+pytestmark = pytest.mark.integration
+
+REFUSAL = (
+    "aipool: settings refused: AIPOOL_GEMINI_RPN is not a setting (did you mean AIPOOL_GEMINI_RPM?)"
+)
+
+
+def _exit_code(process: subprocess.Popen[bytes], timeout: float = 60.0) -> int:
+    try:
+        return process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise AssertionError("the process kept running with a misspelled setting") from None
+
+
+def test_a_worker_with_a_misspelled_limit_exits_naming_it() -> None:
+    # Given AIPOOL_GEMINI_RPN=5 in a Gemini worker's environment (meant: AIPOOL_GEMINI_RPM)
+    worker = Worker(worker_env(AIPOOL_GEMINI_RPN="5"), queues=("gemini",), concurrency=1)
+    try:
+        # When it starts, then it exits with code 1 and one line naming the variable
+        assert _exit_code(worker.process) == 1
+        assert REFUSAL in worker.log().splitlines()
+        assert "Traceback" not in worker.log()
+        assert "ready" not in worker.log()
+    finally:
+        worker.stop()
+
+
+def test_beat_with_a_misspelled_limit_exits_naming_it() -> None:
+    beat = Beat(worker_env(AIPOOL_GEMINI_RPN="5"))
+    try:
+        assert _exit_code(beat.process) == 1
+        assert REFUSAL in beat.log().splitlines()
+        assert "Traceback" not in beat.log()
+    finally:
+        beat.stop()
+
+
+def test_a_worker_with_a_quota_below_adr_006s_starts_and_says_so_once(celery_app) -> None:  # type: ignore[no-untyped-def]
+    # Given Gemini's rpm set to 5, below ADR-006's 10
+    worker = Worker(worker_env(AIPOOL_GEMINI_RPM="5"), queues=("gemini",), concurrency=1)
+    try:
+        # When the worker starts, then it serves, and its log says once that the limit is low
+        worker.wait_ready(celery_app)
+        deadline = time.monotonic() + 10
+        while "below ADR-006" not in worker.log() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        notes = [line for line in worker.log().splitlines() if "below ADR-006" in line]
+        assert len(notes) == 1, worker.log()
+        assert "AIPOOL_GEMINI_RPM=5 is below ADR-006's 10 for gemini: accepted" in notes[0]
+    finally:
+        worker.stop()
