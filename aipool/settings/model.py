@@ -24,7 +24,13 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from aipool.settings.provider_limits import BreakerSettings, ProviderLimits, QuotaLimits
+from aipool.settings.provider_limits import (
+    UNLIMITED,
+    BreakerSettings,
+    ProviderLimits,
+    QuotaLimits,
+    no_limit_word,
+)
 
 STATIC_ANSWER_DEFAULT = "抱歉，AI 服務暫時不可用。請稍後再試，或聯繫管理員。"
 REFUSAL_DEFAULT = (
@@ -130,7 +136,8 @@ class Settings(BaseSettings):
     redis_connect_timeout_s: PositiveFloat = 5.0
     redis_socket_timeout_s: PositiveFloat = 5.0
     timezone: str = DEFAULT_TIMEZONE
-    task_soft_time_limit_s: PositiveInt = 90
+    #: ``None`` (written ``unlimited``): no soft limit, a hop runs until the hard limit.
+    task_soft_time_limit_s: PositiveInt | None = 90
     task_time_limit_s: PositiveInt = 120
     visibility_timeout_s: PositiveInt | None = None
     result_expires_s: PositiveInt = 3600
@@ -153,6 +160,15 @@ class Settings(BaseSettings):
     simulator_admin_url: str | None = None
     alerts: AlertSettings = AlertSettings()
     providers: dict[str, ProviderSettings]
+
+    @field_validator("task_soft_time_limit_s", mode="before")
+    @classmethod
+    def _soft_limit_said_explicitly(cls, value: Any) -> Any:
+        if no_limit_word(value):
+            return None
+        if isinstance(value, int | str) and str(value).strip() == "0":
+            raise ValueError(f"0 no longer means no soft limit: write {UNLIMITED!r}")
+        return value
 
     @field_validator("timezone")
     @classmethod

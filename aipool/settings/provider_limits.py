@@ -23,20 +23,22 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, ConfigDict, PositiveFloat, PositiveInt
 
-#: How an operator says a quota has no limit.
+#: How an operator says a limit has no limit (``none`` is read the same way).
 UNLIMITED = "unlimited"
+NO_LIMIT_WORDS = (UNLIMITED, "none")
+
+
+def no_limit_word(value: Any) -> bool:
+    """Whether ``value`` is one of the words that say "no limit"."""
+    return isinstance(value, str) and value.strip().lower() in NO_LIMIT_WORDS
 
 
 def _quota_limit(value: Any) -> int | None:
     """A positive whole number, or ``None`` for ``unlimited``; anything else is refused."""
-    if value is None:
+    if value is None or no_limit_word(value):
         return None
     if isinstance(value, str):
         text = value.strip().replace("_", "")
-        if text.lower() == UNLIMITED:
-            return None
-        if text.lower() == "none":
-            raise ValueError(f"write {UNLIMITED!r} for no limit")
         if not text.isdigit():
             raise ValueError(f"must be a positive whole number or {UNLIMITED!r}")
         value = int(text)

@@ -53,7 +53,8 @@ def test_unlimited_is_written_unlimited_and_zero_is_refused_saying_how_to_write_
     assert refused.problems == [
         "AIPOOL_GEMINI_RPM=0: 0 no longer means no limit: write 'unlimited' for no limit"
     ]
-    assert "write 'unlimited'" in read_settings({"AIPOOL_GEMINI_RPM": "none"}).problems[0]
+    none = read_settings({"AIPOOL_GEMINI_RPM": "None"}).checked()  # an explicit word too
+    assert none.providers["gemini"].quota.rpm is None
     assert "positive whole number" in read_settings({"AIPOOL_GEMINI_RPM": "-3"}).problems[0]
 
 
@@ -164,3 +165,18 @@ def test_the_process_settings_follow_its_environment(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("AIPOOL_GEMINI_RPN", "5")
     with pytest.raises(SettingsError, match="AIPOOL_GEMINI_RPN"):
         settings()
+
+
+def test_no_soft_time_limit_is_said_explicitly() -> None:
+    assert (
+        read_settings({"AIPOOL_TASK_SOFT_TIME_LIMIT": "unlimited"}).checked().task_soft_time_limit_s
+        is None
+    )
+    assert (
+        read_settings({"AIPOOL_TASK_SOFT_TIME_LIMIT": "none"}).checked().task_soft_time_limit_s
+        is None
+    )
+    assert read_settings({}).checked().task_soft_time_limit_s == 90
+    assert read_settings({"AIPOOL_TASK_SOFT_TIME_LIMIT": "0"}).problems == [
+        "AIPOOL_TASK_SOFT_TIME_LIMIT=0: 0 no longer means no soft limit: write 'unlimited'"
+    ]
