@@ -36,6 +36,8 @@ _INT_RANGE = range(-(2**63), 2**64)
 #: C0 control characters other than tab, newline and carriage return, as UTF-8 bytes. In UTF-8
 #: these bytes occur only as themselves, never inside a multi-byte character.
 _CONTROL_BYTES = tuple(bytes([b]) for b in range(32) if chr(b) not in "\t\n\r")
+#: Texts up to this many characters are checked with one ``isprintable`` scan first.
+_SHORT_TEXT = 1024
 #: A metadata key that can be shown as it is in a field path.
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}", re.ASCII)
 
@@ -160,9 +162,10 @@ def _text(value: str, where: str) -> str:
     and carriage return aside) are refused by providers' JSON parsers and by PostgreSQL. One C-level
     encode plus a byte search per control keeps a 100 KB prompt well under a millisecond.
     """
-    # Printable text holds neither controls (category Cc) nor surrogates (Cs): one C-level scan
-    # settles most fields (names, ids, one-line prompts) without the per-control searches.
-    if value.isprintable():
+    # Printable text holds neither controls (category Cc) nor surrogates (Cs). For short text
+    # (names, ids, one-line prompts) one such scan is cheaper than the per-control searches; a
+    # long text is faster through them (a byte search beats a per-character lookup).
+    if len(value) <= _SHORT_TEXT and value.isprintable():
         return value
     try:
         encoded = value.encode("utf-8")
