@@ -32,8 +32,10 @@ README_PYTHON_REQUESTS = [
 
 
 def _readme_json_requests() -> list[Any]:
-    """The README's ```json blocks: example requests for producers in any language."""
-    blocks = README.split("```json\n")[1:]
+    """The ```json blocks of the README's Request section: example requests for producers in any
+    language."""
+    section = README.split("### Request", 1)[1].split("### Result", 1)[0]
+    blocks = section.split("```json\n")[1:]
     return [json.loads(block.split("```", 1)[0]) for block in blocks]
 
 
