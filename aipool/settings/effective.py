@@ -57,6 +57,7 @@ def effective_rows(reading: Reading) -> list[Row]:
         if name == "AIPOOL_VISIBILITY_TIMEOUT" and value is None:
             value, source = current.effective_visibility_timeout_s, "default (hard limit + 60 s)"
         if name in SECRETS and value is None:
-            source = f"{source} (nor {name}_FILE, nor the secrets directory)"
+            mounted = current.secrets_dir / name.lower()
+            source = f"not set: neither {name}, {name}_FILE nor {mounted}"
         rows.append(Row(name, _shown(path, value), source))
     return rows
