@@ -11,7 +11,6 @@ never derived from an AMQP broker URL (Celery has no ``amqp`` result backend any
 
 from __future__ import annotations
 
-import os
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -19,13 +18,14 @@ from kombu import Exchange, Queue
 
 from aipool.chains import PROVIDERS
 from aipool.redis_url import celery_url
+from aipool.settings import settings
 from schedules.beat import beat_schedule as beat_schedule
 from schedules.beat import task_routes as _maintenance_routes
 
-_env = os.environ.get
+_settings = settings()
 
-broker_url = _env("CELERY_BROKER_URL") or celery_url()
-result_backend = _env("CELERY_RESULT_BACKEND") or celery_url()
+broker_url = _settings.celery_broker_url or celery_url()
+result_backend = _settings.celery_result_backend or celery_url()
 
 
 def is_amqp(url: str) -> bool:
@@ -48,13 +48,13 @@ worker_prefetch_multiplier = 1
 
 # The longest hop: nemotron's 60 s timeout plus margin; the soft limit lets a hop answer or move on
 # before the hard limit kills its process.
-task_soft_time_limit = int(_env("AIPOOL_TASK_SOFT_TIME_LIMIT", "90"))
-task_time_limit = int(_env("AIPOOL_TASK_TIME_LIMIT", "120"))
+task_soft_time_limit = _settings.task_soft_time_limit_s  # None: no soft limit
+task_time_limit = _settings.task_time_limit_s
 # On the Redis broker a message taken by a worker that dies whole (SIGKILL, OOM, node lost) comes
 # back only after the visibility timeout. It must exceed the longest a live worker holds a message
 # (the hard limit: prefetch 1, no ETA tasks) or a slow hop would run twice; anything above that is
 # time a crashed worker's requests wait. Hard limit + 60 s.
-visibility_timeout = int(_env("AIPOOL_VISIBILITY_TIMEOUT", str(task_time_limit + 60)))
+visibility_timeout = _settings.effective_visibility_timeout_s
 
 
 def transport_options(url: str) -> dict[str, Any]:
@@ -74,24 +74,24 @@ def transport_options(url: str) -> dict[str, Any]:
         # that KEDA's list scaler never counts, and serves 0 first (the reverse of AMQP). One list
         # per queue is the backlog the autoscaler sees. A producer's priority is still carried.
         "priority_steps": [0],
-        "socket_timeout": 5.0,
-        "socket_connect_timeout": 5.0,
+        "socket_timeout": _settings.redis_socket_timeout_s,
+        "socket_connect_timeout": _settings.redis_connect_timeout_s,
     }
 
 
 broker_transport_options = transport_options(broker_url)
-result_backend_transport_options = {"retry_policy": {"timeout": 5.0}}
+result_backend_transport_options = {"retry_policy": {"timeout": _settings.redis_socket_timeout_s}}
 # A hop that answered while Redis was restarting keeps trying to store its answer (about 40 s)
 # rather than failing the producer with a ConnectionError after the provider was paid.
 result_backend_always_retry = True
 result_backend_max_retries = 40
 result_backend_base_sleep_between_retries_ms = 100
 result_backend_max_sleep_between_retries_ms = 1000
-redis_socket_timeout = 5.0
-redis_socket_connect_timeout = 5.0
+redis_socket_timeout = _settings.redis_socket_timeout_s
+redis_socket_connect_timeout = _settings.redis_connect_timeout_s
 # A result is kept for its producer to read, an hour by default; nothing of the request is kept
 # with it (no args or kwargs in the result meta: they hold the prompt).
-result_expires = int(_env("AIPOOL_RESULT_EXPIRES", "3600"))
+result_expires = _settings.result_expires_s
 result_extended = False
 broker_connection_retry_on_startup = True
 
@@ -101,7 +101,7 @@ worker_send_task_events = True
 task_send_sent_event = True
 task_track_started = False
 
-timezone = _env("AIPOOL_TIMEZONE", "Asia/Taipei")
+timezone = _settings.timezone
 enable_utc = True
 
 _direct = Exchange("aipool", type="direct")

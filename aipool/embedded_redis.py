@@ -31,9 +31,11 @@ _MAX_SOCKET_PATH = 100
 
 def runtime_dir() -> Path:
     """Where running embedded Redis servers are announced (one file per owner)."""
-    configured = os.environ.get(RUNTIME_DIR_ENV)
+    from aipool.settings import settings
+
+    configured = settings().runtime_dir
     if configured:
-        return Path(configured)
+        return configured
     return Path(tempfile.gettempdir()) / f"aipool-{os.getuid()}"
 
 

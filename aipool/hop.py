@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Protocol
 
-from aipool import config, result
+from aipool import result
 from aipool.admission import Admission, completion_from_json
 from aipool.chains import Hop
 from aipool.contract import Completion, Request
@@ -24,6 +24,7 @@ from aipool.errors import AttemptEnded, DeadlineExceeded, HopSkipped, as_provide
 from aipool.journey import Attempt, Journey, Route
 from aipool.providers import Provider, get_provider
 from aipool.scrub import scrub
+from aipool.settings import settings
 
 log = logging.getLogger("aipool.hop")
 
@@ -270,7 +271,7 @@ class HopRunner:
             hop.model,
             outcome,
             error,
-            f" prompt={request.last_user_text()!r}" if config.log_prompts() else "",
+            f" prompt={request.last_user_text()!r}" if settings().log_prompts else "",
         )
         event = AttemptEvent(
             request_id=request_id,

@@ -32,8 +32,8 @@ from aipool.breaker import Breaker
 from aipool.breaker.state import BreakerState
 from aipool.budget.sender import alert_sender
 from aipool.budget.usage import CALENDAR_QUOTAS, budget_usage
-from aipool.limits import ProviderLimits
 from aipool.quota import Quota
+from aipool.settings.provider_limits import ProviderLimits
 
 log = logging.getLogger(__name__)
 
@@ -293,10 +293,10 @@ def collectors_for(app: Any, consumed: Iterable[str]) -> list[Collector]:
         return collectors
     from sqlalchemy.pool import NullPool
 
-    from aipool import config
     from aipool.budget import monthly_budget_usd
     from aipool.ledger.db import make_engine
-    from aipool.limits import load_limits
+    from aipool.periods import pool_zone
+    from aipool.settings import settings
 
     queues = [q.name for q in app.conf.task_queues or ()] or consumed
     collectors.append(
@@ -304,9 +304,9 @@ def collectors_for(app: Any, consumed: Iterable[str]) -> list[Collector]:
             redis=functools.cache(state_redis),
             engine=functools.cache(lambda: _scrape_engine(make_engine, NullPool)),
             queue_depths=lambda: broker_queue_depths(app, queues),
-            limits=load_limits(),
+            limits=settings().limits,
             monthly_budget_usd=monthly_budget_usd,
-            zone=config.timezone(),
+            zone=pool_zone(),
         )
     )
     return collectors

@@ -15,6 +15,7 @@ from typing import Any
 
 from aipool.embedded_redis import RunningRedis, find_running
 from aipool.errors import NoRedis
+from aipool.settings import settings
 
 #: How to give a process a Redis, for error messages.
 HOW_TO_GET_ONE = (
@@ -29,7 +30,7 @@ def redis_url() -> str:
     ``REDIS_URL`` when set; otherwise the running embedded Redis, which this process then adopts
     with its ledger (see :func:`adopt_embedded`). Raises :class:`NoRedis` when there is neither.
     """
-    url = os.environ.get("REDIS_URL")
+    url = settings().redis_url
     if url:
         return url
     running = adopt_embedded()
@@ -42,7 +43,7 @@ def adopt_embedded() -> RunningRedis | None:
     """When ``REDIS_URL`` is unset, find the running embedded Redis and make it this process's:
     ``REDIS_URL`` and (unless set) ``DATABASE_URL`` are set to it and its ledger, so every part
     of the process, and every process it starts, reads one pool. ``None`` when none runs."""
-    if os.environ.get("REDIS_URL"):
+    if settings().redis_url:
         return None
     running = find_running()
     if running is not None:
@@ -51,20 +52,18 @@ def adopt_embedded() -> RunningRedis | None:
     return running
 
 
-#: Seconds to connect to Redis and to wait for one reply. A hung Redis must fail a step quickly (the
-#: hop then answers or moves on) instead of holding it until the task's soft time limit.
-CONNECT_TIMEOUT_S = float(os.environ.get("AIPOOL_REDIS_CONNECT_TIMEOUT", "5"))
-SOCKET_TIMEOUT_S = float(os.environ.get("AIPOOL_REDIS_SOCKET_TIMEOUT", "5"))
-
-
 def connect(url: str | None = None) -> Any:
-    """A redis-py client for ``url`` (default: :func:`redis_url`) with connect and socket timeouts."""
+    """A redis-py client for ``url`` (default: :func:`redis_url`) with connect and socket timeouts.
+
+    A hung Redis must fail a step quickly (the hop then answers or moves on) instead of holding it
+    until the task's soft time limit (``AIPOOL_REDIS_CONNECT_TIMEOUT``, ``..._SOCKET_TIMEOUT``)."""
     import redis
 
+    s = settings()
     return redis.Redis.from_url(
         url or redis_url(),
-        socket_connect_timeout=CONNECT_TIMEOUT_S,
-        socket_timeout=SOCKET_TIMEOUT_S,
+        socket_connect_timeout=s.redis_connect_timeout_s,
+        socket_timeout=s.redis_socket_timeout_s,
         health_check_interval=30,
     )
 

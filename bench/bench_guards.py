@@ -17,8 +17,8 @@ from collections.abc import Callable
 import redis
 
 from aipool.breaker import Breaker
-from aipool.limits import BreakerSettings, QuotaLimits
 from aipool.quota import Quota
+from aipool.settings.provider_limits import BreakerSettings, QuotaLimits
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3000"))
 WARMUP = 200

@@ -30,11 +30,11 @@ from sqlalchemy import Engine, text
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from aipool.ledger.db import make_engine
-from aipool.ledger.periods import day_range, local_zone
 from aipool.ledger.rollup import rollup_day
 from aipool.ledger.testing import empty_ledger
+from aipool.periods import day_range, pool_zone
 
-ZONE = local_zone("Asia/Taipei")
+ZONE = pool_zone("Asia/Taipei")
 MEASURED_DAY = date(2026, 2, 15)
 RUNS = 7
 

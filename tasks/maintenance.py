@@ -16,10 +16,10 @@ from celery import shared_task
 
 from aipool.budget import build_report, report_notification, run_budget_checks
 from aipool.budget.checks import default_engine
-from aipool.ledger.periods import local_day, local_zone, month_start, previous_month
 from aipool.ledger.rollup import rollup_day, rollup_month
 from aipool.ledger.usage_log import drain
 from aipool.notify import dispatch, notifiers_from_env
+from aipool.periods import local_day, month_start, pool_zone, previous_month
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ def _redis() -> redis.Redis:
 
 
 def _today() -> date:
-    return local_day(datetime.now(UTC), local_zone())
+    return local_day(datetime.now(UTC), pool_zone())
 
 
 @shared_task(name="aipool.drain_ledger", ignore_result=True)
@@ -43,13 +43,13 @@ def drain_ledger(batch: int = 500) -> dict[str, Any]:
 @shared_task(name="aipool.rollup_today", ignore_result=True)
 def rollup_today() -> int:
     """Refresh today's daily roll-up (local calendar day)."""
-    return rollup_day(default_engine(), _today(), local_zone())
+    return rollup_day(default_engine(), _today(), pool_zone())
 
 
 @shared_task(name="aipool.rollup_yesterday", ignore_result=True)
 def rollup_yesterday() -> int:
     """Close yesterday's daily roll-up."""
-    return rollup_day(default_engine(), _today() - timedelta(days=1), local_zone())
+    return rollup_day(default_engine(), _today() - timedelta(days=1), pool_zone())
 
 
 @shared_task(name="aipool.rollup_current_month", ignore_result=True)
@@ -63,7 +63,7 @@ def rollup_last_month() -> int:
     """Close last month: its last day's roll-up, then the month from the daily table."""
     engine = default_engine()
     last = previous_month(month_start(_today()))
-    rollup_day(engine, month_start(_today()) - timedelta(days=1), local_zone())
+    rollup_day(engine, month_start(_today()) - timedelta(days=1), pool_zone())
     return rollup_month(engine, last)
 
 
@@ -79,8 +79,8 @@ def daily_budget_report() -> dict[str, str]:
     """Send yesterday's full report (and this month so far) through every notifier."""
     engine = default_engine()
     day = _today() - timedelta(days=1)
-    rollup_day(engine, day, local_zone())
-    report = build_report(engine, day, local_zone())
+    rollup_day(engine, day, pool_zone())
+    report = build_report(engine, day, pool_zone())
     return dispatch(report_notification(report), notifiers_from_env())
 
 
@@ -106,7 +106,7 @@ def restore_quota_counters() -> dict[str, Any]:
     from aipool.ledger.totals import restore_quotas
     from aipool.quota import quotas_for
 
-    return restore_quotas(default_engine(), quotas_for(_redis()), datetime.now(UTC), local_zone())
+    return restore_quotas(default_engine(), quotas_for(_redis()), datetime.now(UTC), pool_zone())
 
 
 @shared_task(name="aipool.breaker_transition", ignore_result=True)

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from celery import Celery
 
-from aipool.errors import NoRedis
+from aipool.errors import NoRedis, SettingsError
 from workers.result_backend import install as install_result_backend
 
 # Messages of ai.generate never carry the prompt in what Flower shows (workers/messages.py).
@@ -37,7 +37,7 @@ def _celery_command() -> bool:
 try:
     # Reading the broker loads celeryconfig, which asks aipool.redis_url for the Redis.
     _broker_url = str(app.conf.broker_url)
-except NoRedis as exc:
+except (NoRedis, SettingsError) as exc:
     if _celery_command():
         raise SystemExit(f"aipool: {exc}") from None
     raise

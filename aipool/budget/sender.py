@@ -15,7 +15,6 @@ Operational alerts (workers, queues, latency) are always Prometheus's.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 
 ALERTS_ENV = "AIPOOL_ALERTS"
@@ -26,8 +25,11 @@ SENDERS = (POOL, PROMETHEUS)
 
 def alert_sender(env: Mapping[str, str] | None = None) -> str:
     """``"pool"`` or ``"prometheus"``, from ``AIPOOL_ALERTS`` (default ``pool``)."""
-    source = os.environ if env is None else env
-    value = (source.get(ALERTS_ENV) or POOL).strip().lower()
+    if env is None:
+        from aipool.settings import settings
+
+        return settings().alerts.sender
+    value = (env.get(ALERTS_ENV) or POOL).strip().lower()
     if value not in SENDERS:
         raise ValueError(f"{ALERTS_ENV} must be one of {', '.join(SENDERS)}, not {value!r}")
     return value

@@ -23,7 +23,7 @@ from aipool.ledger.models import DailyUsage, UsageLogRow
 from aipool.ledger.record import CALLED_OUTCOMES
 from aipool.periods import day_range, local_day, month_start
 
-#: The calendar quotas a budget alert watches (``aipool.limits.QuotaLimits`` field names).
+#: The calendar quotas a budget alert watches (``aipool.settings.provider_limits.QuotaLimits`` field names).
 CALENDAR_QUOTAS = ("daily_tokens", "daily_requests", "monthly_tokens")
 
 

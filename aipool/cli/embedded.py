@@ -6,13 +6,14 @@ While it runs, every aipool process on this machine started without ``REDIS_URL`
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+
+from aipool.settings import settings
 
 
 def embedded_redis(
@@ -27,7 +28,7 @@ def embedded_redis(
     from aipool.pool_location import describe_database
 
     console = Console()
-    ledger = database_url() if os.environ.get("DATABASE_URL") else None
+    ledger = database_url() if settings().database_url else None
     ledger = ledger or f"sqlite:///{DEFAULT_SQLITE_PATH.resolve()}"
     server = EmbeddedRedis(data_dir, owner="aipool redis", database_url=ledger)
     with signals_end_the_command():
@@ -39,7 +40,7 @@ def embedded_redis(
                 "Ctrl-C stops it.",
                 highlight=False,
             )
-            if os.environ.get("REDIS_URL"):
+            if settings().redis_url:
                 console.print("[yellow]REDIS_URL is set in this shell: unset it to use this one.")
             while True:
                 time.sleep(3600)

@@ -7,13 +7,13 @@ starts a server or creates a database file: a command that finds nothing says so
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from aipool.errors import PoolUnavailable
+from aipool.settings import settings
 
 
 def redis_url() -> str:
@@ -40,7 +40,7 @@ def ledger_url() -> str:
     from aipool.redis_url import adopt_embedded
 
     adopt_embedded()
-    if os.environ.get("DATABASE_URL", "").strip():
+    if settings().database_url:
         return database_url()
     return f"sqlite:///{DEFAULT_SQLITE_PATH}"
 

@@ -43,13 +43,13 @@ def report(
         say_pending,
         say_where,
     )
-    from aipool.ledger.periods import local_day, local_zone
     from aipool.ledger.summary import summarize_day, summarize_month_to
+    from aipool.periods import local_day, pool_zone
     from aipool.status_view import render_summary
     from aipool.usage_words import words
 
     language = chosen(lang)
-    zone = local_zone()
+    zone = pool_zone()
     chosen_day = date.fromisoformat(day) if day else local_day(datetime.now(UTC), zone)
     url = ledger_url()
     engine = ledger_engine(url)

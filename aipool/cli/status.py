@@ -22,15 +22,15 @@ def today_in_ledger(ledger: str) -> tuple[str, list[Any]] | None:
     """Today's local day and its per-provider summary, ``None`` when there is no ledger yet."""
     from aipool.cli.pool import ledger_engine
     from aipool.errors import PoolUnavailable
-    from aipool.ledger.periods import local_day, local_zone
     from aipool.ledger.summary import summarize_day
+    from aipool.periods import local_day, pool_zone
 
     try:
         engine = ledger_engine(ledger)
     except PoolUnavailable:
         return None
     try:
-        day = local_day(datetime.now(UTC), local_zone())
+        day = local_day(datetime.now(UTC), pool_zone())
         return day.isoformat(), summarize_day(engine, day)
     finally:
         engine.dispose()
@@ -116,7 +116,7 @@ def _print_json(snap: Snapshot) -> None:
 
 def _print_tables(snap: Snapshot, lang: str) -> None:
     from aipool.cli.pool import say_pending, say_where
-    from aipool.ledger.periods import local_zone
+    from aipool.periods import pool_zone
     from aipool.status_view import render_queues, render_status, render_summary
     from aipool.usage_words import words
 
@@ -126,7 +126,7 @@ def _print_tables(snap: Snapshot, lang: str) -> None:
     if snap.today is None:
         console.print("no ledger yet: nothing recorded today", highlight=False)
     else:
-        title = f"{words(lang)['today']} {snap.today[0]} ({local_zone()})"
+        title = f"{words(lang)['today']} {snap.today[0]} ({pool_zone()})"
         render_summary(snap.today[1], console, lang=lang, title=title)
     render_queues(snap.depths, console, lang=lang)
     say_pending(console, snap.pending)

@@ -20,6 +20,7 @@ from pydantic import (
     PositiveFloat,
     PositiveInt,
     SecretStr,
+    ValidationInfo,
     field_validator,
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -136,9 +137,9 @@ class Settings(BaseSettings):
     redis_connect_timeout_s: PositiveFloat = 5.0
     redis_socket_timeout_s: PositiveFloat = 5.0
     timezone: str = DEFAULT_TIMEZONE
+    task_time_limit_s: PositiveInt = 120
     #: ``None`` (written ``unlimited``): no soft limit, a hop runs until the hard limit.
     task_soft_time_limit_s: PositiveInt | None = 90
-    task_time_limit_s: PositiveInt = 120
     visibility_timeout_s: PositiveInt | None = None
     result_expires_s: PositiveInt = 3600
     limits_file: Path | None = None
@@ -168,6 +169,16 @@ class Settings(BaseSettings):
             return None
         if isinstance(value, int | str) and str(value).strip() == "0":
             raise ValueError(f"0 no longer means no soft limit: write {UNLIMITED!r}")
+        return value
+
+    @field_validator("task_soft_time_limit_s")
+    @classmethod
+    def _soft_within_hard(cls, value: int | None, info: ValidationInfo) -> int | None:
+        # Celery refuses to send a message whose soft limit exceeds its hard one: every hop
+        # re-dispatched with the pool's limits would fail.
+        hard = info.data.get("task_time_limit_s")
+        if value is not None and hard is not None and value > hard:
+            raise ValueError(f"must not exceed the hard limit AIPOOL_TASK_TIME_LIMIT ({hard} s)")
         return value
 
     @field_validator("timezone")

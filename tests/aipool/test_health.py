@@ -19,8 +19,8 @@ import redis
 from aipool.breaker import Breaker
 from aipool.chains import PROVIDERS
 from aipool.health import USAGE_PATH, make_app, usage_report
-from aipool.limits import load_limits
 from aipool.quota import Quota
+from aipool.settings import settings
 
 GUARDS_REDIS_URL = os.environ.get("AIPOOL_GUARDS_TEST_REDIS_URL", "redis://127.0.0.1:6379/11")
 TAIPEI = ZoneInfo("Asia/Taipei")
@@ -43,7 +43,7 @@ def client(request: pytest.FixtureRequest) -> Iterator[Any]:
 
 def test_the_report_shows_breakers_quotas_and_limits_per_provider(client):
     # Given gemini's breaker open and some claude quota used
-    limits = load_limits()
+    limits = settings().limits
     gemini = Breaker(client, "gemini", limits["gemini"].breaker, clock=lambda: NOW)
     for _ in range(limits["gemini"].breaker.failure_threshold):
         gemini.record_failure(gemini.acquire())
@@ -78,17 +78,17 @@ def test_the_report_shows_breakers_quotas_and_limits_per_provider(client):
 
 def test_reading_the_report_takes_no_trial_slot(client):
     # Given a breaker whose recovery window has passed, so it is due to go half-open
-    settings = load_limits()["gemini"].breaker
-    breaker = Breaker(client, "gemini", settings, clock=lambda: NOW)
-    for _ in range(settings.failure_threshold):
+    gemini = settings().limits["gemini"].breaker
+    breaker = Breaker(client, "gemini", gemini, clock=lambda: NOW)
+    for _ in range(gemini.failure_threshold):
         breaker.record_failure(breaker.acquire())
-    later = NOW + settings.recovery_timeout
+    later = NOW + gemini.recovery_timeout
     # When the report is read many times
     for _ in range(5):
         usage_report(client, clock=lambda: later, tz=TAIPEI)
     # Then every trial slot is still free
     breaker.clock = lambda: later
-    assert all(breaker.acquire().trial for _ in range(settings.half_open_max_calls))
+    assert all(breaker.acquire().trial for _ in range(gemini.half_open_max_calls))
 
 
 def _call(app: Any, path: str, method: str = "GET") -> tuple[str, dict[str, str], Any]:

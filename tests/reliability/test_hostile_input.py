@@ -30,7 +30,7 @@ from aipool.contract import MAX_DEPTH, MAX_METADATA_SIZE, MAX_USER_ID_LENGTH, pa
 from aipool.errors import InvalidRequest
 from aipool.health import usage_report
 from aipool.ledger.usage_log import DEAD_KEY, PENDING_KEY
-from aipool.limits import load_limits
+from aipool.settings import settings as pool_settings
 
 #: Characters no provider can take: lone surrogates and C0 controls other than tab, LF, CR.
 UNSENDABLE = (
@@ -402,7 +402,7 @@ def test_given_thousands_of_poisoned_requests_when_sent_to_a_worker_then_each_is
     celery_app, pool, healthy, clean_redis, ledger_url
 ) -> None:  # type: ignore[no-untyped-def]
     # Given healthy providers, closed breakers, empty quotas, an empty ledger spool and a worker
-    providers = list(load_limits())
+    providers = list(pool_settings().limits)
     assert clean_redis.llen(PENDING_KEY) == 0
     called = dict.fromkeys(providers, 0)
     tally = {"valid": 0, "poisoned": 0, "attempts": 0}

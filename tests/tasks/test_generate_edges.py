@@ -207,7 +207,7 @@ def test_the_hard_time_limit_answers_the_producer(simulator, healthy, ledger_url
     with private_pool(
         7,
         AIPOOL_TASK_TIME_LIMIT="3",
-        AIPOOL_TASK_SOFT_TIME_LIMIT="0",
+        AIPOOL_TASK_SOFT_TIME_LIMIT="none",
         AIPOOL_TIMEOUT_OLLAMA="30",
     ) as pool:
         # When the hop's process is killed by the hard limit

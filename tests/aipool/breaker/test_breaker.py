@@ -16,7 +16,7 @@ from aipool.breaker import (
 )
 from aipool.chains import PROVIDERS
 from aipool.errors import CircuitOpen
-from aipool.limits import BreakerSettings
+from aipool.settings.provider_limits import BreakerSettings
 
 SETTINGS = BreakerSettings(failure_threshold=3, recovery_timeout=60.0, half_open_max_calls=2)
 

@@ -9,7 +9,7 @@ import redis
 
 from aipool.breaker import Breaker, BreakerState, BreakerTransition
 from aipool.errors import CircuitOpen
-from aipool.limits import BreakerSettings
+from aipool.settings.provider_limits import BreakerSettings
 
 PROCESSES = 8
 NOW = 1_764_000_000.0
