@@ -22,6 +22,7 @@ from pydantic import (
     SecretStr,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
@@ -123,6 +124,10 @@ class AlertSettings(BaseModel):
         return value
 
 
+#: Seconds a hop may run before its process is killed (Celery's hard time limit).
+DEFAULT_HARD_LIMIT_S = 120
+
+
 class Settings(BaseSettings):
     """Every setting of the pool. Build it with :func:`aipool.settings.settings` (the current
     environment, checked) or :func:`aipool.settings.read_settings` (any mapping, with where each
@@ -137,7 +142,7 @@ class Settings(BaseSettings):
     redis_connect_timeout_s: PositiveFloat = 5.0
     redis_socket_timeout_s: PositiveFloat = 5.0
     timezone: str = DEFAULT_TIMEZONE
-    task_time_limit_s: PositiveInt = 120
+    task_time_limit_s: PositiveInt = DEFAULT_HARD_LIMIT_S
     #: ``None`` (written ``unlimited``): no soft limit, a hop runs until the hard limit.
     task_soft_time_limit_s: PositiveInt | None = 90
     visibility_timeout_s: PositiveInt | None = None
@@ -170,6 +175,22 @@ class Settings(BaseSettings):
         if isinstance(value, int | str) and str(value).strip() == "0":
             raise ValueError(f"0 no longer means no soft limit: write {UNLIMITED!r}")
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_soft_within_hard(cls, data: Any) -> Any:
+        # The default soft limit leaves a hop 30 s of its 120 s hard limit to answer or move on.
+        # With a shorter hard limit set and no soft limit, the default keeps that proportion
+        # instead of exceeding the hard limit (which Celery refuses).
+        if not isinstance(data, dict) or "task_soft_time_limit_s" in data:
+            return data
+        try:
+            hard = int(str(data.get("task_time_limit_s", DEFAULT_HARD_LIMIT_S)).strip())
+        except ValueError:
+            return data  # the hard limit's own validation names the problem
+        if hard < DEFAULT_HARD_LIMIT_S:
+            data = {**data, "task_soft_time_limit_s": max(1, hard * 3 // 4)}
+        return data
 
     @field_validator("task_soft_time_limit_s")
     @classmethod

@@ -180,3 +180,18 @@ def test_no_soft_time_limit_is_said_explicitly() -> None:
     assert read_settings({"AIPOOL_TASK_SOFT_TIME_LIMIT": "0"}).problems == [
         "AIPOOL_TASK_SOFT_TIME_LIMIT=0: 0 no longer means no soft limit: write 'unlimited'"
     ]
+
+
+def test_time_limits_keep_the_soft_limit_within_the_hard_one() -> None:
+    # A soft limit above the hard one would make Celery refuse every re-dispatch: refused at start
+    refused = read_settings({"AIPOOL_TASK_SOFT_TIME_LIMIT": "200"}).problems
+    assert refused == [
+        "AIPOOL_TASK_SOFT_TIME_LIMIT=200: must not exceed the hard limit AIPOOL_TASK_TIME_LIMIT (120 s)"
+    ]
+    # A shorter hard limit alone brings the default soft limit down with it (a quarter before)
+    short = read_settings({"AIPOOL_TASK_TIME_LIMIT": "60"}).checked()
+    assert (short.task_time_limit_s, short.task_soft_time_limit_s) == (60, 45)
+    # and no soft limit at all is said in words, never by 0
+    none = read_settings({"AIPOOL_TASK_SOFT_TIME_LIMIT": "none"}).checked()
+    assert none.task_soft_time_limit_s is None
+    assert read_settings({"AIPOOL_TASK_SOFT_TIME_LIMIT": "0"}).problems
