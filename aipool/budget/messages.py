@@ -24,8 +24,14 @@ def display_name(provider: str) -> str:
 
 
 def _money(value: object) -> str:
+    """Dollars as a reader expects them: whole, or in cents, and below a cent (a small budget, a
+    day of cheap calls) its first two significant digits rather than "0.00"."""
     d = Decimal(str(value))
-    return f"{d:.0f}" if d == d.to_integral_value() else f"{d:.2f}"
+    if d == d.to_integral_value():
+        return f"{d:.0f}"
+    if abs(d) >= Decimal("0.01"):
+        return f"{d:.2f}"
+    return f"{d.normalize():.2g}"
 
 
 _ZH_QUOTA = {
@@ -57,7 +63,7 @@ def _zh(c: Condition) -> tuple[str, str]:
     if c.rule == "monthly_cost":
         return (
             f"AI 月度成本已達 ${_money(f['line'])} (預算 {f['percent']}%)",
-            f"本月累計成本 ${Decimal(str(f['cost'])):.2f}，月預算 ${_money(f['budget'])}",
+            f"本月累計成本 ${_money(f['cost'])}，月預算 ${_money(f['budget'])}",
         )
     if c.rule == "breaker_open":
         detail = f"{p} 熔斷器開啟，暫停呼叫 {p}，流量改走備援"
@@ -81,8 +87,7 @@ def _en(c: Condition) -> tuple[str, str]:
     if c.rule == "monthly_cost":
         return (
             f"AI monthly cost reached ${_money(f['line'])} ({f['percent']}% of budget)",
-            f"Cost this month ${Decimal(str(f['cost'])):.2f}, "
-            f"monthly budget ${_money(f['budget'])}",
+            f"Cost this month ${_money(f['cost'])}, monthly budget ${_money(f['budget'])}",
         )
     if c.rule == "breaker_open":
         detail = f"Calls to {p} are paused; traffic goes to the fallback providers"

@@ -2,7 +2,8 @@
 
 Figures come from the raw ledger rows of each period (one index range scan of ``created_at``
 per period), so the day is exact to the last drain and p95 latencies are exact percentiles, not
-bounds. The month-to-date scan grows with the month's rows; it runs once a day (09:00).
+bounds. A hop that never called its provider (breaker open, no quota, deadline) is a skip, not
+a call: the words are ``aipool report``'s (:mod:`aipool.usage_words`). The month-to-date scan grows with the month's rows; it runs once a day (09:00).
 """
 
 from __future__ import annotations
@@ -16,20 +17,22 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy import Engine
 
-from aipool.budget.messages import alert_lang, display_name
-from aipool.ledger.rollup import Aggregate, aggregate
+from aipool.budget.messages import alert_lang
+from aipool.ledger.summary import ProviderSummary, summarize_day, summarize_month_to
 from aipool.notify import Notification
-from aipool.periods import day_range, month_range, pool_zone
+from aipool.periods import pool_zone
+from aipool.usage_words import summary_cells, summary_headers
 
 
 @dataclass(frozen=True)
 class Report:
-    """Per-provider totals for ``day`` and for its month up to the end of ``day``."""
+    """Per-provider totals for ``day`` and for its month up to the end of ``day``, in the words
+    ``aipool report`` and ``aipool status`` use (calls, failed, skipped, answered)."""
 
     day: date
     timezone: str
-    day_rows: list[Aggregate]
-    month_rows: list[Aggregate]
+    day_rows: list[ProviderSummary]
+    month_rows: list[ProviderSummary]
 
     @property
     def day_cost(self) -> Decimal:
@@ -45,44 +48,19 @@ class Report:
 def build_report(engine: Engine, day: date, tz: tzinfo | str | None = None) -> Report:
     """Totals per provider for the local calendar ``day`` and its month up to that day."""
     zone = tz if isinstance(tz, tzinfo) else pool_zone(tz)
-    day_start, day_end = day_range(day, zone)
-    month_start_utc, _ = month_range(day, zone)
-    with engine.connect() as conn:
-        day_rows = aggregate(conn, day_start, day_end, by_model=False)
-        month_rows = aggregate(conn, month_start_utc, day_end, by_model=False)
-    return Report(day, str(zone), day_rows, month_rows)
+    return Report(
+        day, str(zone), summarize_day(engine, day, zone), summarize_month_to(engine, day, zone)
+    )
 
 
-_HEADERS = {
-    "zh-TW": ("供應商", "請求", "成功率", "Tokens", "成本 $", "平均延遲 ms", "p95 ms", "備援"),
-    "en": ("Provider", "Requests", "Success", "Tokens", "Cost $", "Avg ms", "p95 ms", "Fallbacks"),
-}
-
-
-def _cells(r: Aggregate) -> list[str]:
-    rate = "-" if r.success_rate is None else f"{r.success_rate:.1%}"
-    avg = "-" if r.avg_latency_ms is None else f"{r.avg_latency_ms:.0f}"
-    p95 = "-" if r.p95_latency_ms is None else f"{r.p95_latency_ms:.0f}"
-    return [
-        display_name(r.provider),
-        f"{r.requests:,}",
-        rate,
-        f"{r.tokens:,}",
-        f"{r.cost_usd:.4f}",
-        avg,
-        p95,
-        f"{r.fallbacks:,}",
-    ]
-
-
-def _table(title: str, rows: list[Aggregate], lang: str) -> Table:
+def _table(title: str, rows: list[ProviderSummary], lang: str) -> Table:
     table = Table(title=title)
-    for i, header in enumerate(_HEADERS[lang]):
+    for i, header in enumerate(summary_headers(lang)):
         table.add_column(header, justify="left" if i == 0 else "right")
     for r in rows:
-        table.add_row(*_cells(r))
+        table.add_row(*summary_cells(r, lang))
     if not rows:
-        table.add_row("-", "0", "-", "0", "0.0000", "-", "-", "0")
+        table.add_row("-", *("0" for _ in summary_headers(lang)[1:]))
     return table
 
 

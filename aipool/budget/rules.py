@@ -72,7 +72,7 @@ def quota_conditions(
 
 def monthly_cost_condition(cost: Decimal, budget: Decimal, month: str) -> Condition:
     """The month's cost against ``MONTHLY_BUDGET_FRACTION`` of ``budget``."""
-    line = (budget * MONTHLY_BUDGET_FRACTION).quantize(Decimal("0.01"))
+    line = budget * MONTHLY_BUDGET_FRACTION  # shown as money by the message, never rounded to 0
     return Condition(
         rule="monthly_cost",
         provider="*",

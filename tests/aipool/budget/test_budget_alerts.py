@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -321,3 +322,20 @@ def test_given_the_database_is_unreachable_when_a_breaker_opens_then_nothing_rai
     )
     assert notify_breaker_opened("claude", engine=down, notifiers=[]) == []
     down.dispose()
+
+
+def test_given_a_budget_below_a_cent_when_it_is_crossed_then_the_message_shows_the_amounts(
+    engine: Engine, http_sink: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given: a budget of $0.002 (a demo's) and $0.0012 spent today
+    monkeypatch.setenv("AIPOOL_ALERT_LANG", "en")
+    monkeypatch.setenv("AIPOOL_MONTHLY_BUDGET_USD", "0.002")
+    notifiers = notifiers_from_env({"AIPOOL_SLACK_WEBHOOK_URL": f"{http_sink.url}/slack"})
+    now = datetime(2026, 3, 14, 10, tzinfo=TAIPEI)
+    Ledger(engine).use("claude", 1000, now, cost_usd=Decimal("0.0012"))
+    # When
+    run_budget_checks(engine, notifiers, now=now, tz=TAIPEI)
+    # Then the amounts read as amounts, not "$0" and "$0.00"
+    body = json.dumps(http_sink.bodies("/slack")[0], ensure_ascii=False)
+    assert "AI monthly cost reached $0.001 (50% of budget)" in body
+    assert "Cost this month $0.0012, monthly budget $0.002" in body
