@@ -1,11 +1,15 @@
 """The AI usage report (ADR-006 §7, ``GET /api/v1/health/ai-usage``) and a tiny server for it.
 
 The report reads Redis only: each provider's breaker snapshot and quota usage, beside its limits.
-It never takes a breaker trial slot or reserves quota.
+It never takes a breaker trial slot or reserves quota. With ``AIPOOL_HEALTH_TOKEN`` set (a secret:
+the variable, ``AIPOOL_HEALTH_TOKEN_FILE`` or ``$AIPOOL_SECRETS_DIR/aipool_health_token``) the
+report is served only to ``Authorization: Bearer <token>``; ``GET /healthz`` answers probes
+(200 while Redis answers, 503 otherwise) and shows nothing.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -22,6 +26,7 @@ from aipool.settings import settings
 from aipool.settings.provider_limits import ProviderLimits
 
 USAGE_PATH = "/api/v1/health/ai-usage"
+PROBE_PATH = "/healthz"
 
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]
 WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
@@ -51,15 +56,38 @@ def usage_report(
     return report
 
 
-def make_app(redis_client: Any, report: Callable[[Any], dict[str, Any]] = usage_report) -> WSGIApp:
-    """A WSGI app serving ``GET /api/v1/health/ai-usage`` as JSON; 404 elsewhere, 405 for other
-    methods on that path, 503 when Redis cannot be read."""
+def make_app(
+    redis_client: Any,
+    report: Callable[[Any], dict[str, Any]] = usage_report,
+    token: str | None = None,
+) -> WSGIApp:
+    """A WSGI app serving ``GET /api/v1/health/ai-usage`` as JSON (401 without the bearer
+    ``token`` when one is set) and ``GET /healthz`` for probes; 404 elsewhere, 405 for other
+    methods, 503 when Redis cannot be read."""
+    expected = f"Bearer {token}".encode() if token else None
 
     def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
-        if environ.get("PATH_INFO", "") != USAGE_PATH:
+        path = environ.get("PATH_INFO", "")
+        if path not in (USAGE_PATH, PROBE_PATH):
             return _json(start_response, "404 Not Found", {"error": "not found"})
         if environ.get("REQUEST_METHOD", "GET") not in ("GET", "HEAD"):
             return _json(start_response, "405 Method Not Allowed", {"error": "GET only"})
+        if path == PROBE_PATH:
+            try:
+                redis_client.ping()
+            except Exception as exc:
+                return _json(
+                    start_response, "503 Service Unavailable", {"error": type(exc).__name__}
+                )
+            return _json(start_response, "200 OK", {"status": "ok"})
+        given = str(environ.get("HTTP_AUTHORIZATION", "")).encode()
+        if expected is not None and not hmac.compare_digest(given, expected):
+            return _json(
+                start_response,
+                "401 Unauthorized",
+                {"error": "bearer token required"},
+                [("WWW-Authenticate", 'Bearer realm="aipool"')],
+            )
         try:
             body = report(redis_client)
         except Exception as exc:  # the endpoint reports an outage rather than crashing on one
@@ -69,11 +97,20 @@ def make_app(redis_client: Any, report: Callable[[Any], dict[str, Any]] = usage_
     return app
 
 
-def _json(start_response: StartResponse, status: str, body: Any) -> list[bytes]:
+def _json(
+    start_response: StartResponse,
+    status: str,
+    body: Any,
+    headers: list[tuple[str, str]] | None = None,
+) -> list[bytes]:
     data = json.dumps(body, ensure_ascii=False, sort_keys=True).encode()
     start_response(
         status,
-        [("Content-Type", "application/json; charset=utf-8"), ("Content-Length", str(len(data)))],
+        [
+            ("Content-Type", "application/json; charset=utf-8"),
+            ("Content-Length", str(len(data))),
+            *(headers or []),
+        ],
     )
     return [data]
 
@@ -87,5 +124,6 @@ class _QuietHandler(WSGIRequestHandler):
 def serve(host: str, port: int, redis_url: str) -> None:
     """Serve the usage report on ``host:port`` until interrupted (stdlib ``wsgiref``)."""
     client = connect(redis_url)
-    with make_server(host, port, make_app(client), handler_class=_QuietHandler) as server:
+    app = make_app(client, token=settings().secret("AIPOOL_HEALTH_TOKEN"))
+    with make_server(host, port, app, handler_class=_QuietHandler) as server:
         server.serve_forever()

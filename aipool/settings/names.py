@@ -27,6 +27,7 @@ SECRETS: dict[str, Path] = {
     "AIPOOL_SMTP_PASSWORD": ("alerts", "smtp_password"),
     "AIPOOL_SLACK_WEBHOOK_URL": ("alerts", "slack_webhook_url"),
     "AIPOOL_ALERT_WEBHOOK_URL": ("alerts", "webhook_url"),
+    "AIPOOL_HEALTH_TOKEN": ("health_token",),
 }
 
 _POOL: dict[str, Path] = {

@@ -18,7 +18,7 @@ import redis
 
 from aipool.breaker import Breaker
 from aipool.chains import PROVIDERS
-from aipool.health import USAGE_PATH, make_app, usage_report
+from aipool.health import PROBE_PATH, USAGE_PATH, make_app, usage_report
 from aipool.quota import Quota
 from aipool.settings import settings
 
@@ -91,13 +91,18 @@ def test_reading_the_report_takes_no_trial_slot(client):
     assert all(breaker.acquire().trial for _ in range(gemini.half_open_max_calls))
 
 
-def _call(app: Any, path: str, method: str = "GET") -> tuple[str, dict[str, str], Any]:
+def _call(
+    app: Any, path: str, method: str = "GET", authorization: str | None = None
+) -> tuple[str, dict[str, str], Any]:
     seen: dict[str, Any] = {}
 
     def start_response(status: str, headers: list[tuple[str, str]]) -> None:
         seen["status"], seen["headers"] = status, dict(headers)
 
-    body = b"".join(app({"PATH_INFO": path, "REQUEST_METHOD": method}, start_response))
+    environ = {"PATH_INFO": path, "REQUEST_METHOD": method}
+    if authorization is not None:
+        environ["HTTP_AUTHORIZATION"] = authorization
+    body = b"".join(app(environ, start_response))
     return seen["status"], seen["headers"], json.loads(body)
 
 
@@ -122,6 +127,28 @@ def test_the_endpoint_reports_an_unreachable_redis_as_503():
     status, _, body = _call(make_app(None, report=broken), USAGE_PATH)
     assert status == "503 Service Unavailable"
     assert body == {"error": "ConnectionError"}
+
+
+def test_with_a_token_the_report_is_served_only_to_its_bearer(client):
+    app = make_app(client, token="s3cret-token")
+    # Without it, or with another, the report is refused and says how to ask
+    status, headers, body = _call(app, USAGE_PATH)
+    assert status == "401 Unauthorized"
+    assert headers["WWW-Authenticate"].startswith("Bearer")
+    assert "gemini" not in json.dumps(body)
+    assert _call(app, USAGE_PATH, authorization="Bearer nope")[0] == "401 Unauthorized"
+    # With it, the report
+    status, _, body = _call(app, USAGE_PATH, authorization="Bearer s3cret-token")
+    assert status == "200 OK" and set(body) == set(PROVIDERS)
+
+
+def test_probes_get_a_bare_answer_without_a_token(client):
+    # The probe path shows nothing but whether Redis answers
+    status, _, body = _call(make_app(client, token="s3cret-token"), PROBE_PATH)
+    assert (status, body) == ("200 OK", {"status": "ok"})
+    down = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2)
+    status, _, body = _call(make_app(down, token="s3cret-token"), PROBE_PATH)
+    assert (status, body) == ("503 Service Unavailable", {"error": "ConnectionError"})
 
 
 class _Quiet(WSGIRequestHandler):

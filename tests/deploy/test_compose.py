@@ -371,7 +371,10 @@ def test_given_the_health_service_when_started_then_it_serves_the_usage_endpoint
     argv = _argv(health)
     assert argv[:3] == ["aipool", "status", "--serve"]
     assert argv[argv.index("--port") + 1] == "8088"
-    assert "/api/v1/health/ai-usage" in " ".join(health["healthcheck"]["test"])
+    # its health check asks the probe path, which needs no token and shows nothing
+    assert "/healthz" in " ".join(health["healthcheck"]["test"])
+    # and the report's bearer token is a secret file, never a value in the file
+    assert "aipool_health_token" in health["secrets"]
 
 
 def test_given_the_simulator_when_inspected_then_it_runs_only_in_its_profile() -> None:

@@ -94,6 +94,8 @@ DEFAULT_OK: dict[str, str] = {
     "AIPOOL_SLACK_WEBHOOK_URL": "an optional alert channel",
     "AIPOOL_ALERT_WEBHOOK_URL": "an optional alert channel",
     "AIPOOL_SMTP_PASSWORD": "an optional alert channel",
+    "AIPOOL_HEALTH_TOKEN": "the usage report's bearer token: the aipool-health Secret on k8s, the "
+    "aipool_health_token secret file in compose (empty: served to whoever may reach it)",
 }
 #: Families of names the code builds from a prefix (``AIPOOL_TIMEOUT_<PROVIDER>``): all optional.
 OPTIONAL_PREFIXES = ("AIPOOL_TIMEOUT_", "AIPOOL_MODEL_", "AIPOOL_SMTP_")

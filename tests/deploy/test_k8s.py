@@ -505,8 +505,11 @@ def test_given_the_health_endpoint_when_rendered_then_its_service_reaches_the_us
     argv = _argv(container)
     assert argv[:3] == ["aipool", "status", "--serve"]
     assert argv[argv.index("--port") + 1] == "8088"
-    assert container["readinessProbe"]["httpGet"]["path"] == "/api/v1/health/ai-usage"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/healthz"
     assert "httpGet" not in container["livenessProbe"]
+    # the report's bearer token comes from a Secret
+    (token,) = [e for e in container["env"] if e["name"] == "AIPOOL_HEALTH_TOKEN"]
+    assert token["valueFrom"]["secretKeyRef"] == {"name": "aipool-health", "key": "token"}
 
 
 def test_given_the_services_when_rendered_then_each_selects_pods_of_a_deployment() -> None:
