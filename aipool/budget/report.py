@@ -14,14 +14,13 @@ from datetime import date, tzinfo
 from decimal import Decimal
 
 from rich.console import Console
-from rich.table import Table
 from sqlalchemy import Engine
 
 from aipool.budget.messages import alert_lang
 from aipool.ledger.summary import ProviderSummary, summarize_day, summarize_month_to
 from aipool.notify import Notification
 from aipool.periods import pool_zone
-from aipool.usage_words import summary_cells, summary_headers
+from aipool.status_view import summary_table
 
 
 @dataclass(frozen=True)
@@ -53,17 +52,6 @@ def build_report(engine: Engine, day: date, tz: tzinfo | str | None = None) -> R
     )
 
 
-def _table(title: str, rows: list[ProviderSummary], lang: str) -> Table:
-    table = Table(title=title)
-    for i, header in enumerate(summary_headers(lang)):
-        table.add_column(header, justify="left" if i == 0 else "right")
-    for r in rows:
-        table.add_row(*summary_cells(r, lang))
-    if not rows:
-        table.add_row("-", *("0" for _ in summary_headers(lang)[1:]))
-    return table
-
-
 def _titles(report: Report, lang: str) -> tuple[str, str]:
     month = report.day.strftime("%Y-%m")
     if lang == "en":
@@ -82,8 +70,8 @@ def render_report(report: Report, console: Console | None = None, lang: str | No
     lang = alert_lang(lang)
     console = console or Console()
     day_title, month_title = _titles(report, lang)
-    console.print(_table(day_title, report.day_rows, lang))
-    console.print(_table(month_title, report.month_rows, lang))
+    console.print(summary_table(report.day_rows, lang=lang, title=day_title))
+    console.print(summary_table(report.month_rows, lang=lang, title=month_title))
 
 
 def report_notification(report: Report, lang: str | None = None) -> Notification:
