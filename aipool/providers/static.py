@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from aipool import config
 from aipool.contract import Completion, Request
+from aipool.settings import settings
 
 
 class StaticProvider:
@@ -21,5 +21,6 @@ class StaticProvider:
     def complete(
         self, request: Request, model: str, *, timeout_s: float | None = None
     ) -> Completion:
-        text = config.refusal_message() if self.refuse else config.static_answer()
+        s = settings()
+        text = s.refusal_message if self.refuse else s.static_answer
         return Completion(text=text, model=self.name, finish_reason=self.name)
