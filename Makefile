@@ -2,13 +2,18 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+LOCKS := requirements.lock requirements-dev.lock
+# Every install takes the locked versions (tests/deploy/locks.py): a new upstream release changes
+# nothing here until `make lock` is run on purpose. The project is built without build isolation
+# so that its build, too, uses the locked setuptools rather than the newest one.
+LOCKED_PIP = $(1)/pip install --quiet -c requirements.lock -c requirements-dev.lock
 
-.PHONY: install services test lint types pytest bench demo
+.PHONY: install services test lint types pytest bench demo lock upstream-check
 
-$(BIN)/aipool: pyproject.toml
+$(BIN)/aipool: pyproject.toml $(LOCKS)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[dev]"
+	$(call LOCKED_PIP,$(BIN)) pip setuptools
+	$(call LOCKED_PIP,$(BIN)) --no-build-isolation -e ".[dev]"
 	touch $(BIN)/aipool
 
 install: $(BIN)/aipool
@@ -34,3 +39,11 @@ bench: install
 
 demo: install
 	$(BIN)/aipool demo
+
+# Refresh both locks from the newest releases pyproject.toml allows (then `make test`).
+lock:
+	.ci/upstream --write-locks
+
+# Run the suite against the newest releases, locks untouched; names the releases that differ.
+upstream-check: services
+	.ci/upstream

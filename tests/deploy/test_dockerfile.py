@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.deploy.runtime_lock import render
+from tests.deploy.locks import DEV_LOCK, render_dev, render_runtime
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
@@ -69,9 +69,34 @@ def test_given_a_source_change_when_rebuilt_then_the_dependencies_layer_is_reuse
 
 
 def test_given_the_lock_when_compared_then_it_pins_what_the_tests_ran_against() -> None:
-    # The lock is the closure of the project's runtime dependencies at the installed versions:
-    # regenerate it (see its header) when a dependency changes.
-    assert LOCK.read_text(encoding="utf-8") == render()
+    # The locks are the closure of the project's dependencies at the installed versions: a test
+    # run on other versions than the image ships fails here (refresh with make lock, then test)
+    assert LOCK.read_text(encoding="utf-8") == render_runtime()
+    assert DEV_LOCK.read_text(encoding="utf-8") == render_dev()
+
+
+def test_given_make_install_when_dry_run_then_every_pip_install_is_constrained_by_both_locks(
+    tmp_path: Path,
+) -> None:
+    # Given a machine with no venv
+    venv = tmp_path / "venv"
+    # When make says what install would run
+    result = subprocess.run(
+        ["make", "-n", "-B", "install", f"VENV={venv}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    installs = [line for line in result.stdout.splitlines() if " install " in line]
+    # Then every pip install (the installers first, then the project) takes the locked versions,
+    # and the project's build uses the locked setuptools, not a newest one from an isolated build
+    assert len(installs) == 2, result.stdout
+    for line in installs:
+        assert "-c requirements.lock -c requirements-dev.lock" in line, line
+        assert "--upgrade" not in line, line
+    assert installs[0].endswith(" pip setuptools")
+    assert "--no-build-isolation" in installs[1] and installs[1].endswith('-e ".[dev]"')
 
 
 def test_given_the_image_when_it_runs_then_tini_is_pid_1_and_the_user_is_not_root() -> None:
