@@ -21,8 +21,9 @@ from aipool.chains import PROVIDERS
 from aipool.health import PROBE_PATH, USAGE_PATH, make_app, usage_report
 from aipool.quota import Quota
 from aipool.settings import settings
+from tests.support.shared_servers import redis_db
 
-GUARDS_REDIS_URL = os.environ.get("AIPOOL_GUARDS_TEST_REDIS_URL", "redis://127.0.0.1:6379/11")
+GUARDS_REDIS_URL = os.environ.get("AIPOOL_GUARDS_TEST_REDIS_URL", redis_db(11))
 TAIPEI = ZoneInfo("Asia/Taipei")
 NOW = 1_795_000_000.0
 

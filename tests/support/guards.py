@@ -10,8 +10,10 @@ import fakeredis
 import pytest
 import redis
 
+from tests.support.shared_servers import redis_db
+
 #: Database 11 belongs to the breaker and quota tests; only it is ever flushed.
-GUARDS_REDIS_URL = os.environ.get("AIPOOL_GUARDS_TEST_REDIS_URL", "redis://127.0.0.1:6379/11")
+GUARDS_REDIS_URL = os.environ.get("AIPOOL_GUARDS_TEST_REDIS_URL", redis_db(11))
 
 
 class Clock:

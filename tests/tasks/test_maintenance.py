@@ -16,19 +16,20 @@ from aipool.ledger.models import DailyUsage, UsageLogRow
 from aipool.ledger.record import UsageRecord
 from aipool.ledger.testing import empty_ledger, ledger_engine
 from aipool.ledger.usage_log import UsageLog
+from tests.support.shared_servers import database_named, redis_db
 
 
 @pytest.fixture(scope="module")
 def _engine() -> Iterator[Engine]:
-    engine = ledger_engine("aipool_test_ledger")
+    engine = ledger_engine(database_named("ledger"))
     yield engine
     engine.dispose()
 
 
 @pytest.fixture
 def wired(_engine: Engine, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Engine, redis.Redis]]:
-    """The tasks' engine and Redis replaced by the test database and Redis db 12."""
-    client = redis.Redis.from_url("redis://127.0.0.1:6379/12")
+    """The tasks' engine and Redis replaced by the test database and the test Redis's db 12."""
+    client = redis.Redis.from_url(redis_db(12))
     client.flushdb()
     empty_ledger(_engine)
     monkeypatch.setattr(maintenance, "default_engine", lambda: _engine)

@@ -12,9 +12,10 @@ from aipool.ledger.outbox import OUTBOX
 from aipool.ledger.record import UsageRecord
 from aipool.ledger.usage_log import PENDING_KEY
 from tests.conftest import TEST_REDIS_URL
+from tests.support.shared_servers import redis_db
 from workers.result_backend import RedisBackend, install
 
-OTHER_DB_URL = "redis://127.0.0.1:6379/13"
+OTHER_DB_URL = redis_db(13)
 
 
 def _backend(url: str) -> RedisBackend:

@@ -16,11 +16,12 @@ from aiosmtpd.controller import Controller
 from sqlalchemy import Engine
 
 from aipool.ledger.testing import empty_ledger, ledger_engine
+from tests.support.shared_servers import database_named
 
 
 @pytest.fixture(scope="session")
 def _session_engine() -> Iterator[Engine]:
-    engine = ledger_engine("aipool_test_ledger")
+    engine = ledger_engine(database_named("ledger"))
     yield engine
     engine.dispose()
 
