@@ -24,9 +24,11 @@ AMQP_SERVER = os.environ.get("AIPOOL_TEST_AMQP_SERVER", "amqp://guest:guest@127.
 
 
 def vhost_name(redis_url: str, suffix: str = "") -> str:
-    """``aipool_test_<redis db><suffix>``: the virtual host of the run using ``redis_url``."""
-    database = urlsplit(redis_url).path.lstrip("/") or "0"
-    return f"aipool_test_{database}{suffix}"
+    """``aipool_test_<redis port>_<redis db><suffix>``: the virtual host of the run using
+    ``redis_url`` (runs on other Redis servers or databases get other virtual hosts)."""
+    parts = urlsplit(redis_url)
+    database = parts.path.lstrip("/") or "0"
+    return f"aipool_test_{parts.port or 6379}_{database}{suffix}"
 
 
 def vhost_url(name: str) -> str:
