@@ -69,13 +69,17 @@ class UsageLogRow(Base):
 
     __tablename__ = "ai_usage_logs"
     __table_args__ = (
-        UniqueConstraint("request_id", "attempt", name="uq_ai_usage_logs_request_attempt"),
+        UniqueConstraint("journey_id", "attempt", name="uq_ai_usage_logs_journey_attempt"),
+        Index("ix_ai_usage_logs_request_id", "request_id"),
         Index("ix_ai_usage_logs_created_at", "created_at"),
         Index("ix_ai_usage_logs_provider_created_at", "provider", "created_at"),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
     request_id: Mapped[str] = mapped_column(String(64))
+    # The pool's name for the request (task id and request digested): a reused task id is
+    # another journey, so its rows never merge with the first request's.
+    journey_id: Mapped[str] = mapped_column(String(64))
     attempt: Mapped[int] = mapped_column(Integer)
     provider: Mapped[str] = mapped_column(String(32))
     model: Mapped[str] = mapped_column(String(128))
@@ -94,6 +98,9 @@ class UsageLogRow(Base):
     outcome: Mapped[str] = mapped_column(String(32))
     fallback_position: Mapped[int] = mapped_column(Integer, default=0)
     cost_usd: Mapped[Decimal] = mapped_column(Money, default=Decimal(0))
+    # Tokens and cost are the reservation's estimate: the call reached the provider and ended
+    # without a usage report (timeout, unreadable answer, worker gone), and is billed anyway.
+    estimated: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 

@@ -50,9 +50,11 @@ def storable_text(value: str, limit: int | None = None) -> str:
 class UsageRecord:
     """One attempt at one provider, as stored in ``ai_usage_logs``.
 
-    ``(request_id, attempt)`` identifies the attempt: recording it twice (a redelivered message)
-    still stores one row. ``created_at`` is timezone-aware UTC. There is deliberately no field for
-    prompt or answer text.
+    ``(journey_id, attempt)`` identifies the attempt: recording it twice (a redelivered message)
+    still stores one row. ``journey_id`` is the pool's name for the request (``request_id`` when
+    left empty, as records written before journeys were named). ``estimated``: the tokens are the
+    reservation's estimate, billed for a call that ended without a usage report. ``created_at``
+    is timezone-aware UTC. There is deliberately no field for prompt or answer text.
     """
 
     request_id: str
@@ -74,12 +76,16 @@ class UsageRecord:
     cost_usd: Decimal = Decimal(0)
     created_at: datetime = field(default_factory=_now)
     id: uuid.UUID = field(default_factory=uuid.uuid4)
+    journey_id: str = ""
+    estimated: bool = False
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
             raise ValueError(f"unknown outcome {self.outcome!r}; expected one of {OUTCOMES}")
         if self.created_at.tzinfo is None:
             raise ValueError("created_at must be timezone-aware")
+        if not self.journey_id:
+            object.__setattr__(self, "journey_id", self.request_id)
 
     def to_json(self) -> str:
         """A compact JSON string that ``from_json`` turns back into an equal record."""

@@ -6,7 +6,7 @@ A worker calls ``UsageLog(redis).record(rec)`` after every attempt: one LPUSH of
 records into ``ai_usage_logs`` in batches:
 
 1. read the oldest ``batch`` records (LRANGE from the tail; new records arrive at the head),
-2. INSERT ... ON CONFLICT (request_id, attempt) and commit: when two rows arrive for one attempt
+2. INSERT ... ON CONFLICT (journey_id, attempt) and commit: when two rows arrive for one attempt
    (a redelivered hop), the paid outcome wins: a success replaces a row that is not one, and
    otherwise the first row stays,
 3. only then trim exactly those records from the list (a Lua script that trims only while the
@@ -145,7 +145,7 @@ class DrainResult:
     written: int = 0
     #: Stored rows of failed or skipped attempts replaced by the same attempt's success.
     replaced: int = 0
-    #: Records removed from Redis because their (request_id, attempt) already had the row that
+    #: Records removed from Redis because their (journey_id, attempt) already had the row that
     #: wins (stored, or earlier in the same batch).
     duplicates: int = 0
     #: Records moved to the dead-letter list.
@@ -181,6 +181,7 @@ def _row(record: UsageRecord) -> dict[str, Any]:
     return {
         "id": rec.id,
         "request_id": rec.request_id,
+        "journey_id": rec.journey_id,
         "attempt": rec.attempt,
         "provider": rec.provider,
         "model": rec.model,
@@ -197,12 +198,13 @@ def _row(record: UsageRecord) -> dict[str, Any]:
         "outcome": rec.outcome,
         "fallback_position": rec.fallback_position,
         "cost_usd": rec.cost_usd,
+        "estimated": rec.estimated,
         "created_at": rec.created_at,
     }
 
 
 def insert_keeping_success(engine: Engine) -> Insert:
-    """INSERT into ai_usage_logs where, for one (request_id, attempt), the paid outcome wins.
+    """INSERT into ai_usage_logs where, for one (journey_id, attempt), the paid outcome wins.
 
     A redelivered hop can record one attempt twice, e.g. an ``error`` row from a run cut short
     and then the ``ok`` row of the call that was paid for. An incoming success replaces a stored
@@ -222,24 +224,24 @@ def insert_keeping_success(engine: Engine) -> Insert:
     replacement = {
         c.name: stmt.excluded[c.name]
         for c in table.columns
-        if c.name not in ("id", "request_id", "attempt")
+        if c.name not in ("id", "journey_id", "attempt")
     }
     return stmt.on_conflict_do_update(
-        index_elements=["request_id", "attempt"],
+        index_elements=["journey_id", "attempt"],
         set_=replacement,
         where=and_(stmt.excluded.success, not_(table.c.success)),
     ).returning(table.c.id)
 
 
 def _winners(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (request_id, attempt) of a batch, chosen as the database would choose.
+    """One row per (journey_id, attempt) of a batch, chosen as the database would choose.
 
     PostgreSQL refuses an upsert that touches one row twice in a statement, so two records of
     one attempt in the same batch are settled here: the first success, else the first row.
     """
     kept: dict[tuple[str, int], dict[str, Any]] = {}
     for row in rows:
-        key = (row["request_id"], row["attempt"])
+        key = (row["journey_id"], row["attempt"])
         held = kept.get(key)
         if held is None or (row["success"] and not held["success"]):
             kept[key] = row

@@ -369,3 +369,32 @@ def test_given_redis_unreachable_when_a_paid_call_is_recorded_then_it_lands_in_t
 
 def test_given_redis_unreachable_and_no_fallback_then_the_record_is_reported_lost() -> None:
     assert UsageLog(_RedisGone()).record(_record("lost")) is False  # type: ignore[arg-type]
+
+
+def test_given_a_task_id_reused_for_another_request_then_each_journey_keeps_its_rows(
+    ledger_redis: redis.Redis, any_engine: Engine
+) -> None:
+    # Given: a producer that reused task id "reused" for a second request: the pool names the
+    # two requests' journeys apart, and both first attempts were paid
+    log = UsageLog(ledger_redis)
+    log.record(_record("reused", 0, journey_id="journey-a", input_tokens=10))
+    log.record(_record("reused", 0, journey_id="journey-b", input_tokens=30))
+    # When: they are drained
+    result = drain(ledger_redis, any_engine)
+    # Then: both paid calls are in the ledger, under the task id the producer holds
+    with Session(any_engine) as session:
+        rows = session.scalars(select(UsageLogRow).order_by(UsageLogRow.input_tokens)).all()
+    assert [(r.request_id, r.journey_id, r.input_tokens) for r in rows] == [
+        ("reused", "journey-a", 10),
+        ("reused", "journey-b", 30),
+    ]
+    assert result.written == 2
+
+
+def test_given_a_record_without_a_journey_id_then_its_request_id_names_its_journey() -> None:
+    # Records queued by writers older than journey ids carry none: their task id stands in
+    record = UsageRecord.from_json(
+        json.dumps({**json.loads(_record("old").to_json()), "journey_id": ""})
+    )
+    assert record.journey_id == "old"
+    assert not record.estimated

@@ -1,0 +1,88 @@
+"""The ledger's migrations carry rows written by older revisions forward, on both backends."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, text
+
+from aipool.ledger.db import make_engine, migrate
+from aipool.ledger.testing import scratch_database
+from tests.aipool.ledger.conftest import LEDGER_DATABASE
+
+OLD_ROW = """
+INSERT INTO ai_usage_logs (id, request_id, attempt, provider, model, input_tokens,
+  output_tokens, latency_ms, success, error_message, user_id, intent, complexity, outcome,
+  fallback_position, cost_usd, created_at)
+VALUES (:id, :request_id, :attempt, 'gemini', 'gemini-2.5-flash', 10, 5, 100, :success, NULL,
+  NULL, 'QUERY', 2, :outcome, :attempt, 0.000010, '2026-11-30 10:00:00+00:00')
+"""
+
+
+@pytest.fixture(params=["postgresql", "sqlite"])
+def at_0002(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, Engine]]:
+    """A ledger migrated to revision 0002, empty; its URL and an engine on it."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path}/ledger.db"
+    else:
+        url = scratch_database(f"{LEDGER_DATABASE}_migrations")
+        engine = make_engine(url)
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "DROP TABLE IF EXISTS ai_usage_logs, ai_usage_daily, "
+                    "ai_usage_monthly, ai_alert_events, alembic_version CASCADE"
+                )
+            )
+        engine.dispose()
+    migrate(url, revision="0002_route_decision")
+    engine = make_engine(url)
+    yield url, engine
+    engine.dispose()
+
+
+def test_given_rows_of_revision_0002_when_upgraded_then_each_keeps_its_request_id_as_journey(
+    at_0002: tuple[str, Engine],
+) -> None:
+    # Given: two attempts of one request, written when rows were keyed by task id
+    url, engine = at_0002
+    with engine.begin() as conn:
+        for attempt, outcome in ((0, "error"), (1, "ok")):
+            conn.execute(
+                text(OLD_ROW),
+                {
+                    "id": f"00000000-0000-0000-0000-00000000000{attempt}",
+                    "request_id": "task-1",
+                    "attempt": attempt,
+                    "success": outcome == "ok",
+                    "outcome": outcome,
+                },
+            )
+    # When: the ledger is upgraded
+    migrate(url)
+    # Then: the rows name their journey by their task id, billed as reported (not estimated)
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT request_id, journey_id, attempt, estimated FROM ai_usage_logs "
+                "ORDER BY attempt"
+            )
+        ).all()
+    assert [tuple(r) for r in rows] == [
+        ("task-1", "task-1", 0, False),
+        ("task-1", "task-1", 1, False),
+    ]
+    # And: a second request under the same task id gets rows of its own
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO ai_usage_logs (id, request_id, journey_id, attempt, provider, model,"
+                " input_tokens, output_tokens, success, outcome, fallback_position, cost_usd,"
+                " created_at) VALUES ('00000000-0000-0000-0000-000000000009', 'task-1', 'other',"
+                " 0, 'ollama', 'llama3.2:3b', 1, 1, true, 'ok', 0, 0, '2026-11-30 11:00:00+00:00')"
+            )
+        )
+        count = conn.execute(text("SELECT count(*) FROM ai_usage_logs")).scalar_one()
+    assert count == 3
