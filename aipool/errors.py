@@ -20,8 +20,7 @@ Every failure the pool can meet is one of these, so deciding what to do next is 
     │   ├── CircuitOpen         the breaker refused the call
     │   ├── QuotaExceeded       the quota had no room for the reservation
     │   ├── DeadlineExceeded    the request's latency budget ran out while it waited
-    │   ├── GuardUnavailable    breaker or quota could not be read (Redis down): no call unguarded
-    │   └── AttemptEnded        a redelivered attempt whose call already ended: never called twice
+    │   └── GuardUnavailable    breaker or quota could not be read (Redis down): no call unguarded
     ├── InvalidJourney          a message's journey is not one the pool could have produced
     ├── SettingsError           the settings are refused (unknown names, bad values): nothing starts
     └── PoolUnavailable         a producer or command cannot reach the pool it needs
@@ -65,6 +64,9 @@ class ProviderError(AipoolError):
     code = "provider_error"
     #: Whether this failure is evidence that the provider is unhealthy (trips the breaker).
     counts_against_provider = True
+    #: Whether the call may have been billed though no usage came back (the provider may have
+    #: finished it after the pool stopped waiting): such a call is charged its estimate.
+    billing_unknown = False
 
     def __init__(self, message: str = "", *, status: int | None = None) -> None:
         super().__init__(message)
@@ -86,6 +88,7 @@ class ProviderFailure(ProviderError):
 
 class ProviderTimeout(ProviderFailure):
     code = "timeout"
+    billing_unknown = True
 
 
 class ProviderUnreachable(ProviderFailure):
@@ -138,20 +141,6 @@ class DeadlineExceeded(HopSkipped):
 
 class GuardUnavailable(HopSkipped):
     code = "guard_unavailable"
-
-
-class AttemptEnded(HopSkipped):
-    """This (request, attempt) was called by an earlier delivery of its message.
-
-    ``answer`` is that call's completion (a JSON text) when it succeeded, ``None`` when it failed: the
-    hop then returns the same answer, or moves on, without calling the provider again.
-    """
-
-    code = "attempt_ended"
-
-    def __init__(self, message: str = "", *, answer: str | None = None) -> None:
-        super().__init__(message)
-        self.answer = answer
 
 
 class InvalidJourney(AipoolError):

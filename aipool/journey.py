@@ -1,12 +1,15 @@
 """A request's trip along its chain, carried from hop to hop inside the task message.
 
-The journey is JSON (it travels in the ``ai.generate`` kwargs across ``Task.replace``): the route
-chosen once, the position of the hop that should run next, every attempt made so far, and when the
-pool first received the request (the start of its ``deadline_s`` budget).
+The journey is JSON (it travels in the ``ai.generate`` kwargs across ``Task.replace``): the pool's
+name for the request (``id``, :mod:`aipool.attempt.identity`), the route chosen once, the position
+of the hop that should run next, every attempt made so far, and when the pool first saw the request
+(Redis's time, the start of its ``deadline_s`` budget; the route record in Redis is what the
+deadline is counted from, this copy only stands in when Redis lost that record).
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,8 +24,9 @@ __all__ = ["Attempt", "Journey", "Route"]
 
 @dataclass(frozen=True)
 class Attempt:
-    """One hop's outcome: ``ok``, ``error``, ``circuit_open``, ``quota_exceeded``, ``deadline``,
-    ``skipped``, ``fallback`` or ``refused``; ``error`` is a short code-and-reason, never a prompt."""
+    """One hop's outcome: ``ok``, ``error``, ``abandoned``, ``circuit_open``, ``quota_exceeded``,
+    ``deadline``, ``guard_unavailable``, ``skipped``, ``fallback`` or ``refused``; ``error`` is a
+    short code-and-reason, never a prompt."""
 
     provider: str
     model: str
@@ -57,17 +61,22 @@ class Journey:
     route: Route
     position: int = 0
     attempts: list[Attempt] = field(default_factory=list)
-    received_at: float = field(default_factory=time.time)
+    received_at: float | None = None
+    id: str = ""
 
     @property
     def hop(self) -> Hop:
         return self.route.chain[self.position]
 
     def elapsed_s(self, now: float | None = None) -> float:
-        return (now if now is not None else time.time()) - self.received_at
+        """Seconds since the pool first saw the request (0 when that is not known)."""
+        if self.received_at is None:
+            return 0.0
+        return max(0.0, (now if now is not None else time.time()) - self.received_at)
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "id": self.id,
             "route": self.route.to_dict(),
             "position": self.position,
             "attempts": [a.to_dict() for a in self.attempts],
@@ -76,27 +85,37 @@ class Journey:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Journey:
+        received = data.get("received_at")
         return cls(
             route=Route.from_dict(data["route"]),
             position=int(data["position"]),
             attempts=[Attempt.from_dict(a) for a in data.get("attempts", [])],
-            received_at=float(data["received_at"]),
+            received_at=None if received is None else float(received),
+            id=str(data.get("id") or ""),
         )
 
     @classmethod
-    def verified(cls, data: Any, table: RouteTable | None = None) -> Journey:
+    def verified(cls, data: Any, journey_id: str, table: RouteTable | None = None) -> Journey:
         """The journey a message carries, if the router (or ``submit()``) could have produced it.
 
         Any producer can write a journey, so it is trusted only as far as it matches what routing
         builds: the first hop is one a rule (or the default) starts at, the rest of the chain is
         the ADR order that follows it, and the position is on the chain. Anything else would let a
         message pick any model at any price, or jump to the static answer: it raises
-        :class:`InvalidJourney`, and no call is made.
+        :class:`InvalidJourney`, and no call is made. ``journey_id`` is the name the pool gives
+        this request (its task id and request digested): a journey naming another is refused, so
+        no message can reach another request's attempts; one naming none (sent before journeys
+        were named) takes it.
         """
         try:
             journey = cls.from_dict(data)
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
             raise InvalidJourney("the journey field is malformed") from exc
+        if journey.id and journey.id != journey_id:
+            raise InvalidJourney("the journey names another request")
+        journey.id = journey_id
+        if journey.received_at is not None and not math.isfinite(journey.received_at):
+            raise InvalidJourney("the journey's received_at is not a finite time")
         chain = journey.route.chain
         if not chain or not 0 <= journey.position < len(chain):
             raise InvalidJourney(f"position {journey.position} is not on the route's chain")

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Histogram
 
+from aipool.attempt.event import AttemptEvent
 from aipool.breaker.state import BreakerTransition
 from aipool.errors import ProviderFailure
-from aipool.hop import AttemptEvent
 
 
 def _failure_codes() -> frozenset[str]:
@@ -59,7 +59,10 @@ BREAKER_TRANSITIONS = Counter(
 
 
 def observe_attempt(event: AttemptEvent) -> None:
-    """Count one hop (an :data:`~aipool.hop.Observer`)."""
+    """Count one hop (an :data:`~aipool.attempt.event.Observer`); a hop an earlier delivery
+    already reported is not counted again."""
+    if event.replayed:
+        return
     provider = event.hop.provider
     REQUESTS.labels(provider, event.attempt.outcome).inc()
     code = failure_code(event.attempt.outcome, event.attempt.error)
@@ -68,16 +71,17 @@ def observe_attempt(event: AttemptEvent) -> None:
     if event.attempt.outcome in ("ok", "error") and event.attempt.latency_ms:
         LATENCY.labels(provider).observe(event.attempt.latency_ms / 1000)
     completion = event.completion
-    if completion is not None:
-        TOKENS.labels(provider, completion.model, "input").inc(completion.input_tokens)
-        TOKENS.labels(provider, completion.model, "output").inc(completion.output_tokens)
+    if event.input_tokens or event.output_tokens:
+        model = completion.model if completion is not None else event.hop.model
+        TOKENS.labels(provider, model, "input").inc(event.input_tokens)
+        TOKENS.labels(provider, model, "output").inc(event.output_tokens)
         COST.labels(provider).inc(float(event.cost_usd))
 
 
 def failure_code(outcome: str, error: str | None) -> str | None:
     """The code of a failure that counts against the provider, else ``None``.
 
-    A failed call's attempt reads ``"<code>: <reason>"`` (``aipool.hop``); a redelivered attempt
+    A failed call's attempt reads ``"<code>: <reason>"`` (``aipool.attempt.runner``); a redelivered attempt
     whose call already ended carries no code and was counted when it ended.
     """
     if outcome != "error" or not error:

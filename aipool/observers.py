@@ -1,30 +1,33 @@
 """What happens after every hop besides answering: the usage ledger and the metrics.
 
-Observers receive an :class:`~aipool.hop.AttemptEvent` and must be quick: the ledger is one Redis
-LPUSH (a beat task drains it into the database), metrics are in-process counters.
+Observers receive an :class:`~aipool.attempt.event.AttemptEvent` and must be quick: the ledger is
+one Redis LPUSH (a beat task drains it into the database), metrics are in-process counters. A
+call's own row is booked by the attempt's script, atomically with its charge; the observer books
+the rows of hops that made no call (skips, terminal answers).
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from aipool.hop import AttemptEvent
+from aipool.attempt.event import AttemptEvent
 from aipool.ledger.record import UsageRecord
-from aipool.ledger.usage_log import UsageLog
+from aipool.ledger.usage_log import UsageLog, storable
 
 
 def usage_record(event: AttemptEvent) -> UsageRecord:
-    """The ledger row for one hop: tokens and cost only for a call that answered."""
+    """The ledger row for one hop: tokens and cost only for a call that was charged."""
     completion = event.completion
     return UsageRecord(
         request_id=event.request_id,
+        journey_id=event.journey_id,
         attempt=event.position,
         provider=event.hop.provider,
         model=completion.model if completion else event.hop.model,
         outcome=event.attempt.outcome,
         success=event.attempt.outcome == "ok",
-        input_tokens=completion.input_tokens if completion else 0,
-        output_tokens=completion.output_tokens if completion else 0,
+        input_tokens=event.input_tokens,
+        output_tokens=event.output_tokens,
         latency_ms=round(event.attempt.latency_ms) if event.attempt.latency_ms else None,
         error_message=event.attempt.error,
         user_id=event.user_id,
@@ -34,15 +37,23 @@ def usage_record(event: AttemptEvent) -> UsageRecord:
         route_reason=event.route.reason,
         fallback_position=event.position,
         cost_usd=event.cost_usd,
+        estimated=event.estimated,
+        # A call belongs to the day it started: the day its quota was charged to.
         created_at=datetime.fromtimestamp(event.at, UTC),
     )
 
 
+def usage_row(event: AttemptEvent) -> UsageRecord:
+    """:func:`usage_record`, cleaned as every store takes it (the script books it as is)."""
+    return storable(usage_record(event))
+
+
 class LedgerObserver:
-    """Hands every hop to the usage ledger's Redis spool."""
+    """Hands every hop the attempt's script did not book to the usage ledger's Redis spool."""
 
     def __init__(self, usage_log: UsageLog) -> None:
         self.usage_log = usage_log
 
     def __call__(self, event: AttemptEvent) -> None:
-        self.usage_log.record(usage_record(event))
+        if not event.booked:
+            self.usage_log.record(usage_record(event))

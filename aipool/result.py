@@ -11,13 +11,13 @@ from aipool.journey import Journey
 CONTRACT_VERSION = 1
 
 
-def _base(request_id: str, journey: Journey | None) -> dict[str, Any]:
+def _base(request_id: str, journey: Journey | None, now: float | None = None) -> dict[str, Any]:
     return {
         "v": CONTRACT_VERSION,
         "request_id": request_id,
         "route": journey.route.to_dict() if journey else None,
         "attempts": [a.to_dict() for a in journey.attempts] if journey else [],
-        "latency_ms": round(journey.elapsed_s() * 1000, 2) if journey else 0.0,
+        "latency_ms": round(journey.elapsed_s(now) * 1000, 2) if journey else 0.0,
     }
 
 
@@ -27,10 +27,12 @@ def answered(
     provider: str,
     completion: Completion,
     cost_usd: Decimal,
+    now: float | None = None,
 ) -> dict[str, Any]:
-    """A model answered: ``status`` ``ok``."""
+    """A model answered: ``status`` ``ok``. ``now`` is the pool's time (latency is measured
+    from when the pool first saw the request, on the same clock)."""
     return {
-        **_base(request_id, journey),
+        **_base(request_id, journey, now),
         "status": "ok",
         "content": completion.text,
         "tool_calls": [c.to_dict() for c in completion.tool_calls],
@@ -46,10 +48,12 @@ def answered(
     }
 
 
-def terminal(request_id: str, journey: Journey, provider: str, text: str) -> dict[str, Any]:
+def terminal(
+    request_id: str, journey: Journey, provider: str, text: str, now: float | None = None
+) -> dict[str, Any]:
     """No model could answer: the static answer (``fallback``) or a tool refusal (``refused``)."""
     return {
-        **_base(request_id, journey),
+        **_base(request_id, journey, now),
         "status": "refused" if provider == "refuse" else "fallback",
         "content": text,
         "tool_calls": [],

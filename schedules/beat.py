@@ -21,8 +21,8 @@ _FIVE_MINUTES = {**_ON_MAINTENANCE, "expires": 300}
 beat_schedule: dict[str, dict[str, Any]] = {
     # Every few seconds: usage waits in Redis only briefly.
     "drain-ledger": {"task": "aipool.drain_ledger", "schedule": 5.0, "options": _FAST},
-    "sweep-stale-quota-reservations": {
-        "task": "aipool.sweep_quota_reservations",
+    "sweep-abandoned-attempts": {
+        "task": "aipool.sweep_attempts",
         "schedule": crontab(minute="*"),
         "options": _MINUTE,
     },

@@ -17,8 +17,9 @@ from typing import Any
 from celery import Celery
 from celery.result import AsyncResult
 
+from aipool.attempt.identity import journey_id
+from aipool.attempt.runner import Forward
 from aipool.contract import parse_request
-from aipool.hop import Forward
 from aipool.routing.router import decide
 from tasks.generate import TASK_NAME, describe
 from workers.runtime import hop_runner
@@ -43,7 +44,9 @@ def route(request: dict[str, Any], *, task_id: str | None = None) -> Dispatch:
     """
     parsed = parse_request(request)
     request_id = str(task_id or uuid.uuid4())
-    step = hop_runner().start(parsed, request_id, decide(parsed), answer_terminal=False)
+    step = hop_runner().start(
+        parsed, request_id, journey_id(request_id, request), decide(parsed), answer_terminal=False
+    )
     if not isinstance(step, Forward):  # answer_terminal=False never answers in the producer
         raise RuntimeError("routing answered a request in the producer")
     return Dispatch(

@@ -17,9 +17,10 @@ from celery.worker.request import Request as CeleryRequest
 from celery.worker.state import task_ready
 
 from aipool import result
+from aipool.attempt.identity import journey_id
+from aipool.attempt.runner import Done, Drop, Forward
 from aipool.contract import Request, parse_request
 from aipool.errors import InvalidJourney, InvalidRequest
-from aipool.hop import Done, Forward
 from aipool.journey import Journey
 from aipool.routing.router import decide
 from workers.runtime import hop_runner
@@ -99,7 +100,7 @@ def generate(self: Task, *args: Any, request: Any = None, journey: Any = None, *
         )
     try:
         parsed = parse_request(request)
-        step = _hop(request_id, parsed, journey)
+        step = _hop(request_id, parsed, journey_id(request_id, request), journey)
     except InvalidRequest as exc:
         return result.error(request_id, exc.code, exc.message)
     except InvalidJourney as exc:
@@ -113,14 +114,19 @@ def generate(self: Task, *args: Any, request: Any = None, journey: Any = None, *
         return result.error(request_id, "internal_error", "the pool failed to serve this hop")
     if isinstance(step, Done):
         return step.result
+    if isinstance(step, Drop):
+        # Another delivery of this message owns the call (or answered it long ago): it writes
+        # the producer's result; this one acknowledges the message and writes nothing.
+        log.info("request_id=%s delivered again: %s", request_id, step.reason)
+        raise Ignore()
     return _forward(self, request, step)
 
 
-def _hop(request_id: str, parsed: Request, journey: Any) -> Done | Forward:
+def _hop(request_id: str, parsed: Request, name: str, journey: Any) -> Done | Forward | Drop:
     runner = hop_runner()
     if journey is None:
-        return runner.start(parsed, request_id, decide(parsed))
-    return runner.run(parsed, request_id, Journey.verified(journey))
+        return runner.start(parsed, request_id, name, decide(parsed))
+    return runner.run(parsed, request_id, Journey.verified(journey, name))
 
 
 def _forward(task: Task, request: Any, step: Forward) -> Any:

@@ -84,16 +84,14 @@ def daily_budget_report() -> dict[str, str]:
     return dispatch(report_notification(report), notifiers_from_env())
 
 
-@shared_task(name="aipool.sweep_quota_reservations", ignore_result=True)
-def sweep_quota_reservations() -> int:
-    """Release quota reservations whose worker died before committing or cancelling them."""
-    # Imported here: the quota module is optional for the ledger and built separately.
-    from aipool.quota import quotas_for
+@shared_task(name="aipool.sweep_attempts", ignore_result=True)
+def sweep_attempts() -> int:
+    """Abandon the calls whose lease ended with no outcome (their worker died or hung): each is
+    charged its estimate and booked in the ledger (``aipool.attempt.lifecycle``)."""
+    # Imported here: the worker's runtime builds the attempt book once per process.
+    from workers.runtime import attempt_book
 
-    swept = 0
-    for quota in quotas_for(_redis()).values():
-        swept += int(quota.sweep_stale() or 0)
-    return swept
+    return attempt_book().sweep()
 
 
 @shared_task(name="aipool.restore_quotas", ignore_result=True)

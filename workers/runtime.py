@@ -7,11 +7,11 @@ from typing import Any
 
 import redis
 
+from aipool.attempt.lifecycle import AttemptBook
+from aipool.attempt.runner import HopRunner
 from aipool.breaker import breakers_for
 from aipool.breaker.listeners import log_transition
 from aipool.breaker.state import BreakerTransition
-from aipool.guard import SharedGuards
-from aipool.hop import HopRunner
 from aipool.ledger.outbox import OUTBOX
 from aipool.ledger.record import UsageRecord
 from aipool.ledger.usage_log import UsageLog, store_now
@@ -61,16 +61,22 @@ def usage_log() -> UsageLog:
 
 
 @cache
-def hop_runner() -> HopRunner:
-    """The process-wide :class:`HopRunner` (SDK clients and Redis scripts are built once)."""
+def attempt_book() -> AttemptBook:
+    """The process-wide :class:`AttemptBook`: every provider's breaker and quota, and the
+    attempts' lifecycle, on the shared Redis."""
     client = shared_redis()
-    guards = SharedGuards(
+    return AttemptBook(
+        client,
         breakers_for(client, listeners=[log_transition, observe_transition, alert_on_transition]),
         quotas_for(client),
-        passengers=usage_log(),
     )
+
+
+@cache
+def hop_runner() -> HopRunner:
+    """The process-wide :class:`HopRunner` (SDK clients and Redis scripts are built once)."""
     return HopRunner(
-        guards=guards,
+        attempt_book(),
         observers=[LedgerObserver(usage_log()), observe_attempt],
         pricing=cost_usd,
     )

@@ -10,7 +10,7 @@ from typing import Any
 
 from aipool.breaker.listeners import Listener, notify
 from aipool.breaker.state import BreakerState, BreakerTransition, Permit
-from aipool.breaker.storage import BreakerStore, Outcome, acquired, opened, recorded
+from aipool.breaker.storage import BreakerStore, Outcome, acquired
 from aipool.errors import CircuitOpen
 from aipool.settings import settings
 from aipool.settings.provider_limits import BreakerSettings, ProviderLimits
@@ -60,6 +60,31 @@ class Breaker:
         """The Redis client holding this breaker's state."""
         return self._store.redis
 
+    @property
+    def store(self) -> BreakerStore:
+        """Where the state lives (its keys, for scripts that compose the breaker's)."""
+        return self._store
+
+    def setting_values(self) -> list[float]:
+        """recovery_timeout, half_open_max_calls, trial_timeout and failure_threshold, as the
+        attempt's script reads them."""
+        s = self.settings
+        return [
+            float(s.recovery_timeout),
+            max(1, s.half_open_max_calls),
+            float(self.trial_timeout),
+            s.failure_threshold,
+        ]
+
+    def transitioned(self, old: BreakerState, new: BreakerState, failures: int, at: float) -> None:
+        """Deliver one transition a script caused (and told only its caller) to the listeners."""
+        reason = _REASONS.get((old, new), f"{old.value} to {new.value}")
+        if new is BreakerState.OPEN and old is BreakerState.CLOSED:
+            reason = f"{failures} consecutive failures"
+        elif (old, new) == (BreakerState.OPEN, BreakerState.HALF_OPEN):
+            reason = "recovery timeout passed"
+        self._emit(old, new, at, reason)
+
     def acquire(self) -> Permit:
         """Admit one call or raise ``CircuitOpen`` saying when the breaker next admits one."""
         keys, args, token = self.acquire_call()
@@ -84,28 +109,11 @@ class Breaker:
         if admission.transitioned_from is not None:
             self._emit(admission.transitioned_from, admission.state, now, "recovery timeout passed")
         if not admission.admitted:
-            raise CircuitOpen(self._refusal(admission.state, admission.retry_at, now))
+            raise CircuitOpen(self.refusal(admission.state, admission.retry_at, now))
         # Only a trial holds a slot; the token is that slot's name in Redis.
         trial = admission.state is BreakerState.HALF_OPEN
         clean = admission.state is BreakerState.CLOSED and admission.consecutive_failures == 0
         return Permit(self.provider, admission.generation, token if trial else None, clean)
-
-    def record_in(self, pipe: Any, outcome: str, permit: Permit) -> float:
-        """Queue an outcome on ``pipe``; hand its reply to :meth:`recorded`. Returns the time."""
-        now = self.clock()
-        self._store.record_in(
-            pipe,
-            outcome,
-            now,
-            permit.generation,
-            permit.trial_token,
-            self.settings.failure_threshold,
-        )
-        return now
-
-    def recorded(self, reply: list[Any], now: float) -> bool:
-        """Deliver the transition a pipelined outcome caused; returns whether it counted."""
-        return self._after_record(recorded(reply), now)
 
     def record_success(self, permit: Permit) -> bool:
         """Report a successful call; returns whether it counted (it was of the current episode)."""
@@ -131,13 +139,6 @@ class Breaker:
     def is_open(self) -> bool:
         """True only while OPEN and the recovery window has not passed; one read, no slot taken."""
         return self._open_now(*self._store.peek_open())
-
-    def peek_in(self, pipe: Any) -> None:
-        """Queue :meth:`is_open`'s read on ``pipe``; answer it with :meth:`is_open_from`."""
-        self._store.peek_open_in(pipe)
-
-    def is_open_from(self, reply: list[Any]) -> bool:
-        return self._open_now(*opened(reply))
 
     def _open_now(self, state: BreakerState, opened_at: float | None) -> bool:
         if state is not BreakerState.OPEN or opened_at is None:
@@ -187,7 +188,8 @@ class Breaker:
     def _emit(self, old: BreakerState, new: BreakerState, at: float, reason: str) -> None:
         notify(self.listeners, BreakerTransition(self.provider, old, new, at, reason))
 
-    def _refusal(self, state: BreakerState, retry_at: float | None, now: float) -> str:
+    def refusal(self, state: BreakerState, retry_at: float | None, now: float) -> str:
+        """Why a call was refused, and when the breaker next admits one."""
         if retry_at is None:
             return f"{self.provider} circuit {state.value}"
         when = datetime.fromtimestamp(retry_at, UTC).isoformat(timespec="seconds")

@@ -9,8 +9,9 @@
 -- ARGV[5]  failure_threshold
 --
 -- Returns {counted (0|1), state_after, transitioned_from, consecutive_failures}.
--- Every transition bumps the generation, so an outcome from an earlier episode (a call admitted
--- before the breaker opened, a trial whose round already ended) never moves the state again.
+-- Every transition bumps the generation, so a failure from an earlier episode (a call admitted
+-- before the breaker opened, a trial whose round already ended) never moves the state again; a
+-- success while CLOSED always resets the count of consecutive failures.
 local outcome = ARGV[1]
 local fields = redis.call('HMGET', KEYS[1], 'state', 'gen', 'failures')
 local state = fields[1] or 'closed'
@@ -20,17 +21,19 @@ local failures = tonumber(fields[3]) or 0
 if ARGV[4] ~= '' then
   redis.call('ZREM', KEYS[2], ARGV[4])
 end
+-- ADR-006 counts consecutive failures: any success while CLOSED, whenever it was admitted, shows
+-- the provider answering and ends the run of failures.
+if state == 'closed' and outcome == 'success' then
+  if failures > 0 then
+    redis.call('HSET', KEYS[1], 'failures', 0)
+  end
+  return {1, state, '', 0}
+end
 if outcome == 'release' or tonumber(ARGV[3]) ~= gen then
   return {0, state, '', failures}
 end
 
 if state == 'closed' then
-  if outcome == 'success' then
-    if failures > 0 then
-      redis.call('HSET', KEYS[1], 'failures', 0)
-    end
-    return {1, state, '', 0}
-  end
   failures = failures + 1
   if failures >= tonumber(ARGV[5]) then
     redis.call('HSET', KEYS[1], 'state', 'open', 'gen', gen + 1, 'failures', failures,

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from aipool.breaker.state import BreakerState
-from aipool.redis_lua import LuaScripts, evalsha_in, text
+from aipool.redis_lua import LuaScripts, text
 
-_SCRIPTS = LuaScripts("aipool.breaker", "acquire", "record")
+_SCRIPTS = LuaScripts("aipool.breaker", "acquire", "record", "refusing")
 
 
 @dataclass(frozen=True)
@@ -100,21 +100,11 @@ class BreakerStore:
     def run_acquire(self, keys: list[str], args: list[Any]) -> list[Any]:
         return list(self._acquire(keys=keys, args=args))
 
-    def record_call(
-        self, outcome: str, now: float, generation: int, token: str | None, threshold: int
-    ) -> tuple[list[str], list[Any]]:
-        keys = [self.state_key, self.trials_key]
-        return keys, [outcome, repr(now), generation, token or "", threshold]
-
-    def record_in(self, pipe: Any, *call: Any) -> None:
-        """Queue ``record.lua`` on ``pipe`` (one round trip with the other outcome writes)."""
-        keys, args = self.record_call(*call)
-        evalsha_in(pipe, self._record, keys, args)
-
     def record(
         self, outcome: str, now: float, generation: int, token: str | None, threshold: int
     ) -> Outcome:
-        keys, args = self.record_call(outcome, now, generation, token, threshold)
+        keys = [self.state_key, self.trials_key]
+        args = [outcome, repr(now), generation, token or "", threshold]
         return recorded(self._record(keys=keys, args=args))
 
     def read(self, now: float, trial_timeout: float) -> StoredState:
@@ -135,10 +125,6 @@ class BreakerStore:
     def peek_open(self) -> tuple[BreakerState, float | None]:
         """The stored state and when it last opened, in one command."""
         return opened(self.redis.hmget(self.state_key, ["state", "opened_at"]))
-
-    def peek_open_in(self, pipe: Any) -> None:
-        """Queue :meth:`peek_open`'s command on ``pipe``; read its reply with :func:`opened`."""
-        pipe.hmget(self.state_key, ["state", "opened_at"])
 
 
 def opened(reply: list[Any]) -> tuple[BreakerState, float | None]:

@@ -10,20 +10,23 @@ from decimal import Decimal
 from typing import Any
 
 #: Every value ``UsageRecord.outcome`` may take. ``fallback`` is the static answer, ``refused`` the
-#: tool chain's refusal; the last four are hops that never reached the provider.
+#: tool chain's refusal; ``abandoned`` a call whose worker stopped before it ended (billed at its
+#: estimate); the last five are hops that never reached the provider.
 OUTCOMES = (
     "ok",
     "error",
+    "abandoned",
     "fallback",
     "refused",
     "circuit_open",
     "quota_exceeded",
     "deadline",
+    "guard_unavailable",
     "skipped",
 )
 
-#: Outcomes of attempts that actually called the provider (and so count against its quota).
-CALLED_OUTCOMES = ("ok", "error")
+#: Outcomes of attempts that called the provider (and so count against its quota).
+CALLED_OUTCOMES = ("ok", "error", "abandoned")
 
 
 def _now() -> datetime:

@@ -12,6 +12,8 @@ Use::
     quota.settle(res, answer.usage.total)  # charge the real usage
 
 A reservation whose call never happens goes back whole: ``quota.release(res, called=False)``.
+The pool's workers do all of this inside one attempt's script (:mod:`aipool.attempt`), which also
+makes sure a call happens once; these methods run the same Lua alone.
 """
 
 from aipool.periods import day_of, month_of

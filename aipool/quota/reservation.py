@@ -1,4 +1,4 @@
-"""A reservation: one call's claim on a provider's quota, named by request id and attempt."""
+"""A reservation: one call counted against a provider's quota, until its real usage is known."""
 
 from __future__ import annotations
 
@@ -7,15 +7,13 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Reservation:
-    """What ``Quota.reserve`` handed out; give it back to ``settle`` or ``release``.
+    """What ``Quota.reserve`` counted; hand it to ``settle`` or ``release`` once.
 
-    ``state`` is the reservation's state when it was returned: ``reserved`` (new or still open),
-    or, for a redelivered (request id, attempt) whose first run already finished, ``settled`` or
-    ``released`` -- then settling or releasing it again changes nothing. ``tokens`` is the amount
-    counted at that moment. ``day`` and ``month`` are the periods charged (the ones in force when
-    it was reserved, even if it is settled after midnight). ``unlimited`` reservations touch no
-    counter at all (their ``day`` and ``month`` are empty). ``answer`` is the completion (JSON)
-    kept beside a ``settled`` reservation while its message can still be redelivered, else empty.
+    ``tokens`` is the amount counted (the estimate); ``day`` and ``month`` are the periods charged
+    (the ones in force when it was reserved, even if it is settled after midnight); ``at`` is when
+    it entered the request window. ``unlimited`` reservations touch no counter at all (their
+    ``day`` and ``month`` are empty). A reservation is not a record of the call: the attempt's
+    record (:mod:`aipool.attempt`) is what makes a call happen once.
     """
 
     provider: str
@@ -25,11 +23,9 @@ class Reservation:
     at: float
     day: str
     month: str
-    state: str = "reserved"
     unlimited: bool = False
-    answer: str = ""
 
     @property
     def name(self) -> str:
-        """The reservation's name inside its provider's keys: ``{request_id}:{attempt}``."""
+        """The call's member name in the request window: ``{request_id}:{attempt}``."""
         return f"{self.request_id}:{self.attempt}"

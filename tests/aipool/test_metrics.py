@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from prometheus_client import REGISTRY
 
+from aipool.attempt.event import AttemptEvent
 from aipool.chains import Hop
-from aipool.hop import AttemptEvent
 from aipool.journey import Attempt, Route
 from aipool.metrics import failure_code, observe_attempt
 
@@ -59,7 +59,7 @@ def test_given_timeouts_and_deadline_skips_when_observed_then_only_timeouts_are_
 
     def event(outcome: str, error: str) -> AttemptEvent:
         attempt = Attempt("ollama", "llama3.2:3b", outcome, error)
-        return AttemptEvent("r", 0, route.chain[0], attempt, route, None)
+        return AttemptEvent("r", "r", 0, route.chain[0], attempt, route, None)
 
     # When: two timeouts and five deadline skips
     for _ in range(2):

@@ -68,8 +68,8 @@ def test_profile_samples_become_milliseconds_per_request(tmp_path) -> None:  # t
     raw = tmp_path / "raw.txt"
     body = 'process 1:"celery";generate (tasks/generate.py:90)'
     raw.write_text(
-        f"{body};run (aipool/hop.py:120) 30\n"
-        f"{body};run (aipool/hop.py:120);complete (aipool/providers/ollama.py:140) 10\n"
+        f"{body};run (aipool/attempt/runner.py:120) 30\n"
+        f"{body};run (aipool/attempt/runner.py:120);complete (aipool/providers/ollama.py:140) 10\n"
     )
     # When aggregated
     summary = _aggregate(raw, requests=2, rate=1000)

@@ -33,4 +33,4 @@ def test_given_the_schedule_when_read_then_the_cadences_follow_the_design() -> N
         hour=0, minute=15, day_of_month=1
     )
     assert beat_schedule["daily-budget-report"]["schedule"] == crontab(hour=9, minute=0)
-    assert beat_schedule["sweep-stale-quota-reservations"]["schedule"] == crontab(minute="*")
+    assert beat_schedule["sweep-abandoned-attempts"]["schedule"] == crontab(minute="*")

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-import types
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
@@ -16,6 +15,7 @@ from aipool.ledger.models import DailyUsage, UsageLogRow
 from aipool.ledger.record import UsageRecord
 from aipool.ledger.testing import empty_ledger, ledger_engine
 from aipool.ledger.usage_log import UsageLog
+from tests.support.attempts import SimulatedPool, begin, header, usage
 from tests.support.shared_servers import database_named, redis_db
 
 
@@ -66,27 +66,30 @@ def test_given_closing_tasks_when_run_then_they_complete(wired: tuple[Engine, re
     assert maintenance.daily_budget_report.run() == {}
 
 
-def test_given_quotas_when_the_sweep_task_runs_then_each_quota_is_swept(
+def test_given_a_call_whose_worker_died_when_the_sweep_runs_then_it_is_booked_at_its_estimate(
     wired: tuple[Engine, redis.Redis], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given: a stand-in for aipool.quota (built elsewhere), recording the calls
-    swept: list[str] = []
-
-    class _Quota:
-        def __init__(self, name: str) -> None:
-            self.name = name
-
-        def sweep_stale(self) -> int:
-            swept.append(self.name)
-            return 2
-
-    fake = types.ModuleType("aipool.quota")
-    fake.quotas_for = lambda _redis: {"gemini": _Quota("gemini"), "claude": _Quota("claude")}  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "aipool.quota", fake)
-    # When
-    total = maintenance.sweep_quota_reservations.run()
-    # Then
-    assert total == 4 and swept == ["gemini", "claude"]
+    # Given: a Gemini call begun 10 minutes ago whose worker died (its lease is long over)
+    engine, client = wired
+    pool = SimulatedPool(client, now=time.time() - 600)
+    book = pool.worker()
+    h = header(tokens=250)
+    begin(book, h, owner="dead", bound=30.0)
+    pool.time.now = time.time()
+    monkeypatch.setattr("workers.runtime.attempt_book", lambda: book)
+    # When: beat's sweep runs, and the ledger is drained
+    swept = maintenance.sweep_attempts.run()
+    maintenance.drain_ledger.run()
+    # Then: the call is abandoned, charged its estimate, and the ledger has its estimated row
+    assert swept == 1
+    with engine.connect() as conn:
+        row = conn.execute(select(UsageLogRow)).one()
+    assert (row.outcome, row.input_tokens + row.output_tokens, row.estimated) == (
+        "abandoned",
+        250,
+        True,
+    )
+    assert usage(book) == (1, 250)
 
 
 def test_given_a_run_time_when_tasks_compute_today_then_it_is_the_taipei_day(

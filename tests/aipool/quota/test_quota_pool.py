@@ -112,26 +112,3 @@ def test_concurrent_reservations_never_overspend_the_daily_tokens(guards_redis_u
     assert used <= (TOKEN_LIMITS.daily_tokens or 0)  # settles here never exceed the estimate
     # and the counter is exactly what the processes charged: nothing lost, nothing twice
     assert used == sum(r[0] for r in results)
-
-
-def _redeliver(url: str, start: Any, out: Any, seed: int) -> None:
-    client = redis.Redis.from_url(url)
-    quota = Quota(client, "gemini", QuotaLimits(10, 500, 100_000), clock=lambda: BASE, tz=TAIPEI)
-    start.wait()
-    res = quota.reserve("req-redelivered", 1, 300)
-    out.put(quota.settle(res, 120))
-    client.close()
-
-
-def test_a_hop_delivered_to_many_workers_at_once_is_charged_once(guards_redis_url, real_redis):
-    # Given the same message (request id, attempt) delivered to 8 workers at the same moment
-    # When each reserves and settles it
-    settled = _run(_redeliver, guards_redis_url)
-    # Then one settle took effect and one request of 120 tokens is charged
-    assert settled.count(True) == 1
-    usage = Quota(
-        real_redis, "gemini", QuotaLimits(10, 500, 100_000), clock=lambda: BASE, tz=TAIPEI
-    ).usage()
-    assert usage["rpm"]["used"] == 1
-    assert usage["daily_requests"]["used"] == 1
-    assert usage["daily_tokens"]["used"] == 120

@@ -1,5 +1,5 @@
-"""The hop runner over real guard scripts (fakeredis): what a producer gets when Redis fails, when
-a message is redelivered, and what an attempt's error may say."""
+"""The hop runner over the real attempt script (fakeredis): what a producer gets when Redis fails,
+when a message is redelivered, and what an attempt's error may say."""
 
 from __future__ import annotations
 
@@ -11,17 +11,21 @@ import fakeredis
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from aipool.attempt.event import AttemptEvent
+from aipool.attempt.identity import journey_id
+from aipool.attempt.lifecycle import AttemptBook
+from aipool.attempt.runner import Done, Forward, HopRunner
 from aipool.breaker import breakers_for
 from aipool.chains import Hop
 from aipool.contract import Completion, Request, parse_request
 from aipool.errors import ProviderServerError
-from aipool.guard import SharedGuards
-from aipool.hop import AttemptEvent, Done, Forward, HopRunner
 from aipool.journey import Journey
 from aipool.quota import quotas_for
 from aipool.routing.router import Route
 
-REQUEST = parse_request({"prompt": "What is a pod?"})
+RAW = {"prompt": "What is a pod?"}
+REQUEST = parse_request(RAW)
+JOURNEY_ID = journey_id("req-1", RAW)
 ROUTE = Route(
     intent="QUERY",
     complexity=1,
@@ -72,19 +76,25 @@ def redis_client() -> FlakyRedis:
     return FlakyRedis(server=fakeredis.FakeServer())
 
 
-def _runner(client: Any, providers: dict[str, Provider], events: list[AttemptEvent]) -> HopRunner:
-    guards = SharedGuards(breakers_for(client), quotas_for(client))
+def _runner(
+    client: Any,
+    providers: dict[str, Provider],
+    events: list[AttemptEvent],
+    finish_retry_s: float = 0.5,
+) -> HopRunner:
+    book = AttemptBook(client, breakers_for(client), quotas_for(client))
     lookup: Callable[[str], Any] = lambda name: providers.get(name) or Provider()  # noqa: E731
     return HopRunner(
-        guards=guards,
+        book,
         observers=[events.append],
         pricing=lambda *_: Decimal("0.01"),
         providers=lookup,
+        finish_retry_s=finish_retry_s,
     )
 
 
 def _run(runner: HopRunner, position: int = 0) -> Done | Forward:
-    return runner.run(REQUEST, "req-1", Journey(route=ROUTE, position=position))
+    return runner.run(REQUEST, "req-1", Journey(route=ROUTE, position=position, id=JOURNEY_ID))
 
 
 def test_a_paid_answer_reaches_the_producer_when_redis_fails_while_charging_it(
@@ -158,6 +168,7 @@ def test_a_redelivered_failed_attempt_moves_on_without_calling_again(
     assert gemini.calls == 1
     assert isinstance(first, Forward) and isinstance(again, Forward)
     assert again.queue == first.queue == "claude"
+    # And the failed call (a 500: not billed) counts as one request, with its tokens back
     usage = quotas_for(redis_client)["gemini"].usage()
     assert (usage["daily_requests"]["used"], usage["daily_tokens"]["used"]) == (1, 0)
 

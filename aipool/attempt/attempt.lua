@@ -1,0 +1,353 @@
+-- The life of one attempt (one call at one hop of one request), atomically for the whole pool.
+--
+-- Composed with breaker/acquire.lua, breaker/record.lua, breaker/refusing.lua, quota/room.lua,
+-- quota/reserve.lua and quota/adjust.lua, each prepended as a local function of (KEYS, ARGV).
+-- aipool/attempt/lifecycle.py draws the table of states and events this script implements and
+-- names every argument and reply layout (aipool/attempt/layout.py builds and reads them).
+--
+-- Every op shares one header:
+--   KEYS[1] the attempt's record (hash; the route record for 'advance')
+--   KEYS[2] the attempt's kept answer       KEYS[3] live leases (sorted set: record -> lease end)
+--   KEYS[4] the ledger's pending records    KEYS[5] the request's route record (when the pool
+--   first saw the request, and where routing sent it)    KEYS[6..10] the hop's own guard keys
+--   ('begin', 'finish'), then five guard keys per candidate hop: breaker state, breaker trials,
+--   quota window, quota day, quota month
+--   ARGV[1] op: 'begin' | 'finish' | 'advance' | 'sweep'
+--   ARGV[2] '' (the time is Redis's own TIME) or epoch seconds (a test's clock)
+--   ARGV[3] the request id the record belongs to    ARGV[4] how long records are kept (s)
+--   ARGV[5] the request's deadline_s ('' for none), counted from when the pool first saw the
+--           request: the route record's time, never a producer's clock
+--   ARGV[6] the tokens a call may use (the estimate)    ARGV[7] the terminal hop's position
+--   ARGV[8] when the message says the pool first saw the request, used only when the route
+--           record is gone (a Redis restarted empty), and never later than now
+--   ARGV[9] n, the number of candidate hops after this one    ARGV[10 .. 9 + n] their configs
+--   ARGV[10 + n ..] the op's own arguments (below)
+-- A hop's config is JSON: {pos, p (provider), skip ('' or a code decided before the script),
+--   b: [recovery_timeout, half_open_max_calls, trial_timeout, failure_threshold],
+--   lim (1 when the quota counts), q: [rpm, daily_requests, daily_tokens, monthly_tokens] (-1 =
+--   unlimited), d: [day label, day start, day end, day counters' expiry], m: [month label,
+--   month end, month counters' expiry]}: the periods are those of the caller's estimate of the
+--   time; when Redis's time falls outside them, the op changes nothing and answers 'clock'.
+-- Every reply starts {kind, now, events}: events is JSON, the breaker transitions this op caused
+-- ([[from, to, consecutive failures]]), each seen by exactly one caller in the pool.
+
+local op = ARGV[1]
+local now
+if ARGV[2] ~= '' then
+  now = tonumber(ARGV[2])
+else
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+end
+local function fmt(x)
+  return string.format('%.6f', x)
+end
+local NOW = fmt(now)
+local events = {}
+
+local function enc(t)
+  if #t == 0 then
+    return '[]'
+  end
+  return cjson.encode(t)
+end
+
+local n = tonumber(ARGV[9] or '0')
+local own_base = 6
+local cand_base = 6
+if op == 'begin' or op == 'finish' then
+  cand_base = 11
+end
+local args = 10 + n
+
+local function guard_keys(base)
+  return {KEYS[base], KEYS[base + 1], KEYS[base + 2], KEYS[base + 3], KEYS[base + 4]}
+end
+
+local candidates = {}
+for i = 1, n do
+  candidates[i] = cjson.decode(ARGV[9 + i])
+end
+
+-- Whether Redis's time is inside the periods a config was built for.
+local function current(cfg)
+  return now >= cfg.d[2] and now < cfg.d[3] and now < cfg.m[2]
+end
+local function all_current()
+  for i = 1, n do
+    if not current(candidates[i]) then
+      return false
+    end
+  end
+  return true
+end
+
+local function ttl(until_at)
+  return math.max(1, math.ceil(until_at - now))
+end
+
+-- Why a hop cannot take the call now (a list: code, details...), or nil. Reads only.
+local function blocked(cfg, k, deadline_at)
+  if cfg.skip ~= '' then
+    return {cfg.skip}
+  end
+  if deadline_at and now >= deadline_at then
+    return {'deadline', fmt(deadline_at)}
+  end
+  local open = refusing({k[1]}, {NOW, cfg.b[1]})
+  if open[1] == 'open' then
+    return {'circuit_open', open[2]}
+  end
+  if cfg.lim == 1 then
+    local r = room({k[3], k[4], k[5]},
+      {NOW, ARGV[6], cfg.q[1], cfg.q[2], cfg.q[3], cfg.q[4], cfg.d[3], cfg.m[2]})
+    if r[1] == 'exceeded' then
+      return {'quota_exceeded', r[2], r[3], r[4], r[5]}
+    end
+  end
+  return nil
+end
+
+-- The first candidate that can take the call now (its position, or the terminal's), and the
+-- trail of those passed over: [[position, code, details...]].
+local function decide(deadline_at)
+  local trail = {}
+  for i = 1, n do
+    local cfg = candidates[i]
+    local why = blocked(cfg, guard_keys(cand_base + 5 * (i - 1)), deadline_at)
+    if not why then
+      return cfg.pos, trail
+    end
+    local entry = {cfg.pos}
+    for _, v in ipairs(why) do
+      entry[#entry + 1] = v
+    end
+    trail[#trail + 1] = entry
+  end
+  return tonumber(ARGV[7]), trail
+end
+
+-- When the request's latency budget ends, on Redis's clock, or nil for none.
+local function deadline_at_abs()
+  if ARGV[5] == '' then
+    return nil
+  end
+  local received = tonumber(redis.call('HGET', KEYS[5], 'received') or '')
+  if not received then
+    received = math.min(tonumber(ARGV[8]) or now, now)
+  end
+  return received + tonumber(ARGV[5])
+end
+
+-- CALLING whose lease ended -> ABANDONED: the call may have reached the provider, so the
+-- estimate stays charged and its ledger row (made when the call began) is booked.
+local function abandon(key, leases, ledger)
+  local f = redis.call('HMGET', key, 'state', 'abandon', 'lease')
+  if f[1] ~= 'calling' or tonumber(f[3]) > now then
+    return false
+  end
+  if f[2] and f[2] ~= '' then
+    redis.call('LPUSH', ledger, f[2])
+  end
+  redis.call('HSET', key, 'state', 'abandoned', 'code', 'abandoned', 'detail', '[]')
+  redis.call('ZREM', leases, key)
+  return true
+end
+
+-- An ended attempt whose next hop is not chosen yet: choose it now, and keep the choice, so every
+-- later delivery of this hop forwards the request to the same place.
+local function ended(state, code, detail, nxt, trail)
+  if nxt then
+    return {'ended', NOW, enc(events), state, code, detail, nxt, trail}
+  end
+  local pos, passed = decide(deadline_at_abs())
+  local t = enc(passed)
+  redis.call('HSET', KEYS[1], 'next', pos, 'trail', t)
+  return {'ended', NOW, enc(events), state, code, detail, tostring(pos), t}
+end
+
+if op == 'begin' then
+  local owner, member, own_json = ARGV[args], ARGV[args + 1], ARGV[args + 2]
+  local bound, grace, abandon_json = tonumber(ARGV[args + 3]), tonumber(ARGV[args + 4]),
+    ARGV[args + 5]
+  local rec = redis.call('HMGET', KEYS[1], 'state', 'rid', 'lease', 'code', 'detail', 'next',
+    'trail')
+  local state = rec[1]
+  if state then
+    -- An earlier delivery got here first: its outcome decides, before any deadline or breaker.
+    if rec[2] ~= ARGV[3] then
+      return {'foreign', NOW, '[]'}
+    end
+    if state == 'answered' then
+      return {'answered', NOW, '[]', redis.call('GET', KEYS[2]) or ''}
+    end
+    if state == 'calling' then
+      if tonumber(rec[3]) > now then
+        return {'busy', NOW, '[]', rec[3]}
+      end
+      if not rec[6] and not all_current() then
+        return {'clock', NOW, '[]'}
+      end
+      abandon(KEYS[1], KEYS[3], KEYS[4])
+      return ended('abandoned', 'abandoned', '[]', rec[6], rec[7])
+    end
+    if not rec[6] and not all_current() then
+      return {'clock', NOW, '[]'}
+    end
+    return ended(state, rec[4] or '', rec[5] or '[]', rec[6], rec[7])
+  end
+
+  local own = cjson.decode(own_json)
+  if not current(own) or not all_current() then
+    return {'clock', NOW, '[]'}
+  end
+  local k = guard_keys(own_base)
+  local deadline_at = deadline_at_abs()
+  local code, detail = nil, {}
+  local gen, trial = 0, ''
+  if own.skip ~= '' then
+    code = own.skip
+  elseif deadline_at and now >= deadline_at then
+    code, detail = 'deadline', {fmt(deadline_at)}
+  else
+    local a = acquire({k[1], k[2]}, {NOW, own.b[1], own.b[2], own.b[3], owner})
+    if a[5] ~= '' then
+      events[#events + 1] = {a[5], a[2], a[6]}
+    end
+    if a[1] == 0 then
+      code, detail = 'circuit_open', {a[4], a[2]}
+    else
+      gen = a[3]
+      if a[2] == 'half_open' then
+        trial = owner
+      end
+      if own.lim == 1 then
+        local r = reserve({k[3], k[4], k[5]},
+          {NOW, ARGV[6], own.q[1], own.q[2], own.q[3], own.q[4], own.d[3], own.m[2], member,
+           ttl(own.d[4]), ttl(own.m[3])})
+        if r[1] ~= 'reserved' then
+          code, detail = 'quota_exceeded', {r[2], r[3], r[4], r[5]}
+          -- No call will happen: the trial slot goes back untouched.
+          if trial ~= '' then
+            redis.call('ZREM', k[2], trial)
+          end
+        end
+      end
+    end
+  end
+  if code then
+    local d = enc(detail)
+    redis.call('HSET', KEYS[1], 'state', 'skipped', 'rid', ARGV[3], 'code', code, 'detail', d)
+    redis.call('EXPIRE', KEYS[1], ARGV[4])
+    return ended('skipped', code, d, nil, nil)
+  end
+  local limit = bound
+  if deadline_at then
+    limit = math.min(bound, deadline_at - now)
+  end
+  local lease = now + limit + grace
+  redis.call('HSET', KEYS[1], 'state', 'calling', 'rid', ARGV[3], 'owner', owner,
+    'lease', fmt(lease), 'start', NOW, 'gen', gen, 'trial', trial, 'tokens', ARGV[6],
+    'lim', own.lim, 'member', member, 'provider', own.p, 'abandon', abandon_json)
+  redis.call('EXPIRE', KEYS[1], ARGV[4])
+  redis.call('ZADD', KEYS[3], lease, KEYS[1])
+  return {'call', NOW, enc(events), gen, trial, fmt(limit), fmt(lease)}
+end
+
+if op == 'finish' then
+  local owner, result, verdict = ARGV[args], ARGV[args + 1], ARGV[args + 2]
+  local booked, answer, keep = tonumber(ARGV[args + 3]), ARGV[args + 4], ARGV[args + 5]
+  local ledger_json, code, own = ARGV[args + 6], ARGV[args + 7], cjson.decode(ARGV[args + 8])
+  local detail = ARGV[args + 9] or '[]'
+  local f = redis.call('HMGET', KEYS[1], 'state', 'owner', 'tokens', 'lim', 'member', 'gen',
+    'trial', 'next', 'trail', 'code', 'detail')
+  local state = f[1]
+  if not state then
+    -- Redis lost the record (a restart without persistence): the call still happened, so the
+    -- ledger gets it, and the quota restore rebuilds the counters from the ledger.
+    redis.call('LPUSH', KEYS[4], ledger_json)
+    return {'missing', NOW, '[]'}
+  end
+  if state ~= 'calling' and state ~= 'abandoned' then
+    -- A finish retried after its first try was applied: nothing changes twice.
+    return {'done', NOW, '[]', state, f[10] or '', f[11] or '[]', f[8] or '', f[9] or '[]'}
+  end
+  if state == 'calling' and f[2] ~= owner then
+    return {'foreign', NOW, '[]'}
+  end
+  if result ~= 'answered' and not f[8] and not all_current() then
+    return {'clock', NOW, '[]'}
+  end
+  local k = guard_keys(own_base)
+  local b = record({k[1], k[2]}, {verdict, NOW, f[6] or '0', f[7] or '', own.b[4]})
+  if b[3] ~= '' then
+    events[#events + 1] = {b[3], b[2], b[4]}
+  end
+  redis.call('ZREM', KEYS[3], KEYS[1])
+  local late = state == 'abandoned'
+  if result == 'answered' then
+    -- Late or not, the answer is kept and charged at its real usage (an abandoned call was
+    -- charged its estimate): the ledger's row of the answer replaces the estimated one.
+    if f[4] == '1' then
+      adjust({k[4], k[5], k[3]}, {booked - tonumber(f[3]), '0', f[5]})
+    end
+    redis.call('HSET', KEYS[1], 'state', 'answered', 'tokens', booked, 'code', '', 'detail', '[]')
+    redis.call('EXPIRE', KEYS[1], ARGV[4])
+    if answer ~= '' then
+      redis.call('SET', KEYS[2], answer, 'EX', keep)
+    end
+    redis.call('LPUSH', KEYS[4], ledger_json)
+    return {'answered', NOW, enc(events)}
+  end
+  if late then
+    -- The abandonment booked the estimate and its ledger row already.
+    return ended('abandoned', 'abandoned', '[]', f[8], f[9])
+  end
+  if f[4] == '1' then
+    adjust({k[4], k[5], k[3]}, {booked - tonumber(f[3]), '0', f[5]})
+  end
+  redis.call('HSET', KEYS[1], 'state', 'failed', 'tokens', booked, 'code', code, 'detail', detail)
+  redis.call('LPUSH', KEYS[4], ledger_json)
+  return ended('failed', code, detail, f[8], f[9])
+end
+
+if op == 'advance' then
+  local f = redis.call('HMGET', KEYS[1], 'rid', 'next', 'trail', 'received')
+  if f[1] and f[1] ~= ARGV[3] then
+    return {'foreign', NOW, '[]'}
+  end
+  if f[2] then
+    return {'next', NOW, '[]', f[2], f[3], f[4]}
+  end
+  if not all_current() then
+    return {'clock', NOW, '[]'}
+  end
+  -- The pool sees the request for the first time: its latency budget starts now.
+  local deadline_at = nil
+  if ARGV[5] ~= '' then
+    deadline_at = now + tonumber(ARGV[5])
+  end
+  local pos, passed = decide(deadline_at)
+  local t = enc(passed)
+  redis.call('HSET', KEYS[1], 'rid', ARGV[3], 'next', pos, 'trail', t, 'received', NOW)
+  redis.call('EXPIRE', KEYS[1], ARGV[4])
+  return {'next', NOW, '[]', tostring(pos), t, NOW}
+end
+
+if op == 'sweep' then
+  -- KEYS[1] live leases, KEYS[2] the ledger's pending records; ARGV[3] at most this many
+  -- (the header does not apply).
+  -- (The records are named by the leases set itself: this op reaches keys it was not given.)
+  local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', NOW, 'LIMIT', 0, tonumber(ARGV[3]))
+  local count = 0
+  for _, key in ipairs(expired) do
+    if abandon(key, KEYS[1], KEYS[2]) then
+      count = count + 1
+    else
+      redis.call('ZREM', KEYS[1], key)
+    end
+  end
+  return {'swept', NOW, '[]', count}
+end
+
+return redis.error_reply('unknown attempt op ' .. tostring(op))

@@ -1,0 +1,41 @@
+"""One hop's attempt as observers see it: the ledger, the metrics, the log."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+
+from aipool.chains import Hop
+from aipool.contract import Completion
+from aipool.journey import Attempt, Route
+
+
+@dataclass(frozen=True)
+class AttemptEvent:
+    """Everything observers may know about one hop: no prompt text, no key.
+
+    ``booked``: the attempt script already booked this row in the ledger (a call's outcome), so
+    the ledger observer leaves it alone. ``replayed``: an earlier delivery already reported this
+    attempt (metrics do not count it twice). ``estimated``: the tokens are the estimate of a call
+    that may have been billed without a usage report.
+    """
+
+    request_id: str
+    journey_id: str
+    position: int
+    hop: Hop
+    attempt: Attempt
+    route: Route
+    user_id: str | None
+    completion: Completion | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: Decimal = Decimal(0)
+    at: float = 0.0
+    booked: bool = False
+    replayed: bool = False
+    estimated: bool = False
+
+
+Observer = Callable[[AttemptEvent], None]

@@ -1,0 +1,330 @@
+"""The life of one attempt: one call to one provider at one hop of one request.
+
+Every rule about when the pool may call a provider, what it charges, and what a second delivery
+of the same message does lives in this table, implemented by one Lua script (``attempt.lua``,
+atomic for the whole pool, on Redis's clock) and driven from Python by :class:`AttemptBook`
+alone. An attempt is named by the request's journey id (:mod:`aipool.attempt.identity`) and its
+position on the chain.
+
+States (a hash per attempt, kept ``record_keep`` seconds)::
+
+    new        no record yet
+    calling    one delivery (the owner) holds a lease until ``lease``; the quota holds the
+               estimate; the breaker's permit (generation, trial slot) is in the record
+    answered   the provider answered; the quota holds the real tokens; the answer is kept
+               ``answer_keep`` seconds beside the record
+    failed     the call was made and failed; the quota holds the estimate if the provider may
+               have billed it (a timeout), else nothing but the request
+    skipped    no call was made (deadline, breaker open, quota spent, a hop that cannot fit)
+    abandoned  the owner's lease ended with no outcome (its worker died, or hung past the
+               call's bound): the call may have been billed, so the estimate stays charged
+
+Events × states (each cell is what ``attempt.lua`` does; "decide" picks the next hop from the
+hops after this one, passing over those the deadline, an open breaker or a spent quota rule
+out, and keeps the choice in the record, so every later delivery forwards to the same place)::
+
+    event \\ state        new                calling                 answered     failed/skipped/abandoned
+    deliver (begin)      deadline passed →  lease live: busy, no    the kept     the same next hop and
+                         skipped; breaker   call (the owner answers answer, no   trail as the first time
+                         refuses → skipped; the same task id);      deadline or  (no deadline or breaker
+                         quota refuses →    lease over: abandoned   breaker      asked again)
+                         skipped (trial     (estimate charged, row  asked; gone:
+                         slot freed); else  booked), decide         drop
+                         calling (quota
+                         reserved, permit)
+    call returns         —                  answered: real tokens,  —            abandoned: answered late
+    (finish answered)                       answer kept, breaker                 (real tokens replace the
+                                            success, ledger row                  estimate, row replaced)
+    call fails           —                  failed: estimate kept   —            abandoned stays; the
+    (finish failed)                         if it may have billed,               owner forwards to the
+                                            else tokens back;                    kept (or a new) choice
+                                            breaker failure if the
+                                            provider's fault, else
+                                            permit released; ledger
+                                            row; decide
+    lease expires,       —                  abandoned: estimate     —            —
+    sweep                                   charged, row booked
+    breaker opens,       gates this new     nothing: the call runs  nothing      nothing
+    quota spent          call only
+    Redis restarts       = new              record gone: a late     = new        = new
+    empty                                   finish books its row    (documented limit: Redis
+                                            (quota restored from    without persistence can pay
+                                            the ledger)             twice)
+
+Rules that follow: an earlier outcome is resolved before the deadline and the breaker are asked;
+a live lease is never called twice and never swept; only a provider's fault counts against its
+breaker (a timeout the deadline made short does not); any success while CLOSED ends a run of
+failures; times inside the script are Redis's (``TIME``), and a deadline counts from the route
+record, the moment the pool first saw the request, never from a producer's clock.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from aipool.attempt.clock import RedisClock
+from aipool.attempt.layout import (
+    ADVANCE,
+    BEGIN,
+    FINISH,
+    LEASES_KEY,
+    SWEEP,
+    Busy,
+    Call,
+    Ended,
+    Foreign,
+    Header,
+    HopConfigs,
+    Kept,
+    Missing,
+    Recorded,
+    Routed,
+    Stale,
+    answer_key,
+    candidates,
+    header_args,
+    header_keys,
+    read_reply,
+    record_key,
+    route_key,
+)
+from aipool.breaker import Breaker, BreakerState
+from aipool.ledger.usage_log import PENDING_KEY
+from aipool.quota import Quota
+from aipool.quota.storage import ADJUST, ROOM
+from aipool.redis_lua import LuaScripts, compose, source
+from aipool.settings import settings
+
+_SCRIPTS = LuaScripts(
+    "aipool.attempt",
+    composed={
+        "attempt": compose(
+            source("aipool.attempt", "attempt"),
+            acquire=source("aipool.breaker", "acquire"),
+            record=source("aipool.breaker", "record"),
+            refusing=source("aipool.breaker", "refusing"),
+            # room before reserve: reserve.lua calls it.
+            room=ROOM,
+            reserve=source("aipool.quota", "reserve"),
+            adjust=ADJUST,
+        )
+    },
+)
+
+#: How long after a call's bound its lease lasts: time for the owner to record the outcome, also
+#: across a Redis that stalls for a while, before anyone may call the attempt abandoned.
+LEASE_GRACE_S = 30.0
+#: How many times an op is asked again when the caller's estimate of the time named other periods.
+_CLOCK_TRIES = 3
+
+
+def answer_keep_s() -> int:
+    """How long an answer is kept for a later delivery of its message: as long as the result it
+    became (the producer reads that for ``AIPOOL_RESULT_EXPIRES``), and at least twice the
+    visibility timeout, the longest a message taken by a worker can take to come back."""
+    s = settings()
+    return max(s.result_expires_s, 2 * s.effective_visibility_timeout_s)
+
+
+def record_keep_s() -> int:
+    """How long an attempt's record is kept: a day, and never less than its answer."""
+    return max(86_400, answer_keep_s())
+
+
+Reply = Call | Kept | Busy | Ended | Foreign | Recorded | Missing | Routed
+
+
+class AttemptBook:
+    """The one owner of attempts' transitions, for every process of the pool.
+
+    ``script_time``, when given, is the time the script uses instead of Redis's ``TIME`` (a
+    model test moves it by hand); ``clock`` is this process's estimate of that time.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        breakers: Mapping[str, Breaker],
+        quotas: Mapping[str, Quota],
+        *,
+        clock: RedisClock | None = None,
+        script_time: Callable[[], float] | None = None,
+        record_keep: int | None = None,
+        answer_keep: int | None = None,
+        lease_grace: float = LEASE_GRACE_S,
+    ) -> None:
+        self.client = client
+        self.breakers = breakers
+        self.quotas = quotas
+        self.clock = clock or RedisClock()
+        self.script_time = script_time
+        self.record_keep = record_keep if record_keep is not None else record_keep_s()
+        self.answer_keep = answer_keep if answer_keep is not None else answer_keep_s()
+        self.lease_grace = lease_grace
+        self.configs = HopConfigs(breakers, quotas)
+        self._script = _SCRIPTS.for_client(client)["attempt"]
+
+    # -- ops ----------------------------------------------------------------------------------
+
+    def route(self, header: Header, skips: Mapping[int, str] | None = None) -> Routed:
+        """The request's first hop (or, for a request seen before, the one chosen then)."""
+
+        def build(now: float) -> tuple[list[str], list[Any]]:
+            keys, configs = self._candidates(header, -1, now, skips)
+            first = route_key(header.journey_id)
+            return [*header_keys(first, header.journey_id), *keys], self._header(
+                ADVANCE, header, configs
+            )
+
+        reply = self._run(build, header.chain, None)
+        assert isinstance(reply, Routed)
+        return reply
+
+    def begin(
+        self,
+        header: Header,
+        position: int,
+        *,
+        owner: str,
+        bound_s: float,
+        abandoned_row: Callable[[float], str],
+        skips: Mapping[int, str] | None = None,
+    ) -> Call | Kept | Busy | Ended | Foreign:
+        """Deliver one message of the attempt at ``position``: a :class:`Call` to make, or what
+        an earlier delivery left (see the table). ``abandoned_row(start)`` is the ledger row to
+        book if the call is abandoned (its estimate)."""
+        hop = header.chain[position]
+        member = f"{header.journey_id}:{position}"
+
+        def build(now: float) -> tuple[list[str], list[Any]]:
+            keys, configs = self._candidates(header, position, now, skips)
+            first = record_key(header.journey_id, position)
+            own_skip = (skips or {}).get(position, "")
+            args = [
+                *self._header(BEGIN, header, configs),
+                owner,
+                member,
+                self.configs.config(hop, position, now, own_skip),
+                repr(float(bound_s)),
+                repr(float(self.lease_grace)),
+                abandoned_row(now),
+            ]
+            return [
+                *header_keys(first, header.journey_id, answer_key(header.journey_id, position)),
+                *self.configs.keys(hop.provider, now),
+                *keys,
+            ], args
+
+        reply = self._run(build, header.chain, hop.provider)
+        assert isinstance(reply, Call | Kept | Busy | Ended | Foreign)
+        return reply
+
+    def finish(
+        self,
+        header: Header,
+        position: int,
+        call: Call,
+        *,
+        owner: str,
+        answered: bool,
+        verdict: str,
+        booked: int,
+        answer: str,
+        ledger_row: str,
+        code: str = "",
+        detail: tuple[str, ...] = (),
+        skips: Mapping[int, str] | None = None,
+    ) -> Recorded | Ended | Missing | Foreign:
+        """Record how the owner's call ended (see the table): ``verdict`` is what the breaker
+        hears (``success``, ``failure``, or ``release`` when the failure proves nothing about
+        the provider); ``booked`` the tokens charged (the real usage, the estimate of a call
+        that may have been billed, or 0); ``ledger_row`` the call's row (JSON)."""
+        hop = header.chain[position]
+
+        def build(now: float) -> tuple[list[str], list[Any]]:
+            keys, configs = self._candidates(header, position, now, skips)
+            first = record_key(header.journey_id, position)
+            args = [
+                *self._header(FINISH, header, configs),
+                owner,
+                "answered" if answered else "failed",
+                verdict,
+                int(booked),
+                answer,
+                self.answer_keep,
+                ledger_row,
+                code,
+                # The call is charged to the day and month it began in.
+                self.configs.config(hop, position, call.now),
+                json.dumps(list(detail), ensure_ascii=False),
+            ]
+            return [
+                *header_keys(first, header.journey_id, answer_key(header.journey_id, position)),
+                *self.configs.keys(hop.provider, call.now),
+                *keys,
+            ], args
+
+        reply = self._run(build, header.chain, hop.provider)
+        assert isinstance(reply, Recorded | Ended | Missing | Foreign)
+        return reply
+
+    def sweep(self, limit: int = 1000) -> int:
+        """Abandon every attempt whose lease ended with no outcome; returns how many."""
+        raw = self._script(
+            keys=[LEASES_KEY, PENDING_KEY],
+            args=[SWEEP, self._script_time(), limit],
+        )
+        count, _ = read_reply(raw)
+        return int(count)
+
+    # -- plumbing -----------------------------------------------------------------------------
+
+    def _header(self, op: str, header: Header, configs: list[str]) -> list[Any]:
+        return header_args(
+            op,
+            self.script_time() if self.script_time else None,
+            header,
+            self.record_keep,
+            configs,
+        )
+
+    def _script_time(self) -> str:
+        return repr(self.script_time()) if self.script_time else ""
+
+    def _candidates(
+        self, header: Header, after: int, now: float, skips: Mapping[int, str] | None
+    ) -> tuple[list[str], list[str]]:
+        keys: list[str] = []
+        configs: list[str] = []
+        for position in candidates(header.chain, after):
+            hop = header.chain[position]
+            keys.extend(self.configs.keys(hop.provider, now))
+            configs.append(self.configs.config(hop, position, now, (skips or {}).get(position, "")))
+        return keys, configs
+
+    def _run(
+        self,
+        build: Callable[[float], tuple[list[str], list[Any]]],
+        chain: Any,
+        provider: str | None,
+    ) -> Reply:
+        for _ in range(_CLOCK_TRIES):
+            keys, args = build(self.clock.now())
+            reply, events = read_reply(self._script(keys=keys, args=args))
+            self.clock.told(reply.now)
+            if provider is not None:
+                for old, new, failures in events:
+                    self.breakers[provider].transitioned(
+                        BreakerState(old), BreakerState(new), failures, reply.now
+                    )
+            if not isinstance(reply, Stale):
+                return reply
+        raise RuntimeError("Redis's time kept falling outside the periods asked for")
+
+
+def new_owner() -> str:
+    """A name for one delivery of a message: the owner of the call it may make."""
+    return uuid.uuid4().hex

@@ -1,0 +1,570 @@
+"""What a worker does with a request at one hop, as plain functions (the Celery task stays thin).
+
+A hop ends in one of three ways: :class:`Done` (a result for the producer), :class:`Forward`
+(re-dispatch to the next provider's queue, same task id) or :class:`Drop` (another delivery of the
+same message owns the call, or answered it long ago: this delivery writes nothing). Whether a call
+may be made, what it is charged and where the request goes next is the attempt's lifecycle
+(:mod:`aipool.attempt.lifecycle`); this module makes the call, within a wall-clock bound, and tells
+the lifecycle how it ended.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, fields, replace
+from decimal import Decimal
+from typing import Any
+
+from redis.exceptions import RedisError
+
+from aipool import result
+from aipool.attempt.bound import within
+from aipool.attempt.event import AttemptEvent, Observer
+from aipool.attempt.layout import (
+    Busy,
+    Call,
+    Decision,
+    Ended,
+    Foreign,
+    Header,
+    Kept,
+    Missing,
+    Passed,
+    Recorded,
+)
+from aipool.attempt.lifecycle import AttemptBook, new_owner
+from aipool.breaker import BreakerState
+from aipool.contract import Completion, Request, ToolCall
+from aipool.errors import InvalidJourney, ProviderError, ProviderTimeout, as_provider_error
+from aipool.journey import Attempt, Journey, Route
+from aipool.observers import usage_row
+from aipool.providers import Provider, get_provider
+from aipool.scrub import scrub
+from aipool.settings import settings
+
+log = logging.getLogger("aipool.hop")
+
+#: How long an owner keeps trying to record its call's outcome while Redis does not answer, at
+#: most (its lease bounds it too): a Redis stalled for a while must not cost a paid answer.
+FINISH_RETRY_S = 30.0
+
+
+@dataclass(frozen=True)
+class Forward:
+    """Send the request on to ``queue``; ``journey.position`` names the hop that runs there."""
+
+    queue: str
+    journey: Journey
+
+
+@dataclass(frozen=True)
+class Done:
+    """The producer's final answer."""
+
+    result: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Drop:
+    """This delivery adds nothing: another owns the call, or the request was answered long ago.
+    The message is acknowledged and no result is written (the producer's result stays)."""
+
+    reason: str
+
+
+Pricing = Callable[[str, str, int, int], Decimal]
+Timeouts = Callable[[str], float]
+
+
+def _free(provider: str, model: str, input_tokens: int, output_tokens: int) -> Decimal:
+    return Decimal(0)
+
+
+def _provider_timeout(provider: str) -> float:
+    return float(settings().providers[provider].timeout_s)
+
+
+@dataclass
+class Visit:
+    """One hop's view of a request: what it asks, whose it is, where it has been."""
+
+    request: Request
+    request_id: str
+    journey: Journey
+    header: Header = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.header = Header(
+            journey_id=self.journey.id,
+            request_id=self.request_id,
+            chain=self.journey.route.chain,
+            deadline_s=self.request.deadline_s,
+            tokens=self.request.estimated_total_tokens(),
+            received=self.journey.received_at,
+        )
+
+
+class HopRunner:
+    """Runs the hop a journey points at, or finds the next hop that can take the request."""
+
+    def __init__(
+        self,
+        book: AttemptBook,
+        observers: Iterable[Observer] = (),
+        pricing: Pricing = _free,
+        providers: Callable[[str], Provider] = get_provider,
+        timeouts: Timeouts = _provider_timeout,
+        finish_retry_s: float = FINISH_RETRY_S,
+    ) -> None:
+        self.book = book
+        self.observers = list(observers)
+        self.pricing = pricing
+        self.providers = providers
+        self.timeouts = timeouts
+        self.finish_retry_s = finish_retry_s
+
+    def now(self) -> float:
+        """The pool's time (Redis's), as this process estimates it."""
+        return self.book.clock.now()
+
+    # -- entry points ---------------------------------------------------------------------------
+
+    def start(
+        self,
+        request: Request,
+        request_id: str,
+        journey_id: str,
+        route: Route,
+        *,
+        answer_terminal: bool = True,
+    ) -> Done | Forward:
+        """A new request: pick the first hop of ``route`` that can take it.
+
+        When every provider is passed over the terminal hop (static answer or refusal) is answered
+        here, unless ``answer_terminal`` is false (a producer, which has no business answering):
+        then the request is forwarded to the ``router`` queue positioned at its terminal hop.
+        """
+        visit = Visit(request, request_id, Journey(id=journey_id, route=route))
+        try:
+            routed = self.book.route(visit.header)
+        except RedisError as exc:
+            step = self._unguarded(visit, 0, exc)
+        else:
+            visit.journey.received_at = routed.received
+            step = self._follow(visit, routed.decision, routed.now)
+        if answer_terminal:
+            return self._answer_if_terminal(visit, step)
+        return step
+
+    def run(self, request: Request, request_id: str, journey: Journey) -> Done | Forward | Drop:
+        """Run the hop at ``journey.position`` (this worker serves its provider's queue)."""
+        visit = Visit(request, request_id, journey)
+        position = journey.position
+        hop = journey.hop
+        if hop.terminal:
+            return self._terminal(visit, position)
+        owner = new_owner()
+        bound = self.timeouts(hop.provider)
+        try:
+            begun = self.book.begin(
+                visit.header,
+                position,
+                owner=owner,
+                bound_s=bound,
+                abandoned_row=lambda start: self._abandoned_row(visit, position, start),
+            )
+        except RedisError as exc:
+            return self._answer_if_terminal(visit, self._unguarded(visit, position, exc))
+        if isinstance(begun, Call):
+            return self._call(visit, position, begun, owner, bound)
+        if isinstance(begun, Kept):
+            if not begun.answer:
+                return Drop(f"{hop.provider} answered this attempt long ago")
+            # The provider answered an earlier delivery of this message: the same answer, charged
+            # once (its ledger row was booked then).
+            return self._answered(
+                visit, position, completion_from_json(begun.answer), begun.now, replayed=True
+            )
+        if isinstance(begun, Busy):
+            return Drop(f"another delivery is calling {hop.provider} (lease to {begun.lease:.0f})")
+        if isinstance(begun, Foreign):
+            raise InvalidJourney("the attempt's record belongs to another request")
+        return self._after(visit, position, begun)
+
+    # -- the call -------------------------------------------------------------------------------
+
+    def _call(
+        self, visit: Visit, position: int, call: Call, owner: str, bound: float
+    ) -> Done | Forward:
+        hop = visit.journey.route.chain[position]
+        provider = self.providers(hop.provider)
+        started = time.perf_counter()
+        try:
+            completion = within(
+                call.limit_s,
+                lambda: provider.complete(visit.request, hop.model, timeout_s=call.limit_s),
+                hop.provider,
+            )
+        except Exception as exc:
+            return self._failed(
+                visit, position, call, owner, bound, as_provider_error(exc), started
+            )
+        return self._succeeded(visit, position, call, owner, completion)
+
+    def _succeeded(
+        self, visit: Visit, position: int, call: Call, owner: str, completion: Completion
+    ) -> Done | Forward:
+        hop = visit.journey.route.chain[position]
+        tokens = completion.input_tokens + completion.output_tokens
+        event = self._event(
+            visit,
+            position,
+            Attempt(hop.provider, hop.model, "ok", None, completion.latency_ms),
+            completion=completion,
+            tokens=(completion.input_tokens, completion.output_tokens),
+            model=completion.model,
+            at=call.now,
+            booked=True,
+        )
+        reply = self._finish(
+            visit,
+            position,
+            call,
+            event,
+            owner=owner,
+            answered=True,
+            verdict="success",
+            booked=tokens,
+            answer=completion_to_json(completion),
+        )
+        if isinstance(reply, Ended):  # a finish retried after its first try took the answer
+            log.info("request_id=%s position=%d recorded already", visit.request_id, position)
+        return self._answered(visit, position, completion, call.now, event=event)
+
+    def _failed(
+        self,
+        visit: Visit,
+        position: int,
+        call: Call,
+        owner: str,
+        bound: float,
+        error: ProviderError,
+        started: float,
+    ) -> Done | Forward:
+        hop = visit.journey.route.chain[position]
+        # A timeout that only the request's deadline made short says nothing about the provider.
+        short = isinstance(error, ProviderTimeout) and call.limit_s < bound - 1e-6
+        verdict = "failure" if error.counts_against_provider and not short else "release"
+        estimated = error.billing_unknown
+        tokens = (
+            (visit.request.estimated_input_tokens(), visit.request.max_tokens)
+            if estimated
+            else (0, 0)
+        )
+        message = scrub(f"{error.code}: {error}") or error.code
+        elapsed = (time.perf_counter() - started) * 1000
+        event = self._event(
+            visit,
+            position,
+            Attempt(hop.provider, hop.model, "error", message, elapsed),
+            tokens=tokens,
+            at=call.now,
+            booked=True,
+            estimated=estimated,
+        )
+        reply = self._finish(
+            visit,
+            position,
+            call,
+            event,
+            owner=owner,
+            answered=False,
+            verdict=verdict,
+            booked=sum(tokens),
+            answer="",
+            code=error.code,
+            detail=(message,),
+        )
+        visit.journey.attempts.append(event.attempt)
+        if isinstance(reply, Ended):
+            return self._follow(visit, reply.decision, reply.now)
+        # The record is gone (Redis restarted empty) or unreachable: the next hop's own
+        # admission decides whether it may call.
+        return self._follow(visit, Decision(_next_provider(visit, position)), self.now())
+
+    def _finish(
+        self,
+        visit: Visit,
+        position: int,
+        call: Call,
+        event: AttemptEvent,
+        **outcome: Any,
+    ) -> Recorded | Ended | Missing | Foreign | None:
+        """Record the call's outcome, trying again while Redis does not answer (at most until the
+        lease ends); the event goes to the observers either way. ``None``: never recorded (the
+        ledger row went to the ledger's fallback)."""
+        row = usage_row(event)
+        give_up = time.monotonic() + min(self.finish_retry_s, max(0.0, call.lease - self.now() - 1))
+        pause = 0.1
+        reply: Recorded | Ended | Missing | Foreign | None = None
+        while True:
+            try:
+                reply = self.book.finish(
+                    visit.header, position, call, ledger_row=row.to_json(), **outcome
+                )
+                break
+            except RedisError:
+                if time.monotonic() + pause > give_up:
+                    log.warning(
+                        "outcome of %s call not recorded in Redis (request_id=%s); the ledger "
+                        "keeps it",
+                        event.hop.provider,
+                        visit.request_id,
+                        exc_info=True,
+                    )
+                    event = replace(event, booked=False)
+                    break
+                time.sleep(pause)
+                pause = min(1.0, pause * 2)
+        self._observe(event, visit)
+        return reply
+
+    # -- after the call, or instead of it -------------------------------------------------------
+
+    def _after(self, visit: Visit, position: int, ended: Ended) -> Done | Forward:
+        """An attempt that ended without an answer, now or on an earlier delivery."""
+        hop = visit.journey.route.chain[position]
+        if ended.state == "skipped":
+            message = self._why(visit, Passed(position, ended.code, ended.detail), ended.now)
+            self._record(visit, position, ended.code, message, at=ended.now)
+        elif ended.state == "abandoned":
+            self._record(
+                visit,
+                position,
+                "abandoned",
+                f"{hop.provider}: the call's worker stopped before it ended; billed at its "
+                "estimate",
+                at=ended.now,
+                booked=True,
+                replayed=True,
+            )
+        else:
+            message = ended.detail[0] if ended.detail else ended.code
+            self._record(
+                visit, position, "error", message, at=ended.now, booked=True, replayed=True
+            )
+        return self._follow(visit, ended.decision, ended.now)
+
+    def _follow(self, visit: Visit, decision: Decision, now: float) -> Forward:
+        """Record the hops ``decision`` passed over; position the journey at its next hop."""
+        for passed in decision.passed:
+            message = self._why(visit, passed, now)
+            self._record(visit, passed.position, passed.code, message, at=now)
+        journey = visit.journey
+        journey.position = decision.next
+        hop = journey.hop
+        return Forward(queue="router" if hop.terminal else hop.provider, journey=journey)
+
+    def _unguarded(self, visit: Visit, start: int, exc: Exception) -> Forward:
+        """Redis cannot be asked: no call is made unguarded; every provider hop from ``start`` is
+        passed over and the request goes to its terminal answer."""
+        chain = visit.journey.route.chain
+        for position in range(start, len(chain) - 1):
+            self._record(
+                visit,
+                position,
+                "guard_unavailable",
+                f"{chain[position].provider} guards unreachable: {type(exc).__name__}",
+                at=self.now(),
+            )
+        visit.journey.position = len(chain) - 1
+        return Forward(queue="router", journey=visit.journey)
+
+    def _answer_if_terminal(self, visit: Visit, step: Forward) -> Done | Forward:
+        """Answer a terminal hop in place: it needs no model, so it needs no queue hop."""
+        if step.journey.hop.terminal:
+            return self._terminal(visit, step.journey.position)
+        return step
+
+    def _answered(
+        self,
+        visit: Visit,
+        position: int,
+        completion: Completion,
+        at: float,
+        *,
+        replayed: bool = False,
+        event: AttemptEvent | None = None,
+    ) -> Done:
+        hop = visit.journey.route.chain[position]
+        if event is None:
+            event = self._event(
+                visit,
+                position,
+                Attempt(hop.provider, hop.model, "ok", None, completion.latency_ms),
+                completion=completion,
+                tokens=(completion.input_tokens, completion.output_tokens),
+                model=completion.model,
+                at=at,
+                booked=True,
+                replayed=replayed,
+            )
+            self._observe(event, visit)
+        visit.journey.attempts.append(event.attempt)
+        return Done(
+            result.answered(
+                visit.request_id,
+                visit.journey,
+                hop.provider,
+                completion,
+                event.cost_usd,
+                self.now(),
+            )
+        )
+
+    def _terminal(self, visit: Visit, position: int) -> Done:
+        hop = visit.journey.route.chain[position]
+        completion = self.providers(hop.provider).complete(visit.request, hop.model)
+        outcome = "refused" if hop.provider == "refuse" else "fallback"
+        self._record(visit, position, outcome, None, at=self.now())
+        return Done(
+            result.terminal(
+                visit.request_id, visit.journey, hop.provider, completion.text, self.now()
+            )
+        )
+
+    def _why(self, visit: Visit, passed: Passed, now: float) -> str:
+        """The message of a hop passed over, from the script's code and details."""
+        provider = visit.journey.route.chain[passed.position].provider
+        detail = passed.detail
+        if passed.code == "deadline":
+            return f"deadline of {visit.request.deadline_s:g}s passed"
+        if passed.code == "circuit_open" and self._guarded(provider):
+            state = BreakerState(detail[1]) if len(detail) > 1 else BreakerState.OPEN
+            retry_at = float(detail[0]) if detail and detail[0] else None
+            return self.book.breakers[provider].refusal(state, retry_at, now)
+        if passed.code == "quota_exceeded" and self._guarded(provider) and len(detail) >= 4:
+            tokens = visit.header.tokens
+            return self.book.quotas[provider].refusal(list(detail), tokens, now)
+        return f"{provider}: {passed.code}"
+
+    def _guarded(self, provider: str) -> bool:
+        return provider in self.book.breakers and provider in self.book.quotas
+
+    # -- records --------------------------------------------------------------------------------
+
+    def _record(
+        self,
+        visit: Visit,
+        position: int,
+        outcome: str,
+        error: str | None,
+        *,
+        at: float,
+        booked: bool = False,
+        replayed: bool = False,
+    ) -> None:
+        hop = visit.journey.route.chain[position]
+        attempt = Attempt(hop.provider, hop.model, outcome, error, 0.0)
+        visit.journey.attempts.append(attempt)
+        event = self._event(visit, position, attempt, at=at, booked=booked, replayed=replayed)
+        self._observe(event, visit)
+
+    def _event(
+        self,
+        visit: Visit,
+        position: int,
+        attempt: Attempt,
+        *,
+        at: float,
+        completion: Completion | None = None,
+        tokens: tuple[int, int] = (0, 0),
+        model: str | None = None,
+        booked: bool = False,
+        replayed: bool = False,
+        estimated: bool = False,
+    ) -> AttemptEvent:
+        hop = visit.journey.route.chain[position]
+        cost = (
+            self.pricing(hop.provider, model or hop.model, tokens[0], tokens[1])
+            if any(tokens)
+            else Decimal(0)
+        )
+        return AttemptEvent(
+            request_id=visit.request_id,
+            journey_id=visit.journey.id,
+            position=position,
+            hop=hop,
+            attempt=attempt,
+            route=visit.journey.route,
+            user_id=visit.request.user_id,
+            completion=completion,
+            input_tokens=tokens[0],
+            output_tokens=tokens[1],
+            cost_usd=cost,
+            at=at,
+            booked=booked,
+            replayed=replayed,
+            estimated=estimated,
+        )
+
+    def _abandoned_row(self, visit: Visit, position: int, start: float) -> str:
+        """The ledger row booked if the call at ``position`` is abandoned: its estimate."""
+        hop = visit.journey.route.chain[position]
+        event = self._event(
+            visit,
+            position,
+            Attempt(hop.provider, hop.model, "abandoned", "the call's worker stopped", 0.0),
+            tokens=(visit.request.estimated_input_tokens(), visit.request.max_tokens),
+            at=start,
+            booked=True,
+            estimated=True,
+        )
+        return usage_row(event).to_json()
+
+    def _observe(self, event: AttemptEvent, visit: Visit) -> None:
+        log.info(
+            "hop request_id=%s position=%d provider=%s model=%s outcome=%s error=%s%s",
+            event.request_id,
+            event.position,
+            event.hop.provider,
+            event.hop.model,
+            event.attempt.outcome,
+            event.attempt.error,
+            f" prompt={visit.request.last_user_text()!r}" if settings().log_prompts else "",
+        )
+        for observer in self.observers:
+            try:
+                observer(event)
+            except Exception:
+                # An observer (ledger, metrics) failing must never fail the answer.
+                log.exception("observer %r failed for request_id=%s", observer, event.request_id)
+
+
+def _next_provider(visit: Visit, position: int) -> int:
+    chain = visit.journey.route.chain
+    return next(
+        (p for p in range(position + 1, len(chain)) if not chain[p].terminal), len(chain) - 1
+    )
+
+
+def completion_to_json(completion: Completion) -> str:
+    """The completion as kept beside its answered attempt."""
+    return json.dumps(completion.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+
+def completion_from_json(data: str) -> Completion:
+    """The completion an earlier delivery kept beside its answered attempt."""
+    raw: dict[str, Any] = json.loads(data)
+    known = {f.name for f in fields(Completion)}
+    values = {k: v for k, v in raw.items() if k in known}
+    values["tool_calls"] = [
+        ToolCall(name=str(c["name"]), arguments=dict(c.get("arguments") or {}), id=c.get("id", ""))
+        for c in raw.get("tool_calls") or []
+    ]
+    values.setdefault("text", "")
+    values.setdefault("model", "")
+    return Completion(**values)

@@ -1,0 +1,333 @@
+"""The attempt's lifecycle table, cell by cell, over the real script (fakeredis and real Redis).
+
+Each test is one interleaving that broke the pool's promises before the table existed (issue #20):
+two live deliveries both calling, a paid answer thrown away by a redelivery, the sweep cancelling a
+live call, a success that did not end a run of failures, a worker whose clock was ahead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from aipool.attempt.layout import Busy, Call, Ended, Kept, Recorded, Routed, record_key
+from aipool.breaker import BreakerState
+from aipool.chains import Hop
+from aipool.settings import settings
+from aipool.settings.provider_limits import BreakerSettings, ProviderLimits, QuotaLimits
+from tests.support.attempts import (
+    SimulatedPool,
+    answered,
+    begin,
+    failed,
+    header,
+    ledger,
+    usage,
+)
+from tests.support.guards import client, real_redis
+
+__all__ = ["client", "real_redis"]
+
+
+@pytest.fixture()
+def pool(client: Any) -> SimulatedPool:
+    return SimulatedPool(client)
+
+
+def test_a_second_live_delivery_never_calls(pool: SimulatedPool) -> None:
+    # Given one delivery of an attempt calling Gemini
+    worker, other = pool.worker(), pool.worker()
+    h = header()
+    first = begin(worker, h, owner="first")
+    assert isinstance(first, Call)
+    # When the same message is delivered again while the call runs (a requeue after a dropped
+    # connection, a countdown past the visibility timeout, a producer's duplicate publish)
+    second = begin(other, h, owner="second")
+    # Then the second delivery is told the call is in hand, and nothing more is charged
+    assert isinstance(second, Busy) and second.lease == pytest.approx(first.lease)
+    assert usage(worker) == (1, 100)
+    # And once the owner answers, a later delivery gets that answer
+    answered(worker, h, 0, first, "first")
+    later = begin(other, h, owner="third")
+    assert isinstance(later, Kept) and "answer of journey-1" in later.answer
+    assert usage(worker) == (1, 42)
+    assert [(r.outcome, r.tokens) for r in ledger(pool.client)] == [("ok", 42)]
+
+
+def test_a_kept_answer_is_returned_before_the_deadline_or_the_breaker_are_asked(
+    pool: SimulatedPool,
+) -> None:
+    # Given a request with a 5 s budget that Gemini answered
+    worker = pool.worker()
+    h = header(deadline_s=5.0)
+    pool_route = worker.route(h)
+    assert isinstance(pool_route, Routed)
+    call = begin(worker, h, owner="owner")
+    answered(worker, h, 0, call, "owner")
+    # When its message comes back after a crash, past the deadline, with Gemini's breaker open
+    pool.time.advance(60)
+    pool.client.hset(
+        "aipool:breaker:gemini:state",
+        mapping={"state": "open", "opened_at": pool.time.now, "gen": 9},
+    )
+    again = begin(worker, h, owner="redelivery")
+    # Then it gets the paid answer: not a deadline skip, not a second provider
+    assert isinstance(again, Kept) and again.answer
+
+
+def test_an_answer_no_longer_kept_is_never_taken_for_a_failure(pool: SimulatedPool) -> None:
+    # Given an answered attempt whose kept answer has expired
+    worker = pool.worker()
+    h = header()
+    call = begin(worker, h, owner="owner")
+    answered(worker, h, 0, call, "owner")
+    pool.client.delete(f"{record_key(h.journey_id, 0)}:answer")
+    # When a very late duplicate arrives
+    late = begin(worker, h, owner="late")
+    # Then it is told the attempt was answered (no call, no next hop), and nothing changes
+    assert isinstance(late, Kept) and late.answer == ""
+    assert usage(worker) == (1, 42)
+    assert [r.outcome for r in ledger(pool.client)] == ["ok"]
+
+
+def test_the_sweep_never_abandons_a_live_lease(pool: SimulatedPool) -> None:
+    # Given a call in flight with a 30 s bound (lease: bound + 30 s of grace)
+    worker = pool.worker()
+    h = header()
+    call = begin(worker, h, owner="owner", bound=30.0)
+    assert call.lease == pytest.approx(pool.time.now + 60.0)
+    # When the sweep runs while the lease is live
+    pool.time.advance(59)
+    assert worker.sweep() == 0
+    # Then the call is still the owner's: it answers, charged once at its real usage
+    assert isinstance(answered(worker, h, 0, call, "owner"), Recorded)
+    assert usage(worker) == (1, 42)
+
+
+def test_a_call_whose_worker_died_is_abandoned_billed_at_its_estimate(pool: SimulatedPool) -> None:
+    # Given a call whose worker died (no outcome ever comes)
+    worker = pool.worker()
+    h = header(tokens=300)
+    begin(worker, h, owner="dead")
+    # When its lease is over and the sweep runs
+    pool.time.advance(61)
+    assert worker.sweep() == 1
+    assert worker.sweep() == 0
+    # Then the estimate stays charged (the provider may have billed it) and the ledger has it,
+    # flagged estimated: quota and ledger agree
+    assert usage(worker) == (1, 300)
+    rows = ledger(pool.client)
+    assert [(r.outcome, r.tokens, r.estimated) for r in rows] == [("abandoned", 300, True)]
+    # And the message, redelivered, moves on to Claude without calling Gemini again
+    again = begin(worker, h, owner="redelivery")
+    assert isinstance(again, Ended) and again.state == "abandoned"
+    assert again.decision.next == 1
+
+
+def test_a_late_answer_after_abandonment_replaces_the_estimate(pool: SimulatedPool) -> None:
+    # Given a call abandoned by the sweep (its worker stalled past its lease)
+    worker = pool.worker()
+    h = header(tokens=300)
+    call = begin(worker, h, owner="slow")
+    pool.time.advance(61)
+    worker.sweep()
+    # When the owner comes back with the answer after all
+    assert isinstance(answered(worker, h, 0, call, "slow", tokens=42), Recorded)
+    # Then the real usage replaces the estimate, and the answer is kept for any redelivery
+    assert usage(worker) == (1, 42)
+    assert [r.outcome for r in ledger(pool.client)] == ["abandoned", "ok"]
+    assert isinstance(begin(worker, h, owner="again"), Kept)
+
+
+def test_a_redelivered_failed_attempt_forwards_where_the_first_delivery_did(
+    pool: SimulatedPool,
+) -> None:
+    # Given Gemini failed, and the request moved on to Claude
+    worker = pool.worker()
+    h = header()
+    call = begin(worker, h, owner="owner")
+    first = failed(worker, h, 0, call, "owner")
+    assert isinstance(first, Ended) and first.decision.next == 1
+    # When Claude's breaker opens, and then the first message is redelivered (a crash before its ack)
+    pool.client.hset(
+        "aipool:breaker:claude:state",
+        mapping={"state": "open", "opened_at": pool.time.now, "gen": 3},
+    )
+    again = begin(worker, h, owner="redelivery")
+    # Then the redelivery forwards to the same hop: one branch of the request, never two
+    assert isinstance(again, Ended)
+    assert (again.state, again.code, again.decision) == ("failed", "server_error", first.decision)
+
+
+def test_a_success_ends_a_run_of_failures_counted_while_it_ran(pool: SimulatedPool) -> None:
+    # Given three calls a, b, c in flight at once
+    worker = pool.worker()
+    calls = {}
+    for name in "abc":
+        h = header(journey_id=f"journey-{name}")
+        calls[name] = (h, begin(worker, h, owner=name))
+    breaker = worker.breakers["gemini"]
+    # When b and c fail, then a succeeds, then d fails
+    for name in "bc":
+        h, call = calls[name]
+        failed(worker, h, 0, call, name)
+    assert breaker.snapshot()["consecutive_failures"] == 2
+    h, call = calls["a"]
+    answered(worker, h, 0, call, "a")
+    d = header(journey_id="journey-d")
+    failed(worker, d, 0, begin(worker, d, owner="d"), "d")
+    # Then the count is 1 (ADR-006 counts consecutive failures), and the breaker stays closed
+    snapshot = breaker.snapshot()
+    assert (snapshot["state"], snapshot["consecutive_failures"]) == ("closed", 1)
+
+
+def test_a_timeout_the_deadline_made_short_counts_nothing_against_the_provider(
+    pool: SimulatedPool,
+) -> None:
+    # Given three requests whose own deadline cut Gemini's calls short, each timing out
+    worker = pool.worker()
+    for i in range(3):
+        h = header(journey_id=f"journey-{i}", deadline_s=0.4)
+        worker.route(h)
+        call = begin(worker, h, owner=f"o{i}")
+        assert isinstance(call, Call) and call.limit_s == pytest.approx(0.4)
+        # the runner's verdict for such a timeout (tests/aipool/attempt/test_runner.py)
+        failed(worker, h, 0, call, f"o{i}", verdict="release", billed=True, code="timeout")
+    # Then Gemini's breaker counted nothing: the next requests without a deadline still go there
+    assert worker.breakers["gemini"].snapshot()["state"] == "closed"
+    assert worker.breakers["gemini"].snapshot()["consecutive_failures"] == 0
+    # And the calls, which may have been billed, are charged their estimate
+    assert usage(worker) == (3, 300)
+
+
+def test_a_task_id_reused_for_another_request_is_another_attempt(pool: SimulatedPool) -> None:
+    # Given a request answered under task id "reused"
+    worker = pool.worker()
+    first = header(journey_id="digest-of-first", request_id="reused")
+    call = begin(worker, first, owner="one")
+    answered(worker, first, 0, call, "one")
+    # When the producer reuses the id for another request (another journey id)
+    second = header(journey_id="digest-of-second", request_id="reused")
+    begun = begin(worker, second, owner="two")
+    # Then it is a new call, and never receives the first request's answer
+    assert isinstance(begun, Call)
+    assert usage(worker)[0] == 2
+
+
+def test_the_rpm_window_runs_on_the_pools_clock_whatever_a_worker_says(client: Any) -> None:
+    # Given Gemini at rpm 10 and a worker whose clock is 90 s ahead of the others
+    limits = {
+        **settings().limits,
+        "gemini": ProviderLimits(BreakerSettings(), QuotaLimits(rpm=10)),
+    }
+    pool = SimulatedPool(client, limits)
+    right, ahead = pool.worker(), pool.worker(skew=90.0)
+    # When they take turns at five calls a minute for three minutes
+    refused = 0
+    for i in range(15):
+        worker = ahead if i % 2 else right
+        h = header(journey_id=f"journey-{i}")
+        if not isinstance(begin(worker, h, owner=f"o{i}"), Call):
+            refused += 1
+        pool.time.advance(12)
+    # Then none is refused: the window is counted on one clock
+    assert refused == 0
+
+
+def test_a_deadline_counts_from_when_the_pool_first_saw_the_request(pool: SimulatedPool) -> None:
+    # Given a producer whose clock is 10 s behind routes a request with a 5 s budget
+    producer = pool.worker(skew=-10.0)
+    h = header(deadline_s=5.0)
+    routed = producer.route(h)
+    # Then its budget starts at the pool's time, not the producer's
+    assert routed.received == pytest.approx(pool.time.now)
+    # And a worker 2 s later may call, for at most what is left of the budget
+    pool.time.advance(2)
+    call = begin(pool.worker(), h, owner="w")
+    assert isinstance(call, Call) and call.limit_s == pytest.approx(3.0)
+
+
+def test_a_message_forging_an_early_start_cannot_shorten_anothers_budget(
+    pool: SimulatedPool,
+) -> None:
+    # Given a request routed by the pool (its route record says when it was first seen)
+    worker = pool.worker()
+    h = header(deadline_s=5.0)
+    worker.route(h)
+    # When a message of it claims it was received an hour earlier
+    forged = header(deadline_s=5.0)
+    forged = type(forged)(**{**forged.__dict__, "received": pool.time.now - 3600})
+    call = begin(worker, forged, owner="w")
+    # Then the route record decides: the call may go ahead
+    assert isinstance(call, Call)
+
+
+def test_a_free_provider_is_called_once_per_attempt_too(pool: SimulatedPool) -> None:
+    # Given Ollama (no quota) answered an attempt
+    worker = pool.worker()
+    chain = (
+        Hop("ollama", "llama3.2:3b"),
+        Hop("gemini", "gemini-2.5-flash"),
+        Hop("static", "static"),
+    )
+    h = header(chain=chain)
+    call = begin(worker, h, owner="owner")
+    assert isinstance(call, Call)
+    answered(worker, h, 0, call, "owner")
+    # When its message is redelivered
+    again = begin(worker, h, owner="again")
+    # Then the kept answer comes back: free does not mean "may run twice"
+    assert isinstance(again, Kept) and again.answer
+
+
+def test_a_skip_is_kept_so_every_delivery_forwards_alike(pool: SimulatedPool) -> None:
+    # Given Gemini's breaker open when the hop arrives
+    worker = pool.worker()
+    pool.client.hset(
+        "aipool:breaker:gemini:state",
+        mapping={"state": "open", "opened_at": pool.time.now, "gen": 2},
+    )
+    h = header()
+    first = begin(worker, h, owner="one")
+    assert isinstance(first, Ended) and (first.state, first.code) == ("skipped", "circuit_open")
+    assert first.decision.next == 1
+    # When the breaker half-opens and the same message arrives again
+    pool.time.advance(120)
+    again = begin(worker, h, owner="two")
+    # Then it is skipped the same way: the request does not split in two
+    assert isinstance(again, Ended) and again.decision == first.decision
+    assert usage(worker) == (0, 0)
+
+
+def test_a_quota_refusal_frees_the_half_open_trial_slot(pool: SimulatedPool) -> None:
+    # Given Gemini's breaker half-open-ready and its daily tokens nearly spent
+    worker = pool.worker()
+    pool.client.hset(
+        "aipool:breaker:gemini:state",
+        mapping={"state": "open", "opened_at": pool.time.now - 3600, "gen": 2},
+    )
+    limit = worker.quotas["gemini"].limits.daily_tokens or 0
+    day = worker.quotas["gemini"].periods(pool.time.now)[0].label
+    pool.client.hset(f"aipool:quota:gemini:day:{day}", mapping={"requests": 1, "tokens": limit})
+    # When a call comes
+    skipped = begin(worker, header(), owner="trial")
+    # Then it is skipped for the quota, and the trial slot it took is free again
+    assert isinstance(skipped, Ended) and skipped.code == "quota_exceeded"
+    assert worker.breakers["gemini"].snapshot()["half_open_in_flight"] == 0
+    assert worker.breakers["gemini"].snapshot()["state"] == BreakerState.HALF_OPEN.value
+
+
+def test_every_reply_names_the_breaker_transition_it_caused_once(pool: SimulatedPool) -> None:
+    # Given a listener on Gemini's breaker and as many failures in a row as open it
+    seen: list[tuple[str, str]] = []
+    worker = pool.worker()
+    breaker = worker.breakers["gemini"]
+    breaker.listeners = (lambda t: seen.append((t.old.value, t.new.value)),)
+    threshold = breaker.settings.failure_threshold
+    for i in range(threshold):
+        h = header(journey_id=f"journey-{i}")
+        failed(worker, h, 0, begin(worker, h, owner=f"o{i}"), f"o{i}")
+    # Then the opening was heard once
+    assert seen == [("closed", "open")]
+    assert breaker.snapshot()["consecutive_failures"] == threshold

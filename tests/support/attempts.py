@@ -1,0 +1,161 @@
+"""Driving attempts by hand: a pool of simulated workers over one Redis and one script clock.
+
+The attempt script reads Redis's ``TIME``; these tests hand it their own clock instead (the
+``script_time`` seam of :class:`~aipool.attempt.lifecycle.AttemptBook`), so leases, deadlines and
+breaker windows pass without sleeping, and each worker's own clock can disagree with it.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from decimal import Decimal
+from typing import Any
+
+from aipool.attempt.clock import RedisClock
+from aipool.attempt.layout import Call, Header
+from aipool.attempt.lifecycle import AttemptBook
+from aipool.breaker import breakers_for
+from aipool.chains import Hop
+from aipool.ledger.record import UsageRecord
+from aipool.ledger.usage_log import PENDING_KEY
+from aipool.quota import quotas_for
+from aipool.settings.provider_limits import ProviderLimits
+from tests.support.guards import Clock
+
+#: A general chain starting at a limited provider: gemini → claude → static.
+CHAIN = (
+    Hop("gemini", "gemini-2.5-flash"),
+    Hop("claude", "claude-sonnet-4-5"),
+    Hop("static", "static"),
+)
+#: 2026-11-18 late morning in Taipei: far from a day or month boundary.
+BASE = 1_795_000_000.0
+
+
+class SimulatedPool:
+    """Workers (each an :class:`AttemptBook` with its own host clock) over one Redis."""
+
+    def __init__(
+        self,
+        client: Any,
+        limits: dict[str, ProviderLimits] | None = None,
+        now: float = BASE,
+        answer_keep: int = 360,
+    ) -> None:
+        self.client = client
+        self.limits = limits
+        self.time = Clock(now)
+        self.answer_keep = answer_keep
+
+    def worker(self, skew: float = 0.0) -> AttemptBook:
+        """A worker whose host clock is ``skew`` seconds off the pool's."""
+        breakers = breakers_for(self.client, self.limits, clock=self.time)
+        quotas = quotas_for(self.client, self.limits, clock=self.time)
+        return AttemptBook(
+            self.client,
+            breakers,
+            quotas,
+            clock=RedisClock(lambda: self.time.now + skew),
+            script_time=lambda: self.time.now,
+            answer_keep=self.answer_keep,
+        )
+
+
+def header(
+    journey_id: str = "journey-1",
+    request_id: str = "request-1",
+    *,
+    chain: tuple[Hop, ...] = CHAIN,
+    deadline_s: float | None = None,
+    tokens: int = 100,
+) -> Header:
+    return Header(journey_id, request_id, chain, deadline_s, tokens)
+
+
+def row(h: Header, position: int, outcome: str, tokens: int, *, estimated: bool = False) -> str:
+    """A ledger row as the runner books it (tokens split 1:1, $0.001 per token)."""
+    hop = h.chain[position]
+    return UsageRecord(
+        h.request_id,
+        position,
+        hop.provider,
+        hop.model,
+        outcome,
+        outcome == "ok",
+        input_tokens=tokens // 2,
+        output_tokens=tokens - tokens // 2,
+        cost_usd=Decimal(tokens) / 1000,
+        journey_id=h.journey_id,
+        estimated=estimated,
+    ).to_json()
+
+
+def begin(
+    book: AttemptBook, h: Header, position: int = 0, *, owner: str = "", bound: float = 30.0
+) -> Any:
+    """One delivery of the attempt at ``position``; its owner name is ``owner`` (or a new one)."""
+    return book.begin(
+        h,
+        position,
+        owner=owner or uuid.uuid4().hex,
+        bound_s=bound,
+        abandoned_row=lambda start: row(h, position, "abandoned", h.tokens, estimated=True),
+    )
+
+
+def answered(
+    book: AttemptBook, h: Header, position: int, call: Call, owner: str, tokens: int = 42
+) -> Any:
+    """The owner's call answered with ``tokens`` tokens."""
+    return book.finish(
+        h,
+        position,
+        call,
+        owner=owner,
+        answered=True,
+        verdict="success",
+        booked=tokens,
+        answer=json.dumps({"text": f"answer of {h.journey_id}", "model": h.chain[position].model}),
+        ledger_row=row(h, position, "ok", tokens),
+    )
+
+
+def failed(
+    book: AttemptBook,
+    h: Header,
+    position: int,
+    call: Call,
+    owner: str,
+    *,
+    verdict: str = "failure",
+    billed: bool = False,
+    code: str = "server_error",
+) -> Any:
+    """The owner's call failed: counted against the provider (``verdict``), billed its
+    estimate when ``billed``."""
+    booked = h.tokens if billed else 0
+    return book.finish(
+        h,
+        position,
+        call,
+        owner=owner,
+        answered=False,
+        verdict=verdict,
+        booked=booked,
+        answer="",
+        ledger_row=row(h, position, "error", booked, estimated=billed),
+        code=code,
+        detail=(f"{code}: test",),
+    )
+
+
+def ledger(client: Any) -> list[UsageRecord]:
+    """The ledger rows waiting in Redis, oldest first."""
+    return [UsageRecord.from_json(raw) for raw in reversed(client.lrange(PENDING_KEY, 0, -1))]
+
+
+def usage(book: AttemptBook, provider: str = "gemini") -> tuple[int, int]:
+    """(requests, tokens) the provider's quota counts today."""
+    report = book.quotas[provider].usage()
+    return int(report["daily_requests"]["used"] or 0), int(report["daily_tokens"]["used"] or 0)
