@@ -8,7 +8,7 @@ LOCKS := requirements.lock requirements-dev.lock
 # so that its build, too, uses the locked setuptools rather than the newest one.
 LOCKED_PIP = $(1)/pip install --quiet -c requirements.lock -c requirements-dev.lock
 
-.PHONY: install services test lint types pytest bench demo lock upstream-check
+.PHONY: install services test lint types pytest bench demo lock upstream-check soak-model
 
 $(BIN)/aipool: pyproject.toml $(LOCKS)
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,11 @@ types:
 
 pytest: services
 	$(BIN)/pytest
+
+# The attempt lifecycle's model test at length: 5,000 random interleavings (make test runs 150).
+soak-model: install services
+	AIPOOL_TEST_MODEL_EXAMPLES=5000 AIPOOL_TEST_MODEL_STEPS=60 $(BIN)/pytest -p no:cacheprovider \
+		tests/aipool/attempt/test_model.py
 
 bench: install
 	bench/run

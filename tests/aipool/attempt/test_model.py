@@ -1,0 +1,369 @@
+"""The attempt's lifecycle as a model: random interleavings against the real script on real Redis.
+
+Several simulated workers, each with a clock that drifts from the pool's, deliver and redeliver the
+messages of a few requests, make calls that answer, fail, time out or never end (a worker that
+dies), let time pass (leases end, deadlines pass, days turn) and sweep. After every step the
+pool's promises are checked:
+
+- a provider is called at most once per attempt;
+- the quota, the ledger and the calls made agree: every call is one request, charged exactly what
+  its outcome says (the real tokens of an answer, the estimate of a call that may have been billed
+  or was abandoned, nothing but the request of a failure that was not billed);
+- a paid answer is never thrown away: once an attempt is answered, every later delivery of it gets
+  that answer, and the request never goes on to another provider because of it;
+- only provider faults count against a breaker, and any success ends a run of failures.
+
+``make test`` runs a bounded number of interleavings; ``make soak-model`` (or
+``AIPOOL_TEST_MODEL_EXAMPLES``) runs more. Failing examples hypothesis found are kept in
+``model_examples/`` (committed) and replayed first on every run.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import hypothesis.strategies as st
+import redis
+from hypothesis import HealthCheck, settings
+from hypothesis.database import DirectoryBasedExampleDatabase
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    consumes,
+    initialize,
+    invariant,
+    multiple,
+    precondition,
+    rule,
+)
+
+from aipool.attempt.layout import Busy, Call, Ended, Header, Kept, Missing, Recorded, Routed
+from aipool.attempt.lifecycle import AttemptBook
+from aipool.chains import Hop
+from aipool.ledger.record import CALLED_OUTCOMES, UsageRecord
+from aipool.settings import settings as pool_settings
+from aipool.settings.provider_limits import BreakerSettings, ProviderLimits, QuotaLimits
+from tests.support.attempts import SimulatedPool, answered, begin, failed
+from tests.support.guards import GUARDS_REDIS_URL
+
+EXAMPLES = int(os.environ.get("AIPOOL_TEST_MODEL_EXAMPLES", "150"))
+STEPS = int(os.environ.get("AIPOOL_TEST_MODEL_STEPS", "40"))
+EXAMPLES_DIR = Path(__file__).with_name("model_examples")
+
+#: Breakers that never open on their own here (so every counted failure stays visible); quotas
+#: tight enough that refusals happen.
+LIMITS = {
+    **pool_settings().limits,
+    "gemini": ProviderLimits(
+        BreakerSettings(failure_threshold=1000, recovery_timeout=30),
+        QuotaLimits(rpm=6, daily_requests=12, daily_tokens=50_000),
+    ),
+    "claude": ProviderLimits(
+        BreakerSettings(failure_threshold=1000, recovery_timeout=30),
+        QuotaLimits(daily_requests=20),
+    ),
+    "ollama": ProviderLimits(
+        BreakerSettings(failure_threshold=1000, recovery_timeout=30), QuotaLimits()
+    ),
+}
+CHAINS = (
+    (
+        Hop("gemini", "gemini-2.5-flash"),
+        Hop("claude", "claude-sonnet-4-5"),
+        Hop("static", "static"),
+    ),
+    (
+        Hop("ollama", "llama3.2:3b"),
+        Hop("gemini", "gemini-2.5-flash"),
+        Hop("claude", "claude-sonnet-4-5"),
+        Hop("static", "static"),
+    ),
+)
+#: 23:58:00 on 2026-11-30 in Taipei: the first minutes of the run cross a day and a month.
+START = 1_796_054_280.0
+
+
+@dataclass
+class Request:
+    header: Header
+    first: Any = None  # the route decision, once routed
+
+
+@dataclass
+class Attempt:
+    """What the model knows of one attempt."""
+
+    calls: int = 0
+    state: str = "new"  # new, calling, answered, failed, abandoned, skipped
+    charged: int = 0  # tokens the quota should hold for it
+    answered_late: bool = False
+
+
+@dataclass
+class InFlight:
+    worker: int
+    request: int
+    position: int
+    call: Call
+    owner: str
+
+
+@dataclass
+class Model:
+    attempts: dict[tuple[int, int], Attempt] = field(default_factory=dict)
+
+    def of(self, request: int, position: int) -> Attempt:
+        return self.attempts.setdefault((request, position), Attempt())
+
+
+class AttemptLifecycle(RuleBasedStateMachine):
+    messages = Bundle("messages")
+    calls = Bundle("calls")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.client = redis.Redis.from_url(GUARDS_REDIS_URL)
+        self.client.flushdb()
+        self.pool = SimulatedPool(self.client, LIMITS, now=START, answer_keep=300)
+        self.workers: list[AttemptBook] = []
+        self.requests: list[Request] = []
+        self.model = Model()
+        self.opened: set[str] = set()
+        self.failures: dict[str, int] = {}
+
+    def teardown(self) -> None:
+        self.client.flushdb()
+        self.client.close()
+
+    @initialize(
+        skews=st.lists(st.floats(-120, 120), min_size=2, max_size=3),
+        deadlines=st.lists(
+            st.one_of(st.none(), st.sampled_from([5.0, 45.0, 200.0])), min_size=3, max_size=3
+        ),
+        chains=st.lists(st.sampled_from(range(len(CHAINS))), min_size=3, max_size=3),
+    )
+    def pool_of_workers(
+        self, skews: list[float], deadlines: list[float | None], chains: list[int]
+    ) -> None:
+        self.workers = [self.pool.worker(skew) for skew in skews]
+        for i, (deadline, chain) in enumerate(zip(deadlines, chains, strict=True)):
+            h = Header(uuid.uuid4().hex, f"request-{i}", CHAINS[chain], deadline, 100 + 50 * i)
+            self.requests.append(Request(h))
+
+    # -- rules ------------------------------------------------------------------------------
+
+    @rule(target=messages, request=st.integers(0, 2), worker=st.integers(0, 2))
+    def route(self, request: int, worker: int) -> Any:
+        """A producer (or the router) routes the request; a retry routes it again."""
+        req = self.requests[request]
+        routed = self._worker(worker).route(req.header)
+        assert isinstance(routed, Routed)
+        # A request routed again (a producer's retry) goes where it went the first time.
+        if req.first is not None:
+            assert routed.decision == req.first
+        req.first = routed.decision
+        return self._forward(request, routed.decision.next)
+
+    @rule(target=calls, message=messages, worker=st.integers(0, 2))
+    def deliver(self, message: tuple[int, int], worker: int) -> Any:
+        """A message is delivered; it stays in the bundle, so it may be delivered again (a
+        redelivery, a requeue, a producer's duplicate)."""
+        request, position = message
+        h = self.requests[request].header
+        book = self._worker(worker)
+        owner = uuid.uuid4().hex
+        before = self.model.of(request, position).state
+        reply = begin(book, h, position, owner=owner)
+        attempt = self.model.of(request, position)
+        if before == "answered":
+            # A paid answer is never thrown away.
+            assert isinstance(reply, Kept), reply
+        if isinstance(reply, Call):
+            attempt.calls += 1
+            attempt.state = "calling"
+            attempt.charged = h.tokens if self._limited(h, position) else 0
+            return InFlight(worker, request, position, reply, owner)
+        if isinstance(reply, Kept):
+            assert attempt.state == "answered"
+        elif isinstance(reply, Busy):
+            assert attempt.state == "calling"
+        elif isinstance(reply, Ended):
+            if attempt.state in ("new", "skipped"):
+                attempt.state = "skipped"
+            elif attempt.state == "calling":
+                # The lease ended with no outcome: abandoned now, its estimate kept.
+                attempt.state = "abandoned"
+            else:
+                assert reply.state == attempt.state, (reply, attempt)
+        return multiple()
+
+    @rule(call=consumes(calls), tokens=st.integers(1, 400))
+    def call_answers(self, call: InFlight, tokens: int) -> None:
+        """The owner's call answers with ``tokens`` tokens."""
+        h = self.requests[call.request].header
+        attempt = self.model.of(call.request, call.position)
+        reply = answered(self._worker(call.worker), h, call.position, call.call, call.owner, tokens)
+        assert isinstance(reply, Recorded | Missing), reply
+        self.failures[h.chain[call.position].provider] = 0
+        if attempt.state == "abandoned":
+            attempt.answered_late = True
+        attempt.state = "answered"
+        attempt.charged = tokens if self._limited(h, call.position) else 0
+
+    @rule(
+        target=messages,
+        call=consumes(calls),
+        outcome=st.sampled_from(["fault", "rejected", "timeout", "short_timeout"]),
+    )
+    def call_fails(self, call: InFlight, outcome: str) -> Any:
+        """The owner's call fails: a provider fault, a rejection (not the provider's fault), a
+        timeout (which may have been billed), or a timeout the deadline made short."""
+        h = self.requests[call.request].header
+        attempt = self.model.of(call.request, call.position)
+        verdict = "failure" if outcome in ("fault", "timeout") else "release"
+        billed = outcome in ("timeout", "short_timeout")
+        reply = failed(
+            self._worker(call.worker),
+            h,
+            call.position,
+            call.call,
+            call.owner,
+            verdict=verdict,
+            billed=billed,
+        )
+        assert isinstance(reply, Ended), reply
+        provider = h.chain[call.position].provider
+        if verdict == "failure":
+            self.failures[provider] = self.failures.get(provider, 0) + 1
+        if attempt.state == "calling":
+            attempt.state = "failed"
+            attempt.charged = h.tokens if (billed and self._limited(h, call.position)) else 0
+        return self._forward(call.request, reply.decision.next)
+
+    @rule(call=consumes(calls))
+    def worker_dies(self, call: InFlight) -> None:
+        """The owner is SIGKILLed mid-call: no outcome will ever come from it."""
+
+    @rule(seconds=st.sampled_from([1.0, 5.0, 20.0, 61.0, 400.0]))
+    def time_passes(self, seconds: float) -> None:
+        self.pool.time.advance(seconds)
+
+    @rule(worker=st.integers(0, 2))
+    def sweep(self, worker: int) -> None:
+        swept = self._worker(worker).sweep()
+        calling = [a for a in self.model.attempts.values() if a.state == "calling"]
+        assert swept <= len(calling)
+        # The model learns which were abandoned from the records (the script decides by lease).
+        for (request, position), attempt in self.model.attempts.items():
+            if attempt.state == "calling":
+                key = f"aipool:attempt:{self.requests[request].header.journey_id}:{position}"
+                if self.client.hget(key, "state") == b"abandoned":
+                    attempt.state = "abandoned"
+
+    @precondition(lambda self: bool(self.requests))
+    @rule(provider=st.sampled_from(["gemini", "claude"]))
+    def breaker_opens(self, provider: str) -> None:
+        """The provider fails elsewhere and its breaker opens: it gates new calls only."""
+        state = f"aipool:breaker:{provider}:state"
+        gen = int(self.client.hget(state, "gen") or 0) + 1
+        self.client.hset(
+            state, mapping={"state": "open", "gen": gen, "opened_at": self.pool.time.now}
+        )
+        self.opened.add(provider)
+
+    # -- invariants -----------------------------------------------------------------------------
+
+    @invariant()
+    def one_call_per_attempt(self) -> None:
+        assert all(a.calls <= 1 for a in self.model.attempts.values())
+
+    @invariant()
+    def quota_ledger_and_calls_agree(self) -> None:
+        if not self.workers:
+            return
+        for provider in ("gemini", "claude"):
+            calls = charged = 0
+            for (request, position), attempt in self.model.attempts.items():
+                if self.requests[request].header.chain[position].provider == provider:
+                    calls += attempt.calls
+                    charged += attempt.charged
+            requests, tokens = self._quota(provider)
+            assert requests == calls, (provider, requests, calls)
+            assert tokens == charged, (provider, tokens, charged)
+        # The ledger holds one row per ended call, with the tokens the quota holds for it.
+        rows = self._ledger()
+        for (request, position), attempt in self.model.attempts.items():
+            h = self.requests[request].header
+            mine = rows.get((h.journey_id, position))
+            if attempt.state in ("answered", "failed", "abandoned"):
+                assert mine is not None and mine.outcome in CALLED_OUTCOMES
+                if self._limited(h, position):
+                    assert mine.tokens == attempt.charged, (mine, attempt)
+            elif attempt.state in ("new", "skipped"):
+                assert mine is None
+
+    @invariant()
+    def an_answered_request_is_not_sent_on(self) -> None:
+        for request in range(len(self.requests)):
+            answers = [
+                a
+                for (r, _), a in self.model.attempts.items()
+                if r == request and a.state == "answered" and not a.answered_late
+            ]
+            assert len(answers) <= 1
+
+    @invariant()
+    def only_provider_faults_count_and_a_success_ends_the_run(self) -> None:
+        for provider in ("gemini", "claude", "ollama"):
+            if provider in self.opened:
+                continue
+            stored = int(self.client.hget(f"aipool:breaker:{provider}:state", "failures") or 0)
+            assert stored == self.failures.get(provider, 0), (provider, stored)
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _worker(self, index: int) -> AttemptBook:
+        return self.workers[index % len(self.workers)]
+
+    def _forward(self, request: int, position: int) -> Any:
+        chain = self.requests[request].header.chain
+        if chain[position].terminal:
+            return multiple()
+        return (request, position)
+
+    @staticmethod
+    def _limited(h: Header, position: int) -> bool:
+        return not LIMITS[h.chain[position].provider].quota.unlimited
+
+    def _quota(self, provider: str) -> tuple[int, int]:
+        requests = tokens = 0
+        for key in self.client.scan_iter(f"aipool:quota:{provider}:day:*"):
+            day = self.client.hgetall(key)
+            requests += int(day.get(b"requests", 0))
+            tokens += int(day.get(b"tokens", 0))
+        return requests, tokens
+
+    def _ledger(self) -> dict[tuple[str, int], UsageRecord]:
+        """The ledger as the drain stores it: per attempt, the first success, else the first row."""
+        kept: dict[tuple[str, int], UsageRecord] = {}
+        for raw in reversed(self.client.lrange("aipool:ledger:pending", 0, -1)):
+            rec = UsageRecord.from_json(raw)
+            key = (rec.journey_id, rec.attempt)
+            held = kept.get(key)
+            if held is None or (rec.success and not held.success):
+                kept[key] = rec
+        return kept
+
+
+AttemptLifecycle.TestCase.settings = settings(
+    max_examples=EXAMPLES,
+    stateful_step_count=STEPS,
+    deadline=None,
+    database=DirectoryBasedExampleDatabase(str(EXAMPLES_DIR)),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+TestAttemptLifecycle = AttemptLifecycle.TestCase
