@@ -14,6 +14,8 @@ calls, then the provider is healthy again; without it the fault lasts until heal
   each real service sends); ``status`` overrides the code.
 - ``hang``: hold the request ``seconds`` (default 30), longer than any client timeout, then answer.
 - ``slow``: answer correctly after ``ms`` milliseconds (default 500).
+- ``trickle``: answer correctly, but send the body one byte every ``ms`` milliseconds (default
+  500): every socket read gets data in time, so only a bound on the whole call ends it.
 - ``malformed``: HTTP 200 whose body is not valid JSON (``body="json"``, the default: a body cut
   short) or valid JSON outside the provider's schema (``body="schema"``).
 - ``echo_key``: an error (``status``, default 401) whose message repeats the credential the request
@@ -39,6 +41,7 @@ FAULT_KINDS: tuple[str, ...] = (
     "overloaded",
     "hang",
     "slow",
+    "trickle",
     "malformed",
     "echo_key",
     "no_usage",
@@ -56,6 +59,7 @@ _OPTIONS: dict[str, frozenset[str]] = {
     "overloaded": frozenset({"status"}),
     "hang": frozenset({"seconds"}),
     "slow": frozenset({"ms"}),
+    "trickle": frozenset({"ms"}),
     "malformed": frozenset({"body"}),
     "echo_key": frozenset({"status"}),
     "no_usage": frozenset(),
@@ -72,6 +76,7 @@ _SHOWN: dict[str, tuple[str, ...]] = {
     "overloaded": ("status",),
     "hang": ("seconds",),
     "slow": ("ms",),
+    "trickle": ("ms",),
     "malformed": ("body",),
     "echo_key": ("status",),
     "no_usage": (),
@@ -126,7 +131,7 @@ def make_fault(kind: str, **options: Any) -> Fault | None:
         )
     elif kind == "hang":
         fields["seconds"] = _non_negative("seconds", options.get("seconds", 30.0))
-    elif kind == "slow":
+    elif kind in ("slow", "trickle"):
         fields["ms"] = _non_negative("ms", options.get("ms", 500.0))
     elif kind == "overloaded" and options.get("status") is not None:
         fields["status"] = _error_status(options["status"])

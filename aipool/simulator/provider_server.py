@@ -176,7 +176,10 @@ class _Handler(BaseHTTPRequestHandler):
         answer = compose(wire.kind, exchange)
         if fault is not None:
             answer = _shape(answer, fault)
-        return Reply.json(200, wire.render(exchange, answer))
+        reply = Reply.json(200, wire.render(exchange, answer))
+        if fault is not None and fault.kind == "trickle":
+            reply = replace(reply, trickle_s=fault.ms / 1000)
+        return reply
 
     def _read_body(self) -> bytes | None:
         try:
@@ -197,8 +200,19 @@ class _Handler(BaseHTTPRequestHandler):
             for name, value in reply.headers:
                 self.send_header(name, value)
             self.end_headers()
-            if not head_only:
+            if head_only:
+                return
+            if not reply.trickle_s:
                 self.wfile.write(reply.body)
+                return
+            self.wfile.flush()
+            provider: ProviderServer = self.server.owner
+            for i in range(len(reply.body)):
+                if provider.stopping:
+                    break
+                self.wfile.write(reply.body[i : i + 1])
+                self.wfile.flush()
+                time.sleep(reply.trickle_s)
         except OSError:
             # The client gave up (timeout) or the provider went down meanwhile: nobody to tell.
             self.close_connection = True

@@ -36,6 +36,8 @@ class Reply:
     body: bytes
     headers: tuple[tuple[str, str], ...] = ()
     content_type: str = "application/json"
+    #: Send the body one byte every this many seconds (the ``trickle`` fault); 0: all at once.
+    trickle_s: float = 0.0
 
     @classmethod
     def json(cls, status: int, data: Any, headers: tuple[tuple[str, str], ...] = ()) -> Reply:
