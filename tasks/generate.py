@@ -115,8 +115,8 @@ def generate(self: Task, *args: Any, request: Any = None, journey: Any = None, *
     if isinstance(step, Done):
         return step.result
     if isinstance(step, Drop):
-        # Another delivery of this message owns the call (or answered it long ago): it writes
-        # the producer's result; this one acknowledges the message and writes nothing.
+        # The attempt was answered long ago (its answer is no longer kept): the producer's
+        # result was written then; this delivery acknowledges the message and writes nothing.
         log.info("request_id=%s delivered again: %s", request_id, step.reason)
         raise Ignore()
     return _forward(self, request, step)
@@ -132,12 +132,15 @@ def _hop(request_id: str, parsed: Request, name: str, journey: Any) -> Done | Fo
 def _forward(task: Task, request: Any, step: Forward) -> Any:
     """Same task id on the next queue: the producer's AsyncResult resolves to the last hop's
     result. The message keeps what its producer asked of it (priority, expiry, time limits)."""
+    options = carried_options(task.request)
+    if step.delay_s:
+        options["countdown"] = step.delay_s
     signature = task.signature(
         kwargs={"request": request, "journey": step.journey.to_dict()},
         queue=step.queue,
         routing_key=step.queue,
         kwargsrepr=describe(step),
-        **carried_options(task.request),
+        **options,
     )
     try:
         return task.replace(signature)

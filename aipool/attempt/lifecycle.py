@@ -25,8 +25,8 @@ out, and keeps the choice in the record, so every later delivery forwards to the
 
     event \\ state        new                calling                 answered     failed/skipped/abandoned
     deliver (begin)      deadline passed →  lease live: busy, no    the kept     the same next hop and
-                         skipped; breaker   call (the owner answers answer, no   trail as the first time
-                         refuses → skipped; the same task id);      deadline or  (no deadline or breaker
+                         skipped; breaker   call (the message comes answer, no   trail as the first time
+                         refuses → skipped; back a little later);   deadline or  (no deadline or breaker
                          quota refuses →    lease over: abandoned   breaker      asked again)
                          skipped (trial     (estimate charged, row  asked; gone:
                          slot freed); else  booked), decide         drop
@@ -116,7 +116,7 @@ _SCRIPTS = LuaScripts(
 
 #: How long after a call's bound its lease lasts: time for the owner to record the outcome, also
 #: across a Redis that stalls for a while, before anyone may call the attempt abandoned.
-LEASE_GRACE_S = 30.0
+LEASE_GRACE_S = 10.0
 #: How many times an op is asked again when the caller's estimate of the time named other periods.
 _CLOCK_TRIES = 3
 

@@ -1,8 +1,9 @@
 """What a worker does with a request at one hop, as plain functions (the Celery task stays thin).
 
 A hop ends in one of three ways: :class:`Done` (a result for the producer), :class:`Forward`
-(re-dispatch to the next provider's queue, same task id) or :class:`Drop` (another delivery of the
-same message owns the call, or answered it long ago: this delivery writes nothing). Whether a call
+(re-dispatch to a queue, same task id: the next provider's, or this one's again a little later when
+another delivery of the same message owns the call) or :class:`Drop` (the attempt was answered
+long ago: this delivery writes nothing). Whether a call
 may be made, what it is charged and where the request goes next is the attempt's lifecycle
 (:mod:`aipool.attempt.lifecycle`); this module makes the call, within a wall-clock bound, and tells
 the lifecycle how it ended.
@@ -50,14 +51,18 @@ log = logging.getLogger("aipool.hop")
 #: How long an owner keeps trying to record its call's outcome while Redis does not answer, at
 #: most (its lease bounds it too): a Redis stalled for a while must not cost a paid answer.
 FINISH_RETRY_S = 30.0
+#: How soon a delivery that found its call owned by another comes back to look again, at most.
+BUSY_RECHECK_S = 5.0
 
 
 @dataclass(frozen=True)
 class Forward:
-    """Send the request on to ``queue``; ``journey.position`` names the hop that runs there."""
+    """Send the request on to ``queue``; ``journey.position`` names the hop that runs there,
+    ``delay_s`` seconds from now (0: at once)."""
 
     queue: str
     journey: Journey
+    delay_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -69,8 +74,8 @@ class Done:
 
 @dataclass(frozen=True)
 class Drop:
-    """This delivery adds nothing: another owns the call, or the request was answered long ago.
-    The message is acknowledged and no result is written (the producer's result stays)."""
+    """This delivery adds nothing: the attempt was answered long ago (its answer is no longer
+    kept). The message is acknowledged and no result is written (the producer's result stays)."""
 
     reason: str
 
@@ -189,7 +194,11 @@ class HopRunner:
                 visit, position, completion_from_json(begun.answer), begun.now, replayed=True
             )
         if isinstance(begun, Busy):
-            return Drop(f"another delivery is calling {hop.provider} (lease to {begun.lease:.0f})")
+            # Another delivery owns the call. If its worker lives, it answers and this message,
+            # back a little later, gets that answer; if it died, its lease ends and the message
+            # then moves on. Either way nothing is lost and nothing is called twice.
+            wait = min(BUSY_RECHECK_S, max(0.5, begun.lease - begun.now + 0.5))
+            return Forward(queue=hop.provider, journey=journey, delay_s=wait)
         if isinstance(begun, Foreign):
             raise InvalidJourney("the attempt's record belongs to another request")
         return self._after(visit, position, begun)

@@ -15,11 +15,11 @@ from typing import Any
 
 from sqlalchemy import Engine, select
 
+from aipool.attempt.layout import LEASES_KEY
 from aipool.ledger.models import UsageLogRow
 from aipool.ledger.record import CALLED_OUTCOMES, UsageRecord
 from aipool.ledger.usage_log import DEAD_KEY, PENDING_KEY, DrainResult, drain
 from aipool.quota import quotas_for
-from aipool.quota.storage import QuotaStore
 
 #: Providers whose quota is counted by default (ADR-006 limits); the others are unlimited.
 LIMITED_PROVIDERS = ("gemini", "claude")
@@ -109,9 +109,6 @@ def quota_charges(client: Any) -> dict[str, Charge]:
     return charges
 
 
-def open_reservations(client: Any) -> dict[str, int]:
-    """Reservations not yet settled or released, per limited provider."""
-    return {
-        provider: len(QuotaStore(client, provider).stale(time.time() + 3600))
-        for provider in LIMITED_PROVIDERS
-    }
+def open_leases(client: Any) -> int:
+    """Calls whose outcome is not known yet: leases neither ended by an outcome nor abandoned."""
+    return int(client.zcard(LEASES_KEY))

@@ -92,13 +92,13 @@ def test_an_answer_no_longer_kept_is_never_taken_for_a_failure(pool: SimulatedPo
 
 
 def test_the_sweep_never_abandons_a_live_lease(pool: SimulatedPool) -> None:
-    # Given a call in flight with a 30 s bound (lease: bound + 30 s of grace)
+    # Given a call in flight with a 30 s bound (lease: bound + 10 s of grace)
     worker = pool.worker()
     h = header()
     call = begin(worker, h, owner="owner", bound=30.0)
-    assert call.lease == pytest.approx(pool.time.now + 60.0)
+    assert call.lease == pytest.approx(pool.time.now + 40.0)
     # When the sweep runs while the lease is live
-    pool.time.advance(59)
+    pool.time.advance(39)
     assert worker.sweep() == 0
     # Then the call is still the owner's: it answers, charged once at its real usage
     assert isinstance(answered(worker, h, 0, call, "owner"), Recorded)
