@@ -9,9 +9,13 @@
   itself, the way the OOM killer would:
 
 - ``dispatch``: a hop's call has ended and the hop is about to publish the next hop's message;
-- ``ack``: a hop answered and its result is stored, but the message is not acked yet.
+- ``ack``: a hop answered and its result is stored, but the message is not acked yet;
+- ``store``: a hop answered (the answer is recorded with its attempt) and is about to store its
+  result: the producer has nothing yet.
 
 "First time" is pool-wide: a key in Redis (``AIPOOL_TEST_CRASH_FLAG``) is set when it fires.
+``AIPOOL_TEST_CRASH_DELAY`` (seconds) holds the process that long before it dies, so its message
+comes back later (past a deadline, say).
 """
 
 from __future__ import annotations
@@ -19,10 +23,12 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from typing import Any
 
 from celery.signals import before_task_publish, task_postrun, task_prerun
 
+from workers import result_backend
 from workers.app import app
 
 __all__ = ["app"]
@@ -30,6 +36,7 @@ __all__ = ["app"]
 _POINT = os.environ.get("AIPOOL_TEST_CRASH_AT", "")
 _FLAG = os.environ.get("AIPOOL_TEST_CRASH_FLAG", "aipool:test:crashed")
 _HOPS_KEY = os.environ.get("AIPOOL_TEST_HOPS_KEY", "")
+_DELAY = float(os.environ.get("AIPOOL_TEST_CRASH_DELAY", "0") or 0)
 
 
 @app.task(name="tests.collect")
@@ -68,9 +75,24 @@ def _crash_before_dispatch(sender: str | None = None, **_: Any) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+_store = result_backend.RedisBackend._set
+
+
+def _crash_before_store(self: Any, key: Any, value: Any, expires: Any = None) -> None:
+    answered = b'"status": "ok"' in value if isinstance(value, bytes) else '"status": "ok"' in value
+    if _POINT == "store" and answered and _first_time():
+        time.sleep(_DELAY)
+        os.kill(os.getpid(), signal.SIGKILL)
+    _store(self, key, value, expires)
+
+
+result_backend.RedisBackend._set = _crash_before_store  # type: ignore[method-assign]
+
+
 @task_postrun.connect
 def _crash_before_ack(task: Any = None, retval: Any = None, **_: Any) -> None:
     answered = isinstance(retval, dict) and retval.get("status") == "ok"
     ours = _POINT == "ack" and getattr(task, "name", "") == "ai.generate"
     if ours and answered and _first_time():
+        time.sleep(_DELAY)
         os.kill(os.getpid(), signal.SIGKILL)
