@@ -19,6 +19,7 @@ from typing import Any
 
 from aipool.chains import PROVIDERS, TOOL_CHAIN, Hop, default_model
 from aipool.routing.intent import Intent
+from aipool.routing.tiers import TIERS
 
 DEFAULT_ROUTES_FILE = Path(__file__).with_name("routes.toml")
 CHAIN_KINDS = ("general", "tools")
@@ -26,7 +27,7 @@ CHAIN_KINDS = ("general", "tools")
 TOOL_CAPABLE = frozenset(TOOL_CHAIN)
 
 _CONDITION_KEYS = frozenset({"intents", "min_complexity", "max_complexity", "priorities", "tools"})
-_ACTION_KEYS = frozenset({"provider", "model", "chain"})
+_ACTION_KEYS = frozenset({"provider", "model", "chain", "tier"})
 _KEYS = _CONDITION_KEYS | _ACTION_KEYS | {"name"}
 
 
@@ -47,6 +48,8 @@ class Rule:
     max_complexity: int | None = None
     priorities: frozenset[str] | None = None
     tools: bool | None = None
+    #: The start tier this rule stands for (``aipool.routing.tiers``); None: from the provider.
+    tier: str | None = None
 
     def matches(self, *, intent: str, complexity: int, priority: str, has_tools: bool) -> bool:
         """Whether every condition of this rule holds."""
@@ -121,6 +124,9 @@ def _rule(raw: Any, index: int) -> Rule:
     tools = raw.get("tools")
     if tools is not None and not isinstance(tools, bool):
         raise RouteTableError(f"{where}: 'tools' must be true or false")
+    tier = raw.get("tier")
+    if tier is not None and tier not in TIERS:
+        raise RouteTableError(f"{where}: 'tier' must be one of {', '.join(TIERS)}")
     return Rule(
         name=name,
         provider=provider,
@@ -131,6 +137,7 @@ def _rule(raw: Any, index: int) -> Rule:
         max_complexity=bounds["max_complexity"],
         priorities=priorities,
         tools=tools,
+        tier=tier,
     )
 
 
