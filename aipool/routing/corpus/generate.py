@@ -10,7 +10,9 @@ How a split is drawn, so that no template teaches its own test:
 
 * every template *family* is a group: all its members land in one split (60/20/20 per intent,
   by a seeded shuffle of the families, drawn before any model existed);
-* each hand-written line is a group of its own, split 60/20/20 per intent the same way;
+* each hand-written line of ``handwritten.tsv`` is a group of its own, split 60/20/20 per intent
+  the same way; ``handwritten_train.tsv`` was written after the split, after reading the dev
+  split's misses, and goes to train only;
 * families in the test split fill their service names from a pool no train or dev family uses,
   so a model cannot score by remembering ``checkout-api``.
 
@@ -775,14 +777,14 @@ def followup_zh(rng, svc):
 
 
 # ---------------------------------------------------------------------------- assembling
-def _handwritten() -> list[dict[str, Any]]:
+def _handwritten(name: str = "handwritten.tsv", prefix: str = "h") -> list[dict[str, Any]]:
     rows = []
-    with (HERE / "handwritten.tsv").open(encoding="utf-8") as handle:
+    with (HERE / name).open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
             if not line.strip() or line.startswith("#"):
                 continue
             intent, complexity, lang, text = line.rstrip("\n").split("\t", 3)
-            rows.append({"id": f"h{number:04d}", "text": text.replace("\\n", "\n"), "intent": intent,
+            rows.append({"id": f"{prefix}{number:04d}", "text": text.replace("\\n", "\n"), "intent": intent,
                          "complexity": int(complexity), "lang": lang, "source": "hand"})  # fmt: skip
     return rows
 
@@ -811,6 +813,8 @@ def build() -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {s: [] for s in SPLITS}
     for row in hand:
         out[split_of[row["id"]]].append(row)
+    # Written after the split was drawn (after reading dev's misses): train only, never test.
+    out["train"].extend(_handwritten("handwritten_train.tsv", "t"))
     for fam in FAMILIES:
         source = f"template:{fam.name}"
         split = split_of[source]
