@@ -21,8 +21,9 @@ Feature names (the model's vocabulary; ``aipool route`` shows the ones that weig
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
-from aipool.routing.text import bounded, fold, split_text
+from aipool.routing.text import SplitText, bounded, fold, split_text
 
 HEAD_CHARS = 1536
 TAIL_CHARS = 512
@@ -40,11 +41,21 @@ def _length_bucket(n: int) -> str:
     return f"m:len{len(_LENGTH_BUCKETS)}"
 
 
-def features(text: str) -> set[str]:
-    """The feature names present in ``text`` (a set: presence, not counts)."""
+@lru_cache(maxsize=16)
+def read(text: str) -> tuple[str, SplitText, tuple[str, ...]]:
+    """The part of ``text`` the model reads, split into prose and blocks, and the keyword
+    signals of its prose. Cached: the router asks for the signals again to explain a decision
+    (a str caches its own hash, so a repeated 100 KB key costs nothing to look up)."""
     from aipool.routing.intent import signal_labels
 
-    text = bounded(text, HEAD_CHARS, TAIL_CHARS)
+    window = bounded(text, HEAD_CHARS, TAIL_CHARS)
+    split = split_text(window)
+    return window, split, tuple(signal_labels(split.prose))
+
+
+def features(text: str) -> set[str]:
+    """The feature names present in ``text`` (a set: presence, not counts)."""
+    text, split, labels = read(text)
     folded = _SPACES.sub(" ", fold(text)).strip()
     out: set[str] = {_length_bucket(len(text))}
     padded = f" {folded} "
@@ -54,7 +65,6 @@ def features(text: str) -> set[str]:
     words = _WORD.findall(folded)
     out.update("w:" + w for w in words)
     out.update(f"b:{a} {b}" for a, b in zip(words, words[1:], strict=False))
-    split = split_text(text)
     if split.blocks:
         out.add("m:code-block" if split.looks_like_code() else "m:log-block")
     if folded.startswith("{") or '{"' in folded:
@@ -64,7 +74,6 @@ def features(text: str) -> set[str]:
     if "?" in split.prose or "？" in split.prose:
         out.add("m:question")
     out.add("m:cjk" if _CJK.search(text) else "m:latin")
-    labels = signal_labels(split.prose)
     facts = [f for f in out if f.startswith("m:")]
     # Rule signals and facts are few among hundreds of n-grams; each is entered SIGNAL_COPIES
     # times (``s:label``, ``s2:label``...) so that, in a unit-length row, they weigh what a

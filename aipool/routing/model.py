@@ -94,12 +94,15 @@ class IntentModel:
         intents' average, with their weight. Feature names hold text: for a terminal only."""
         c = self.labels.index(intent)
         others = [col for i, col in enumerate(self.columns) if i != c]
-        pushes = []
+        pushes: dict[str, float] = {}
         for i in self._ids(text):
             rest = sum(col[i] for col in others) / len(others)
-            pushes.append((self.vocabulary[i], self.columns[c][i] - rest))
-        pushes.sort(key=lambda item: -item[1])
-        return [item for item in pushes[:n] if item[1] > 0]
+            # A signal entered several times ("s:x", "s2:x") is one feature to a person.
+            kind, _, value = self.vocabulary[i].partition(":")
+            name = f"{kind.rstrip('0123456789')}:{value}"
+            pushes[name] = pushes.get(name, 0.0) + self.columns[c][i] - rest
+        ranked = sorted(pushes.items(), key=lambda item: -item[1])
+        return [item for item in ranked[:n] if item[1] > 0]
 
 
 def parse_model(data: Any, source: str) -> IntentModel:

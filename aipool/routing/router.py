@@ -45,10 +45,10 @@ from typing import Any
 from aipool.chains import Hop, build_chain
 from aipool.contract import Message, Request
 from aipool.routing.complexity import score
-from aipool.routing.intent import Intent, IntentDecision, classify, signal_labels
+from aipool.routing.features import read
+from aipool.routing.intent import Intent, IntentDecision, classify
 from aipool.routing.model import IntentModel, load_model
 from aipool.routing.table import RouteTable, load_table
-from aipool.routing.text import bounded, split_text
 from aipool.routing.tiers import choose_rule, tier_of_rule
 
 @dataclass(frozen=True)
@@ -135,7 +135,7 @@ def choose_intent(request: Request, model: IntentModel | None = None) -> IntentC
     model = model if model is not None else load_model()
     text = request.last_user_text() or request.text()
     guess = model.predict(text)
-    signals = signal_labels(split_text(bounded(text)).prose)
+    signals = list(read(text)[2])
     keywords = f"keyword signals: {_labels(signals)} ({len(signals)})" if signals else "no keyword signal"
     if guess.confidence >= model.threshold:
         return IntentChoice(

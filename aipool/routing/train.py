@@ -162,6 +162,20 @@ def select() -> None:
             print(f"l2={l2:g} epochs={epochs}  {cells}")
 
 
+def train_with(extra: list[dict[str, Any]], output: Path, *, source: str) -> dict[str, Any]:
+    """Train on the shipped train and dev splits plus ``extra`` rows (``text``, ``intent``), with
+    the shipped settings, and write the model file to ``output``; return what was written."""
+    from aipool.routing import corpus
+
+    rows = corpus.load("train") + corpus.load("dev") + extra
+    model = train(
+        examples_from_rows(rows),
+        trained={"sources": ["corpus:train", "corpus:dev", *([source] if extra else [])]},
+    )
+    output.write_text(json.dumps(model, ensure_ascii=False, separators=(",", ":")) + "\n")
+    return model
+
+
 def main(argv: list[str] | None = None) -> int:
     """Train on the shipped train and dev splits (plus ``--examples``) and write the model file."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -171,11 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.select:
         select()
         return 0
-    from aipool.routing import corpus
-
-    rows = corpus.load("train") + corpus.load("dev")
-    model = train(examples_from_rows(rows), trained={"sources": ["corpus:train", "corpus:dev"]})
-    args.output.write_text(json.dumps(model, ensure_ascii=False, separators=(",", ":")) + "\n")
+    model = train_with([], args.output, source="")
     print(f"wrote {args.output}: {model['trained']['examples']} examples, "
           f"{model['trained']['features']} features", file=sys.stderr)  # fmt: skip
     return 0
