@@ -13,7 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 from rich.console import Console
 from typer.core import TyperGroup
@@ -23,7 +22,8 @@ class _RouteGroup(TyperGroup):
     """``aipool route TEXT`` keeps working: a first argument that names no subcommand is the text
     of ``explain``."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    # ``ctx`` is typer's own (vendored) click Context; Any keeps this override compatible with it.
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = ["explain", *args]
         return super().parse_args(ctx, args)
@@ -73,7 +73,8 @@ def eval_command(
 @route_app.command("train")
 def train_command(
     examples: Annotated[
-        Path, typer.Option("--examples", help="Your labelled requests: JSONL or TSV (text, intent).")
+        Path,
+        typer.Option("--examples", help="Your labelled requests: JSONL or TSV (text, intent)."),
     ],
     output: Annotated[Path, typer.Option("--output", help="Where to write the model file.")] = Path(
         "intent_model.json"
@@ -98,7 +99,9 @@ def train_command(
         f"wrote {output}: {written['trained']['examples']} examples "
         f"({len(extra)} yours), {written['trained']['features']} features"
     )
-    console.print(f"point the workers and producers at it: AIPOOL_ROUTING_MODEL_FILE={output.resolve()}")
+    console.print(
+        f"point the workers and producers at it: AIPOOL_ROUTING_MODEL_FILE={output.resolve()}"
+    )
 
 
 def _training_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -114,7 +117,9 @@ def _training_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not isinstance(text, str) or not text.strip():
             raise LabelledFileError(f"{row['_where']}: needs a non-empty 'text'")
         if not isinstance(intent, str) or intent.upper() not in INTENTS:
-            raise LabelledFileError(f"{row['_where']}: 'intent' must be one of {', '.join(INTENTS)}")
+            raise LabelledFileError(
+                f"{row['_where']}: 'intent' must be one of {', '.join(INTENTS)}"
+            )
         out.append({"text": text, "intent": intent.upper(), "tools": row.get("tools")})
     return out
 

@@ -199,7 +199,9 @@ def score(request: Request) -> ComplexityScore:
     split = split_text(text)
     lines = split.code_lines
     pasted = False
-    if split.blocks and (lines >= BLOCK_LINES or any(b.lstrip().startswith("{") for b in split.blocks)):
+    if split.blocks and (
+        lines >= BLOCK_LINES or any(b.lstrip().startswith("{") for b in split.blocks)
+    ):
         # Only a long block of code is a bigger job: a long payload or log is read, not reviewed.
         long_code = lines >= LONG_BLOCK_LINES and split.looks_like_code()
         extra = 2 if long_code else 1
@@ -245,9 +247,7 @@ def score(request: Request) -> ComplexityScore:
         period = _PERIOD.search(folded_asks) is not None
         extra = 2 if period else 1
         points += extra
-        reasons.append(
-            f"write-up for an audience{' over a period' if period else ''} (+{extra})"
-        )
+        reasons.append(f"write-up for an audience{' over a period' if period else ''} (+{extra})")
     if _SECOND_ASK.search(folded_asks):
         points += 1
         reasons.append("several asks (+1)")

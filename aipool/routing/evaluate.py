@@ -118,7 +118,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
         raise LabelledFileError(f"{path}: not UTF-8 text") from None
     rows: list[dict[str, Any]] = []
     is_jsonl = path.suffix in (".jsonl", ".json", ".ndjson") or (
-        path.suffix not in (".tsv", ".txt") and any(l.lstrip().startswith("{") for l in lines[:1])
+        path.suffix not in (".tsv", ".txt") and bool(lines) and lines[0].lstrip().startswith("{")
     )
     for number, line in enumerate(lines, 1):
         if not line.strip() or line.startswith("#"):

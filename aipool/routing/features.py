@@ -20,8 +20,8 @@ Feature names (the model's vocabulary; ``aipool route`` shows the ones that weig
 
 from __future__ import annotations
 
+import itertools
 import re
-from functools import lru_cache
 
 from aipool.routing.text import SplitText, bounded, fold, split_text
 
@@ -41,11 +41,13 @@ def _length_bucket(n: int) -> str:
     return f"m:len{len(_LENGTH_BUCKETS)}"
 
 
-@lru_cache(maxsize=16)
-def read(text: str) -> tuple[str, SplitText, tuple[str, ...]]:
+Reading = tuple[str, SplitText, tuple[str, ...]]
+
+
+def read(text: str) -> Reading:
     """The part of ``text`` the model reads, split into prose and blocks, and the keyword
-    signals of its prose. Cached: the router asks for the signals again to explain a decision
-    (a str caches its own hash, so a repeated 100 KB key costs nothing to look up)."""
+    signals of its prose: computed once per decision, and handed to :func:`features` and to the
+    router's explanation alike."""
     from aipool.routing.intent import signal_labels
 
     window = bounded(text, HEAD_CHARS, TAIL_CHARS)
@@ -53,9 +55,10 @@ def read(text: str) -> tuple[str, SplitText, tuple[str, ...]]:
     return window, split, tuple(signal_labels(split.prose))
 
 
-def features(text: str) -> set[str]:
-    """The feature names present in ``text`` (a set: presence, not counts)."""
-    text, split, labels = read(text)
+def features(text: str, reading: Reading | None = None) -> set[str]:
+    """The feature names present in ``text`` (a set: presence, not counts); ``reading`` is
+    ``read(text)`` when the caller has it already."""
+    text, split, labels = reading if reading is not None else read(text)
     folded = _SPACES.sub(" ", fold(text)).strip()
     out: set[str] = {_length_bucket(len(text))}
     padded = f" {folded} "
@@ -64,7 +67,7 @@ def features(text: str) -> set[str]:
     out.update("c:" + padded[i : i + 3] for i in range(len(padded) - 2))
     words = _WORD.findall(folded)
     out.update("w:" + w for w in words)
-    out.update(f"b:{a} {b}" for a, b in zip(words, words[1:], strict=False))
+    out.update(f"b:{a} {b}" for a, b in itertools.pairwise(words))
     if split.blocks:
         out.add("m:code-block" if split.looks_like_code() else "m:log-block")
     if folded.startswith("{") or '{"' in folded:

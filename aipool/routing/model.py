@@ -27,7 +27,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from aipool.routing.features import features
+from aipool.routing.features import Reading, features
 
 FORMAT = "aipool-intent-model/1"
 SHIPPED_MODEL = Path(__file__).with_name("intent_model.json")
@@ -70,13 +70,14 @@ class IntentModel:
         self.source = source
         self.vocabulary = vocabulary
 
-    def _ids(self, text: str) -> list[int]:
+    def _ids(self, text: str, reading: Reading | None = None) -> list[int]:
         index = self.index
-        return [index[f] for f in features(text) if f in index]
+        return [index[f] for f in features(text, reading) if f in index]
 
-    def predict(self, text: str) -> Prediction:
-        """The most probable intent of ``text`` and the probability of each."""
-        ids = self._ids(text)
+    def predict(self, text: str, reading: Reading | None = None) -> Prediction:
+        """The most probable intent of ``text`` and the probability of each (``reading``:
+        :func:`~aipool.routing.features.read` of ``text``, when the caller has it)."""
+        ids = self._ids(text, reading)
         norm = 1.0 / math.sqrt(len(ids)) if ids else 0.0
         scores = [
             b + sum(map(column.__getitem__, ids)) * norm

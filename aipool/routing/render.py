@@ -58,7 +58,9 @@ def render_route(route: Route, console: Console, text: str | None = None) -> Non
     if route.source in ("model", "rules"):
         top = load_model().top_features(text, route.intent)
         if top:
-            console.print(Text(f"  model's strongest features for {route.intent} (not stored):", style="bold"))
+            console.print(
+                Text(f"  model's strongest features for {route.intent} (not stored):", style="bold")
+            )
             for name, weight in top:
                 console.print(Text(f"    {_feature(name)}  {weight:+.2f}", style="dim"))
 
@@ -77,9 +79,7 @@ def render_evaluation(result: Evaluation, console: Console, misses: int = 20) ->
     """Print an :class:`~aipool.routing.evaluate.Evaluation`: figures, matrices, priced tier cells,
     local-for-complex cases and the first ``misses`` intent misses."""
     console.print(f"{result.rows} labelled requests")
-    console.print(
-        f"intent accuracy {result.intent_accuracy:.1%}   macro-F1 {result.macro_f1:.3f}"
-    )
+    console.print(f"intent accuracy {result.intent_accuracy:.1%}   macro-F1 {result.macro_f1:.3f}")
     for lang, flags in sorted(result.by_lang.items()):
         console.print(f"  {lang:<6} {sum(flags) / len(flags):.1%} of {len(flags)}")
     if result.complexity_pairs:

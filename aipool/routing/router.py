@@ -51,6 +51,7 @@ from aipool.routing.model import IntentModel, load_model
 from aipool.routing.table import RouteTable, load_table
 from aipool.routing.tiers import choose_rule, tier_of_rule
 
+
 @dataclass(frozen=True)
 class Route:
     """Where a request goes: the hops in order, and why."""
@@ -134,18 +135,31 @@ def choose_intent(request: Request, model: IntentModel | None = None) -> IntentC
         return IntentChoice(decided.intent, 1.0, source, decided.reasons[0])
     model = model if model is not None else load_model()
     text = request.last_user_text() or request.text()
-    guess = model.predict(text)
-    signals = list(read(text)[2])
-    keywords = f"keyword signals: {_labels(signals)} ({len(signals)})" if signals else "no keyword signal"
+    reading = read(text)
+    guess = model.predict(text, reading)
+    signals = list(reading[2])
+    keywords = (
+        f"keyword signals: {_labels(signals)} ({len(signals)})" if signals else "no keyword signal"
+    )
     if guess.confidence >= model.threshold:
         return IntentChoice(
-            guess.intent, round(guess.confidence, 2), "model", f"model {guess.confidence:.2f}; {keywords}"
+            guess.intent,
+            round(guess.confidence, 2),
+            "model",
+            f"model {guess.confidence:.2f}; {keywords}",
         )
     rules = classify(request)
     unsure = f"model unsure ({guess.intent} {guess.confidence:.2f} < {model.threshold:.2f})"
     if rules.intent == Intent.CHAT and rules.confidence <= 0.3:
-        return IntentChoice(Intent.CHAT.value, rules.confidence, "rules", f"{unsure}; no keyword signal, CHAT")
-    return IntentChoice(rules.intent, rules.confidence, "rules", f"{unsure}; keyword rules: {_labels(list(rules.reasons))}")
+        return IntentChoice(
+            Intent.CHAT.value, rules.confidence, "rules", f"{unsure}; no keyword signal, CHAT"
+        )
+    return IntentChoice(
+        rules.intent,
+        rules.confidence,
+        "rules",
+        f"{unsure}; keyword rules: {_labels(list(rules.reasons))}",
+    )
 
 
 def decide(
@@ -191,8 +205,6 @@ def decide(
     )
 
 
-def explain(
-    text: str, table: RouteTable | None = None, model: IntentModel | None = None
-) -> Route:
+def explain(text: str, table: RouteTable | None = None, model: IntentModel | None = None) -> Route:
     """Route a one-message request holding ``text``, as ``aipool route "<text>"`` does."""
     return decide(Request(messages=(Message(role="user", content=text),)), table, model)

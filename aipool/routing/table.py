@@ -165,7 +165,9 @@ def parse_table(data: dict[str, Any], source: str = "<data>") -> RouteTable:
     if duplicated:
         raise RouteTableError(f"{source}: rule name(s) used twice: {', '.join(duplicated)}")
     return RouteTable(
-        rules=rules, source=source, context_windows=_windows(data.get("context_windows", {}), source)
+        rules=rules,
+        source=source,
+        context_windows=_windows(data.get("context_windows", {}), source),
     )
 
 

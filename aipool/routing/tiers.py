@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from aipool.routing.table import Rule, RouteTable
+    from aipool.routing.table import RouteTable, Rule
 
 TIERS = ("local-small", "local-code", "cloud", "tools", "critical")
 LOCAL_TIERS = frozenset({"local-small", "local-code"})
@@ -50,7 +50,9 @@ def choose_rule(
     for rule in table.rules:
         if has_tools and not rule.tool_capable:
             continue
-        if rule.matches(intent=intent, complexity=complexity, priority=priority, has_tools=has_tools):
+        if rule.matches(
+            intent=intent, complexity=complexity, priority=priority, has_tools=has_tools
+        ):
             return rule
     return None
 

@@ -52,9 +52,7 @@ def examples_from_rows(rows: Iterable[dict[str, Any]]) -> list[Example]:
     return [Example(r["text"], r["intent"]) for r in rows if not r.get("tools")]
 
 
-def _matrix(
-    texts: list[str], index: dict[str, int]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _matrix(texts: list[str], index: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """CSR pieces (indices, row of each entry, value of each entry) of the unit-length rows."""
     indices: list[int] = []
     rows: list[int] = []
@@ -110,7 +108,10 @@ def train(
         np.add.at(grad_w, cols, g[rows] * vals[:, None])
         grad_w += l2 * w
         grad_b = g.sum(axis=0)
-        for param, grad, m, s in ((w, grad_w, moments[0], moments[1]), (b, grad_b, moments[2], moments[3])):
+        for param, grad, m, s in (
+            (w, grad_w, moments[0], moments[1]),
+            (b, grad_b, moments[2], moments[3]),
+        ):
             m *= beta1
             m += (1 - beta1) * grad
             s *= beta2

@@ -29,7 +29,9 @@ def test_eval_prints_the_figures_and_the_tier_matrix(tmp_path: Path, capsys) -> 
     out = capsys.readouterr().out
     # Then accuracy, macro-F1, both matrices
     assert "intent accuracy 100.0%" in out and "macro-F1 1.000" in out
-    assert "intent confusion" in out and "tier confusion" in out and "start tier right 100.0%" in out
+    assert (
+        "intent confusion" in out and "tier confusion" in out and "start tier right 100.0%" in out
+    )
 
 
 def test_eval_mistakes_are_one_line_exit_2(tmp_path: Path, capsys) -> None:
@@ -50,12 +52,19 @@ def test_train_writes_a_model_the_workers_can_be_pointed_at(tmp_path: Path) -> N
     examples = tmp_path / "ours.jsonl"
     phrase = "grelk the wumpus"
     examples.write_text(
-        "".join(json.dumps({"text": f"{phrase} {i}", "intent": "TOOL_CALL"}) + "\n" for i in range(12))
+        "".join(
+            json.dumps({"text": f"{phrase} {i}", "intent": "TOOL_CALL"}) + "\n" for i in range(12)
+        )
     )
     model = tmp_path / "ours-model.json"
     env = fresh_env(tmp_path / "runtime")
     # When trained
-    done = run_aipool(["route", "train", "--examples", str(examples), "--output", str(model)], env, tmp_path, timeout=300)
+    done = run_aipool(
+        ["route", "train", "--examples", str(examples), "--output", str(model)],
+        env,
+        tmp_path,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert "AIPOOL_ROUTING_MODEL_FILE=" in done.stdout
     # Then the routing, pointed at the new file, routes the company's phrase as a tool call

@@ -91,7 +91,10 @@ FAMILIES: list[Family] = []
 
 
 def family(
-    intent: str, lang: str, count: int = 13, extra: Callable[[random.Random], dict[str, Any]] | None = None
+    intent: str,
+    lang: str,
+    count: int = 13,
+    extra: Callable[[random.Random], dict[str, Any]] | None = None,
 ) -> Callable[[Callable[[random.Random, tuple[str, ...]], tuple[str, int]]], None]:
     """Register a template family; the function's name is the family's name."""
 
@@ -161,7 +164,9 @@ def pagerduty_payload_en(rng, svc):
 @family("ALERT_TRIAGE", "mixed")
 def grafana_payload_mixed(rng, svc):
     s = rng.choice(svc)
-    metric, value = rng.choice([("error ratio", "0.08"), ("p99 latency", "2.7s"), ("disk used", "93%")])
+    metric, value = rng.choice(
+        [("error ratio", "0.08"), ("p99 latency", "2.7s"), ("disk used", "93%")]
+    )
     body = _fence(rng, P.grafana(rng, s, metric, value), "json")
     ask = rng.choice(["幫我看一下這個 alert", "Grafana 跳這個，要處理嗎？", "這個 alert 是什麼意思？",
                       "這個 firing 的原因可能是什麼？"])  # fmt: skip
@@ -238,7 +243,13 @@ def multi_service_zh(rng, svc):
 def multi_service_mixed(rng, svc):
     n = rng.choice([2, 3, 3])
     parts = [f"{s} {y}" for s, y in zip(pick(rng, svc, n), pick(rng, SYMPTOMS_EN, n), strict=True)]
-    ask = rng.choice(["幫我 correlate 一下，找 root cause。", "這些是同一個 root cause 嗎？", "請分析它們之間的關聯。"])
+    ask = rng.choice(
+        [
+            "幫我 correlate 一下，找 root cause。",
+            "這些是同一個 root cause 嗎？",
+            "請分析它們之間的關聯。",
+        ]
+    )
     return f"{'、'.join(parts)}，{ask}", 4
 
 
@@ -332,7 +343,9 @@ def concept_en(rng, svc):
 @family("QUERY", "zh")
 def concept_zh(rng, svc):
     c = rng.choice(_CONCEPTS_ZH)
-    return rng.choice([f"{c} 是什麼？", f"什麼是 {c}？", f"可以解釋一下 {c} 嗎？", f"{c} 是用來做什麼的？"]), 1
+    return rng.choice(
+        [f"{c} 是什麼？", f"什麼是 {c}？", f"可以解釋一下 {c} 嗎？", f"{c} 是用來做什麼的？"]
+    ), 1
 
 
 @family("QUERY", "en")
@@ -345,7 +358,13 @@ def difference_en(rng, svc):
 @family("QUERY", "zh")
 def difference_zh(rng, svc):
     a, b = rng.choice(_PAIRS)
-    return rng.choice([f"{a} 跟 {b} 差在哪？", f"{a} 和 {b} 有什麼不同？什麼時候用哪個？", f"{a} 與 {b} 的差別是什麼？"]), 2
+    return rng.choice(
+        [
+            f"{a} 跟 {b} 差在哪？",
+            f"{a} 和 {b} 有什麼不同？什麼時候用哪個？",
+            f"{a} 與 {b} 的差別是什麼？",
+        ]
+    ), 2
 
 
 @family("QUERY", "en")
@@ -360,7 +379,9 @@ def promql_en(rng, svc):
 @family("QUERY", "mixed")
 def promql_mixed(rng, svc):
     s = rng.choice(svc)
-    what = rng.choice(["5xx 比例", "p95 延遲", "過去一小時的 restart 次數", "每個 pod 的記憶體用量"])
+    what = rng.choice(
+        ["5xx 比例", "p95 延遲", "過去一小時的 restart 次數", "每個 pod 的記憶體用量"]
+    )
     return rng.choice([f"幫我寫一個 PromQL 查 {s} 的 {what}", f"{s} 的 {what} 要用什麼 query？",
                        f"請問 {what} 的 PromQL 怎麼寫？"]), 2  # fmt: skip
 
@@ -368,7 +389,9 @@ def promql_mixed(rng, svc):
 @family("QUERY", "en", count=11)
 def design_compare_en(rng, svc):
     a, b = rng.choice(_PAIRS)
-    ctx = rng.choice(["a 40-service platform", "our payments stack", "a multi-region setup", "a small team"])
+    ctx = rng.choice(
+        ["a 40-service platform", "our payments stack", "a multi-region setup", "a small team"]
+    )
     return rng.choice([
         f"Compare {a} and {b} for {ctx}: operational cost, failure modes, migration effort. Recommend one and justify it.",
         f"We need to pick between {a} and {b} for {ctx}. Walk through the trade-offs in detail and what would change your mind.",
@@ -429,21 +452,40 @@ def python_review_en(rng, svc):
 @family("CODE_REVIEW", "zh")
 def python_review_zh(rng, svc):
     code = _fence(rng, P.python_code(rng, rng.choice(_NAMES)), "python")
-    ask = rng.choice(["幫我 review 這段程式碼", "這個函式有沒有問題？", "這樣寫可以嗎？有什麼可以改進？", "這段有 bug 嗎？"])
+    ask = rng.choice(
+        [
+            "幫我 review 這段程式碼",
+            "這個函式有沒有問題？",
+            "這樣寫可以嗎？有什麼可以改進？",
+            "這段有 bug 嗎？",
+        ]
+    )
     return f"{ask}\n{code}", 3
 
 
 @family("CODE_REVIEW", "mixed")
 def go_review_mixed(rng, svc):
     code = _fence(rng, P.go_code(rng, rng.choice(_NAMES)), "go")
-    ask = rng.choice(["這段 Go 有沒有 race condition？", "幫我看一下這個寫法有沒有問題", "這個 goroutine 用法 OK 嗎？"])
+    ask = rng.choice(
+        [
+            "這段 Go 有沒有 race condition？",
+            "幫我看一下這個寫法有沒有問題",
+            "這個 goroutine 用法 OK 嗎？",
+        ]
+    )
     return f"{ask}\n{code}", 3
 
 
 @family("CODE_REVIEW", "en")
 def go_review_en(rng, svc):
     code = _fence(rng, P.go_code(rng, rng.choice(_NAMES)), "go")
-    ask = rng.choice(["Is this goroutine usage safe?", "Check this for concurrency bugs", "Review this Go snippet please"])
+    ask = rng.choice(
+        [
+            "Is this goroutine usage safe?",
+            "Check this for concurrency bugs",
+            "Review this Go snippet please",
+        ]
+    )
     return f"{ask}\n{code}", 3
 
 
@@ -460,7 +502,9 @@ def diff_review_en(rng, svc):
 def diff_review_zh(rng, svc):
     s = rng.choice(svc)
     d = _fence(rng, P.diff(rng, f"{s}/settings.py", rng.randint(4, 8)), "diff")
-    ask = rng.choice(["合併前幫我審查這個修改", "這個 diff 有沒有問題？", "幫我看這個 patch 安不安全"])
+    ask = rng.choice(
+        ["合併前幫我審查這個修改", "這個 diff 有沒有問題？", "幫我看這個 patch 安不安全"]
+    )
     return f"{ask}\n{d}", 3
 
 
@@ -468,14 +512,26 @@ def diff_review_zh(rng, svc):
 def manifest_review_en(rng, svc):
     s = rng.choice(svc)
     m = _fence(rng, P.yaml_manifest(rng, s), "yaml")
-    ask = rng.choice(["Is this manifest ok for prod?", "review my deployment yaml", "anything wrong with this manifest?"])
+    ask = rng.choice(
+        [
+            "Is this manifest ok for prod?",
+            "review my deployment yaml",
+            "anything wrong with this manifest?",
+        ]
+    )
     return f"{ask}\n{m}", 3
 
 
 @family("CODE_REVIEW", "mixed")
 def dockerfile_review_mixed(rng, svc):
     d = _fence(rng, P.dockerfile(rng), "dockerfile")
-    ask = rng.choice(["這個 Dockerfile 有什麼可以改進的？", "幫我 review 這個 Dockerfile", "Dockerfile 這樣寫有安全問題嗎？"])
+    ask = rng.choice(
+        [
+            "這個 Dockerfile 有什麼可以改進的？",
+            "幫我 review 這個 Dockerfile",
+            "Dockerfile 這樣寫有安全問題嗎？",
+        ]
+    )
     return f"{ask}\n{d}", 3
 
 
@@ -484,7 +540,9 @@ def inline_code_en(rng, svc):
     snippet = rng.choice(["`SELECT * FROM orders WHERE id = ` + user_input", "`except Exception: pass`",
                           "`kubectl apply -f . --force`", "`os.system('rm -rf ' + path)`",
                           "`time.sleep(30)` inside the request handler", "`chmod 777 /data`"])  # fmt: skip
-    return rng.choice([f"Is {snippet} ok?", f"quick check: {snippet} — any problem?", f"is {snippet} correct?"]), 2
+    return rng.choice(
+        [f"Is {snippet} ok?", f"quick check: {snippet} — any problem?", f"is {snippet} correct?"]
+    ), 2
 
 
 @family("CODE_REVIEW", "en")
@@ -499,7 +557,14 @@ def pr_description_en(rng, svc):
 @family("CODE_REVIEW", "zh")
 def pr_description_zh(rng, svc):
     s = rng.choice(svc)
-    change = rng.choice(["把重試改成 decorator", "在資料庫前面加了一層 Redis 快取", "把 cron 改成 Celery beat", "把驗證改成 JWT"])
+    change = rng.choice(
+        [
+            "把重試改成 decorator",
+            "在資料庫前面加了一層 Redis 快取",
+            "把 cron 改成 Celery beat",
+            "把驗證改成 JWT",
+        ]
+    )
     return rng.choice([f"請審查 {s} 的 PR #{rng.randint(100, 999)}：{change}。請看錯誤處理與回滾。",
                        f"幫我 code review 這個 PR，{s} {change}，重點是並行與 migration。"]), 4  # fmt: skip
 
@@ -516,7 +581,13 @@ def sql_review_zh(rng, svc):
     q = rng.choice(["SELECT * FROM orders WHERE status = 'open' ORDER BY created_at",
                     "UPDATE users SET plan = 'pro' WHERE email LIKE '%@corp.com'",
                     "DELETE FROM sessions WHERE expires_at < now()"])  # fmt: skip
-    return rng.choice([f"這個 SQL 效能會不會有問題？ {q}", f"這段 SQL 寫對了嗎？\n{q}", f"幫我檢查這個 query：{q}"]), 2
+    return rng.choice(
+        [
+            f"這個 SQL 效能會不會有問題？ {q}",
+            f"這段 SQL 寫對了嗎？\n{q}",
+            f"幫我檢查這個 query：{q}",
+        ]
+    ), 2
 
 
 # ---------------------------------------------------------------------------- SUMMARY
@@ -542,7 +613,9 @@ def summarize_notes_en(rng, svc):
 @family("SUMMARY", "zh")
 def summarize_notes_zh(rng, svc):
     notes = "；".join(pick(rng, _EVENTS_ZH, rng.randint(3, 5)))
-    ask = rng.choice(["幫我用兩句話總結：", "請摘要重點：", "幫我整理這段討論：", "給我一段話的重點："])
+    ask = rng.choice(
+        ["幫我用兩句話總結：", "請摘要重點：", "幫我整理這段討論：", "給我一段話的重點："]
+    )
     return f"{ask}{notes}。", 2
 
 
@@ -577,7 +650,13 @@ def summarize_logs_en(rng, svc):
 def summarize_alert_mixed(rng, svc):
     s, a = rng.choice(svc), rng.choice(ALERTS)
     body = _fence(rng, P.alertmanager(rng, s, a), "json")
-    ask = rng.choice(["幫我把這個 alert 寫成一段通報給主管", "把這個告警整理成 Slack update", "幫我摘要這個 alert 給客服"])
+    ask = rng.choice(
+        [
+            "幫我把這個 alert 寫成一段通報給主管",
+            "把這個告警整理成 Slack update",
+            "幫我摘要這個 alert 給客服",
+        ]
+    )
     return f"{ask}\n{body}", 3
 
 
@@ -599,7 +678,10 @@ def weekly_report_zh(rng, svc):
 def release_notes_from_diff_en(rng, svc):
     s = rng.choice(svc)
     d = _fence(rng, P.diff(rng, f"{s}/handlers.py", rng.randint(4, 7)), "diff")
-    return f"{rng.choice(['Write release notes from this diff:', 'Summarize this change for the changelog:'])}\n{d}", 3
+    return (
+        f"{rng.choice(['Write release notes from this diff:', 'Summarize this change for the changelog:'])}\n{d}",
+        3,
+    )
 
 
 @family("SUMMARY", "zh")
@@ -629,7 +711,9 @@ def thanks_en(rng, svc):
 
 @family("CHAT", "zh")
 def thanks_zh(rng, svc):
-    return rng.choice(["謝謝", "感謝！解決了", "好的，了解", "太好了，謝啦", "收到，謝謝你", "讚，可以了"]), 1
+    return rng.choice(
+        ["謝謝", "感謝！解決了", "好的，了解", "太好了，謝啦", "收到，謝謝你", "讚，可以了"]
+    ), 1
 
 
 @family("CHAT", "en")
@@ -648,7 +732,13 @@ def smalltalk_zh(rng, svc):
 @family("CHAT", "en")
 def creative_en(rng, svc):
     topic = rng.choice(["on-call", "Kubernetes", "a flaky test", "Friday deploys", "YAML"])
-    return rng.choice([f"write a haiku about {topic}", f"tell me a joke about {topic}", f"a limerick about {topic} please"]), 2
+    return rng.choice(
+        [
+            f"write a haiku about {topic}",
+            f"tell me a joke about {topic}",
+            f"a limerick about {topic} please",
+        ]
+    ), 2
 
 
 @family("CHAT", "mixed")
@@ -707,7 +797,9 @@ def silence_en(rng, svc):
 @family("TOOL_CALL", "zh")
 def silence_zh(rng, svc):
     a, n = rng.choice(ALERTS), rng.choice(NODES)
-    return rng.choice([f"把 {n} 的 {a} 告警靜音兩小時", f"幫我 ack {a} 這個 page", f"{a} 先靜音到明天早上"]), 2
+    return rng.choice(
+        [f"把 {n} 的 {a} 告警靜音兩小時", f"幫我 ack {a} 這個 page", f"{a} 先靜音到明天早上"]
+    ), 2
 
 
 @family("TOOL_CALL", "en")
@@ -720,7 +812,9 @@ def set_image_en(rng, svc):
 @family("TOOL_CALL", "zh")
 def set_image_zh(rng, svc):
     s, v = rng.choice(svc), f"v{rng.randint(1, 4)}.{rng.randint(0, 9)}.{rng.randint(0, 9)}"
-    return rng.choice([f"幫我把 prod 的 {s} image 更新成 {v}", f"把 {s} 升級到 {v}", f"部署 {s} {v} 到 staging"]), 2
+    return rng.choice(
+        [f"幫我把 prod 的 {s} image 更新成 {v}", f"把 {s} 升級到 {v}", f"部署 {s} {v} 到 staging"]
+    ), 2
 
 
 @family("TOOL_CALL", "en")
@@ -756,7 +850,9 @@ def _tools(rng: random.Random) -> dict[str, Any]:
 @family("TOOL_CALL", "en", extra=_tools)
 def with_tools_en(rng, svc):
     s = rng.choice(svc)
-    return rng.choice([f"{s} looks stuck", f"what's the state of {s}?", f"handle {s}", f"{s} 5xx again"]), 2
+    return rng.choice(
+        [f"{s} looks stuck", f"what's the state of {s}?", f"handle {s}", f"{s} 5xx again"]
+    ), 2
 
 
 @family("TOOL_CALL", "zh", extra=_tools)
@@ -773,7 +869,9 @@ def followup_en(rng, svc):
 
 @family("TOOL_CALL", "zh")
 def followup_zh(rng, svc):
-    return rng.choice(["好，幫我重啟", "那就回滾吧", "直接擴到 5 個", "執行吧", "幫我刪掉", "好，砍掉它"]), 1
+    return rng.choice(
+        ["好，幫我重啟", "那就回滾吧", "直接擴到 5 個", "執行吧", "幫我刪掉", "好，砍掉它"]
+    ), 1
 
 
 # ---------------------------------------------------------------------------- assembling
@@ -822,7 +920,10 @@ def build() -> dict[str, list[dict[str, Any]]]:
         frng = random.Random(f"{SEED}:{fam.name}")
         seen: set[str] = set()
         tries = 0
-        while sum(1 for r in out[split] if r["source"] == source) < fam.count and tries < fam.count * 20:
+        while (
+            sum(1 for r in out[split] if r["source"] == source) < fam.count
+            and tries < fam.count * 20
+        ):
             tries += 1
             text, complexity = fam.make(frng, pool)
             if text in seen:
@@ -850,13 +951,18 @@ def dump(rows: list[dict[str, Any]]) -> bytes:
 def main(argv: list[str] | None = None) -> int:
     """Write the three splits; refuse to move a frozen test split unless ``--refreeze``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--refreeze", action="store_true", help="accept a new test split and record its hash")
+    parser.add_argument(
+        "--refreeze", action="store_true", help="accept a new test split and record its hash"
+    )
     args = parser.parse_args(argv)
     splits = build()
     frozen = HERE / "test.sha256"
     digest = hashlib.sha256(dump(splits["test"])).hexdigest()
     if frozen.exists() and frozen.read_text().split()[0] != digest and not args.refreeze:
-        print("the test split would change; it is frozen (use --refreeze for a new test set)", file=sys.stderr)
+        print(
+            "the test split would change; it is frozen (use --refreeze for a new test set)",
+            file=sys.stderr,
+        )
         return 1
     for name, rows in splits.items():
         (HERE / f"{name}.jsonl").write_bytes(dump(rows))

@@ -82,7 +82,7 @@ _LOG_ERRORS = (
     "too many connections",
     "upstream connect error or disconnect/reset before headers",
     "OOM command not allowed when used memory > 'maxmemory'",
-    "could not obtain lock on row in relation \"orders\"",
+    'could not obtain lock on row in relation "orders"',
     "read: connection reset by peer",
     "TLS handshake timeout",
 )
@@ -128,12 +128,12 @@ def java_stacktrace(rng: random.Random, service: str) -> str:
         [
             "java.lang.OutOfMemoryError: Java heap space",
             "java.net.SocketTimeoutException: Read timed out",
-            "java.lang.NullPointerException: Cannot invoke \"Order.getId()\" because \"order\" is null",
+            'java.lang.NullPointerException: Cannot invoke "Order.getId()" because "order" is null',
             "org.postgresql.util.PSQLException: FATAL: sorry, too many clients already",
         ]
     )
     return (
-        f"Exception in thread \"http-nio-8080-exec-{rng.randint(1, 40)}\" {error}\n"
+        f'Exception in thread "http-nio-8080-exec-{rng.randint(1, 40)}" {error}\n'
         f"\tat com.example.{pkg}.service.OrderService.place(OrderService.java:{rng.randint(50, 400)})\n"
         f"\tat com.example.{pkg}.web.OrderController.create(OrderController.java:{rng.randint(20, 90)})\n"
         "\tat org.springframework.web.servlet.FrameworkServlet.service(FrameworkServlet.java:897)"
@@ -216,7 +216,7 @@ def dockerfile(rng: random.Random) -> str:
     return (
         f"FROM {rng.choice(['python:3.12', 'node:20', 'ubuntu:latest'])}\n"
         "COPY . /app\nRUN pip install -r /app/requirements.txt\n"
-        f"ENV API_KEY={rng.choice(['changeme', 'sk-test-123'])}\nCMD [\"python\", \"/app/main.py\"]"
+        f'ENV API_KEY={rng.choice(["changeme", "sk-test-123"])}\nCMD ["python", "/app/main.py"]'
     )
 
 

@@ -20,7 +20,10 @@ def test_jsonl_and_tsv_give_the_same_rows(tmp_path: Path) -> None:
     # Given the same labelled requests as JSONL and as TSV (with a header and an escaped newline)
     jsonl = _jsonl(
         tmp_path / "a.jsonl",
-        [{"text": "hi", "intent": "CHAT"}, {"text": "line1\nline2", "label": "summary", "complexity": 2}],
+        [
+            {"text": "hi", "intent": "CHAT"},
+            {"text": "line1\nline2", "label": "summary", "complexity": 2},
+        ],
     )
     tsv = tmp_path / "a.tsv"
     tsv.write_text("text\tintent\tcomplexity\nhi\tCHAT\t\nline1\\nline2\tSUMMARY\t2\n")
@@ -59,16 +62,33 @@ def test_figures_and_the_priced_tier_matrix(tmp_path: Path) -> None:
             tmp_path / "l.jsonl",
             [
                 {"id": "a", "text": "thanks!", "intent": "CHAT", "complexity": 1, "lang": "en"},
-                {"id": "b", "text": "What is a PodDisruptionBudget?", "intent": "QUERY",
-                 "complexity": 1, "lang": "en"},
+                {
+                    "id": "b",
+                    "text": "What is a PodDisruptionBudget?",
+                    "intent": "QUERY",
+                    "complexity": 1,
+                    "lang": "en",
+                },
                 # Labelled cloud on purpose although it is a greeting: the router starts it local.
-                {"id": "c", "text": "hello there", "intent": "CHAT", "complexity": 1, "tier": "cloud",
-                 "lang": "en"},
+                {
+                    "id": "c",
+                    "text": "hello there",
+                    "intent": "CHAT",
+                    "complexity": 1,
+                    "tier": "cloud",
+                    "lang": "en",
+                },
                 # Labelled local although it correlates three services: the router goes cloud.
-                {"id": "d", "text": "payments 5xx up 8%, ledger-db replication lag 40 s, and the "
-                 "reconciliation job failing. Correlate these and find the root cause.",
-                 "intent": "ALERT_TRIAGE", "complexity": 4, "tier": "local-small", "lang": "en"},
-            ],  # fmt: skip
+                {
+                    "id": "d",
+                    "text": "payments 5xx up 8%, ledger-db replication lag 40 s, and the "
+                    "reconciliation job failing. Correlate these and find the root cause.",
+                    "intent": "ALERT_TRIAGE",
+                    "complexity": 4,
+                    "tier": "local-small",
+                    "lang": "en",
+                },
+            ],
         )
     )
     # When evaluated
@@ -82,9 +102,10 @@ def test_figures_and_the_priced_tier_matrix(tmp_path: Path) -> None:
     assert result.tier_accuracy == 0.5
     # And cloud-for-simple costs money (Gemini's price), local-for-complex is counted and listed
     assert result.tier_cost[("local-small", "cloud")] > Decimal(0)
-    assert result.per_thousand(("local-small", "cloud")) == result.tier_cost[
-        ("local-small", "cloud")
-    ] * 1000 / 4
+    assert (
+        result.per_thousand(("local-small", "cloud"))
+        == result.tier_cost[("local-small", "cloud")] * 1000 / 4
+    )
     assert result.tier_cost[("cloud", "local-small")] < Decimal(0)
     assert [case[0] for case in result.local_for_complex] == ["c"]
     assert result.simple_to_cloud == pytest.approx(1 / 3)

@@ -33,7 +33,7 @@ def test_router_on_the_frozen_test_split() -> None:
         f"intent {result.intent_accuracy:.3f} macro-F1 {result.macro_f1:.3f} "
         f"within-one {result.complexity_within_one:.3f} tier {result.tier_accuracy:.3f} "
         f"complex->local {result.complex_to_local:.3f} simple->cloud {result.simple_to_cloud:.3f} "
-        f"by language {({k: round(sum(v) / len(v), 3) for k, v in result.by_lang.items()})}"
+        f"by language { ({k: round(sum(v) / len(v), 3) for k, v in result.by_lang.items()}) }"
     )
     # Then no figure falls below what was measured when the split was first read
     assert result.intent_accuracy >= INTENT_FLOOR, report

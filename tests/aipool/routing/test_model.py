@@ -72,7 +72,9 @@ def test_top_features_explain_a_prediction() -> None:
         ('{"format": "aipool-intent-model/1", "labels": ["QUERY"]}', "malformed"),
     ],
 )
-def test_a_broken_model_file_is_refused_naming_its_path(tmp_path: Path, content: str, says: str) -> None:
+def test_a_broken_model_file_is_refused_naming_its_path(
+    tmp_path: Path, content: str, says: str
+) -> None:
     path = tmp_path / "model.json"
     path.write_text(content)
     with pytest.raises(ModelError) as caught:
@@ -126,7 +128,9 @@ def test_workers_import_no_training_stack_and_no_numpy_for_routing() -> None:
     import os
 
     env = {**os.environ, "REDIS_URL": "redis://127.0.0.1:1/0"}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env
+    )
     # Then none of the training stack (nor numpy) was imported
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"

@@ -56,7 +56,9 @@ TRIGGERS = (
 )  # fmt: skip
 CANARY_LETTERS = "bcdfghjkmnpqrstvwxz"
 FREE_TEXT = st.text(
-    alphabet=st.sampled_from(string.ascii_letters + string.digits + " -_.,:;!?'\n" + "的是了王小明病歷刪除資料"),
+    alphabet=st.sampled_from(
+        string.ascii_letters + string.digits + " -_.,:;!?'\n" + "的是了王小明病歷刪除資料"
+    ),
     max_size=60,
 )
 
@@ -76,7 +78,9 @@ def prompts(draw: st.DrawFn) -> tuple[str, str]:
 
 @settings(max_examples=300, deadline=None)
 @given(prompts(), st.booleans(), st.sampled_from(["normal", "critical"]))
-def test_no_prompt_text_in_any_reason(prompt: tuple[str, str], with_tools: bool, priority: str) -> None:
+def test_no_prompt_text_in_any_reason(
+    prompt: tuple[str, str], with_tools: bool, priority: str
+) -> None:
     text, canary = prompt
     tools = (Tool(name="restart_deployment", description="d", parameters={"type": "object"}),)
     # Given a request around a canary token, with or without tools, at either priority

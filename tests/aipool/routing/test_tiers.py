@@ -8,9 +8,7 @@ from aipool.routing.router import explain
 from aipool.routing.table import RouteTableError, parse_table
 from aipool.routing.tiers import tier_for, tier_of_rule
 
-ZH_INCIDENT = (
-    "告警：member-service 逾時、session Redis 記憶體 95%、login 成功率下降到 70%，三者同時發生，請分析根因。"
-)
+ZH_INCIDENT = "告警：member-service 逾時、session Redis 記憶體 95%、login 成功率下降到 70%，三者同時發生，請分析根因。"
 EN_INCIDENT = (
     "payments 5xx up 8%, ledger-db replication lag 40 s, and the reconciliation job failing since "
     "03:00. Correlate these and find the root cause."
@@ -24,7 +22,11 @@ def test_the_issues_multi_service_incidents_start_in_the_cloud(text: str) -> Non
     # Then complexity at least 4, the complex triage rule, the cloud tier, Gemini first
     assert route.intent == "ALERT_TRIAGE"
     assert route.complexity >= 4
-    assert (route.rule, route.tier, route.chain[0].provider) == ("complex_alert_triage", "cloud", "gemini")
+    assert (route.rule, route.tier, route.chain[0].provider) == (
+        "complex_alert_triage",
+        "cloud",
+        "gemini",
+    )
     assert "correlate" in route.reason and "services/components" in route.reason
 
 

@@ -29,7 +29,10 @@ def test_unknown_labels_are_refused() -> None:
 
 
 def test_requests_with_tools_are_left_to_the_tools_rule() -> None:
-    rows = [{"text": "hi", "intent": "TOOL_CALL", "tools": [{"name": "x"}]}, {"text": "hi", "intent": "CHAT"}]
+    rows = [
+        {"text": "hi", "intent": "TOOL_CALL", "tools": [{"name": "x"}]},
+        {"text": "hi", "intent": "CHAT"},
+    ]
     assert examples_from_rows(rows) == [Example("hi", "CHAT")]
 
 
@@ -48,6 +51,8 @@ def test_training_never_reads_the_test_split(monkeypatch, tmp_path) -> None:
     monkeypatch.setattr(corpus, "load", watched)
     monkeypatch.setattr(training, "EPOCHS", 5)
     # When a model is trained with an operator's examples
-    training.train_with([{"text": "page the dba", "intent": "TOOL_CALL"}], tmp_path / "m.json", source="x")
+    training.train_with(
+        [{"text": "page the dba", "intent": "TOOL_CALL"}], tmp_path / "m.json", source="x"
+    )
     # Then only train and dev were read
     assert sorted(read) == ["dev", "train"]

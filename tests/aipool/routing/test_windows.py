@@ -11,7 +11,10 @@ from aipool.routing.windows import CONTEXT_TOO_LONG, fits, skip_reason, window
 
 RULES = [{"name": "all", "provider": "ollama"}]
 TABLE = parse_table(
-    {"rules": RULES, "context_windows": {"ollama": 8192, "ollama:qwen2.5:7b": 32768, "gemini": 1_000_000}}
+    {
+        "rules": RULES,
+        "context_windows": {"ollama": 8192, "ollama:qwen2.5:7b": 32768, "gemini": 1_000_000},
+    }
 )
 
 
