@@ -262,6 +262,13 @@ class Route(BaseModel):
     reason: str
     confidence: float
     rule: str
+    tier: str = Field(
+        default="",
+        description="where the route starts: local-small, local-code, cloud, tools or critical",
+    )
+    source: str = Field(
+        default="", description="who decided the intent: explicit, tools, model or rules"
+    )
 
 
 class Attempt(BaseModel):

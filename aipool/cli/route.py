@@ -1,22 +1,128 @@
-"""``aipool route``: why a text goes where it goes."""
+"""``aipool route``: why a text goes where it goes; judge the router; teach it.
+
+* ``aipool route "TEXT"`` (or ``aipool route explain "TEXT"``): the decision, the rule or the
+  model's top features, and the words that matched. The operator typed the text, so the screen may
+  show it; the route that is stored never does.
+* ``aipool route eval FILE``: accuracy, macro-F1, confusion matrices and the tier matrix's prices.
+* ``aipool route train --examples FILE --output MODEL``: a model file trained on the shipped corpus
+  plus the operator's examples, for ``AIPOOL_ROUTING_MODEL_FILE``.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
 
 
-def route(text: Annotated[str, typer.Argument(help="A request text to route.")]) -> None:
-    """Show the routing decision (intent, complexity, chain, reasons) for a text."""
+class _RouteGroup(TyperGroup):
+    """``aipool route TEXT`` keeps working: a first argument that names no subcommand is the text
+    of ``explain``."""
+
+    # ``ctx`` is typer's own (vendored) click Context; Any keeps this override compatible with it.
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["explain", *args]
+        return super().parse_args(ctx, args)
+
+
+route_app = typer.Typer(
+    cls=_RouteGroup,
+    help="Show, judge and teach the routing decision.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+@route_app.command("explain")
+def explain_command(text: Annotated[str, typer.Argument(help="A request text to route.")]) -> None:
+    """Show the routing decision (intent, complexity, tier, chain, reasons) for a text."""
     if not text.strip():
         raise typer.BadParameter("the text is empty", param_hint="TEXT")
     from aipool.routing.render import render_route
     from aipool.routing.router import explain
 
-    render_route(explain(text), Console())
+    render_route(explain(text), Console(), text=text)
+
+
+def _labelled_file(path: Path) -> Path:
+    if not path.is_file():
+        raise typer.BadParameter(f"no such file: {path}", param_hint="FILE")
+    return path
+
+
+@route_app.command("eval")
+def eval_command(
+    file: Annotated[Path, typer.Argument(help="Labelled requests: JSONL or TSV (text, intent).")],
+    misses: Annotated[int, typer.Option(help="List at most this many misses.", min=0)] = 20,
+) -> None:
+    """Judge the router on labelled requests: accuracy, macro-F1, confusion and tier matrices."""
+    from aipool.routing.evaluate import LabelledFileError, evaluate, read_labelled
+    from aipool.routing.render import render_evaluation
+
+    try:
+        rows = read_labelled(_labelled_file(file))
+    except LabelledFileError as exc:
+        raise typer.BadParameter(str(exc), param_hint="FILE") from None
+    render_evaluation(evaluate(rows), Console(), misses=misses)
+
+
+@route_app.command("train")
+def train_command(
+    examples: Annotated[
+        Path,
+        typer.Option("--examples", help="Your labelled requests: JSONL or TSV (text, intent)."),
+    ],
+    output: Annotated[Path, typer.Option("--output", help="Where to write the model file.")] = Path(
+        "intent_model.json"
+    ),
+) -> None:
+    """Train an intent model on the shipped corpus plus your examples; point
+    AIPOOL_ROUTING_MODEL_FILE at the file it writes."""
+    from aipool.routing.evaluate import LabelledFileError, read_rows
+
+    try:
+        rows = read_rows(_labelled_file(examples))
+        extra = _training_rows(rows)
+    except LabelledFileError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--examples") from None
+    if output.exists() and output.is_dir():
+        raise typer.BadParameter(f"{output} is a directory", param_hint="--output")
+    from aipool.routing.train import train_with
+
+    written = train_with(extra, output, source=str(examples))
+    console = Console()
+    console.print(
+        f"wrote {output}: {written['trained']['examples']} examples "
+        f"({len(extra)} yours), {written['trained']['features']} features"
+    )
+    console.print(
+        f"point the workers and producers at it: AIPOOL_ROUTING_MODEL_FILE={output.resolve()}"
+    )
+
+
+def _training_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The operator's rows as corpus rows (``text``, ``intent``); a bad row names its line."""
+    from aipool.routing.evaluate import INTENTS, LabelledFileError
+
+    out = []
+    for row in rows:
+        text = row.get("text")
+        if text is None and isinstance(row.get("request"), dict):
+            text = row["request"].get("prompt")
+        intent = row.get("intent", row.get("label"))
+        if not isinstance(text, str) or not text.strip():
+            raise LabelledFileError(f"{row['_where']}: needs a non-empty 'text'")
+        if not isinstance(intent, str) or intent.upper() not in INTENTS:
+            raise LabelledFileError(
+                f"{row['_where']}: 'intent' must be one of {', '.join(INTENTS)}"
+            )
+        out.append({"text": text, "intent": intent.upper(), "tools": row.get("tools")})
+    return out
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(route)
+    app.add_typer(route_app, name="route")

@@ -335,9 +335,8 @@ def _score_text(text: str, factor: float, total: dict[Intent, float], why: list[
         if added:
             scores[intent] += added * factor
             if factor == 1.0:
-                # Quoted from the text as written: the match may be on the folded copy.
-                quoted = prose[match.start() : match.end()].strip(" \t\n.,;:!?，。！？；：")[:30]
-                why.append(f"{intent}: {label} '{quoted}'" if quoted else f"{intent}: {label}")
+                # The label only, never the matched text: reasons are stored with the route (#21).
+                why.append(f"{intent}: {label}")
     if split.blocks:
         if split.looks_like_code():
             scores[Intent.CODE_REVIEW] += _CODE_BLOCK_WEIGHT * factor
@@ -356,6 +355,34 @@ def _score_text(text: str, factor: float, total: dict[Intent, float], why: list[
         total[intent] += value
 
 
+def signal_labels(prose: str) -> list[str]:
+    """The labels of the keyword signals that match ``prose`` (features for the intent model),
+    and ``about not do`` when the text asks why/how/whether about an operation."""
+    folded = fold(prose)
+    labels = [
+        label
+        for _intent, _kind, _weight, label, pattern, on_folded in _COMPILED
+        if pattern.search(folded if on_folded else prose)
+    ]
+    if _ABOUT_NOT_DO.search(folded) and not _MARKED_OP.search(folded):
+        labels.append("about not do")
+    return labels
+
+
+def matched_words(text: str) -> list[tuple[str, str, str]]:
+    """``(intent, label, matched words)`` for each keyword signal in ``text``: for a person at a
+    terminal (``aipool route``) only. Never store the third element: it is prompt text."""
+    prose = split_text(bounded(text)).prose
+    folded = fold(prose)
+    found = []
+    for intent, _kind, _weight, label, pattern, on_folded in _COMPILED:
+        match = pattern.search(folded if on_folded else prose)
+        if match is not None:
+            words = prose[match.start() : match.end()].strip(" \t\n.,;:!?，。！？；：")[:40]
+            found.append((intent.value, label, words))
+    return found
+
+
 def classify(request: Request) -> IntentDecision:
     """Decide the intent of ``request``; same request, same answer."""
     if request.intent:
@@ -365,12 +392,10 @@ def classify(request: Request) -> IntentDecision:
             reasons=(f"explicit intent {request.intent.upper()} from the producer",),
         )
     if request.tools:
-        names = ", ".join(t.name for t in request.tools[:3])
-        more = "" if len(request.tools) <= 3 else f", +{len(request.tools) - 3}"
         return IntentDecision(
             intent=Intent.TOOL_CALL.value,
             confidence=1.0,
-            reasons=(f"request carries {len(request.tools)} tool(s) ({names}{more})",),
+            reasons=(f"request carries {len(request.tools)} tool(s)",),
         )
     return classify_text(request.last_user_text(), context=_context(request))
 

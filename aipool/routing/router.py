@@ -1,16 +1,37 @@
-"""The router: a request in, a :class:`Route` (intent, complexity, chain, reason) out.
+"""The router: a request in, a :class:`Route` (intent, complexity, tier, chain, reason) out.
 
-``decide`` is a pure function of the request and the route table: the same request always gets
-the same route, so it does not matter whether the producer routes locally or the ``router`` queue
-task does it. Nothing here touches the network.
+``decide`` is a pure function of the request, the route table and the intent model: the same
+request always gets the same route, so it does not matter whether the producer routes locally or
+the ``router`` queue task does it. Nothing here touches the network.
+
+Who decides the intent, in order (the first that applies):
+
+==================  =====================================================  ==============
+signal              intent                                                 ``source``
+==================  =====================================================  ==============
+``request.intent``  the producer's override                                ``explicit``
+tools attached      ``TOOL_CALL``: only a tool-capable chain can answer    ``tools``
+model sure          the model's intent, probability >= its threshold       ``model``
+model unsure        the keyword rules' intent (``CHAT`` when none match)   ``rules``
+==================  =====================================================  ==============
+
+A fenced block of code is one of the model's features (``m:code-block``) rather than a rule of its
+own: "summarize this diff" and "write release notes from it" paste code too, and the dev split
+showed the model weighing the fence against the ask better than an override would.
+
+``Route.reason`` names the rules and the signals that decided, with counts, never words of the
+prompt: it is stored with the result, the ledger row and Flower's task view (issue #21).
+``aipool route`` shows the words and the model's top features on the operator's screen only
+(:mod:`aipool.routing.render`).
 
 A route travels as JSON inside Celery task kwargs and in the result (``Route.to_dict``)::
 
     {"intent": "CODE_REVIEW", "complexity": 3, "confidence": 0.83, "rule": "code_review",
+     "tier": "local-code",
      "chain": [{"provider": "ollama", "model": "qwen2.5:7b"},
                {"provider": "gemini", "model": "gemini-2.5-flash"}, ...,
                {"provider": "static", "model": "static"}],
-     "reason": "intent CODE_REVIEW (...); complexity 3 (...); rule code_review → ollama:qwen2.5:7b"}
+     "reason": "intent CODE_REVIEW: model 0.83, keyword signals: asks for a review; ..."}
 
 Hops are objects rather than ``"provider:model"`` strings because Ollama model ids contain colons
 themselves; ``from_dict`` accepts both forms all the same.
@@ -24,8 +45,11 @@ from typing import Any
 from aipool.chains import Hop, build_chain
 from aipool.contract import Message, Request
 from aipool.routing.complexity import score
-from aipool.routing.intent import classify
+from aipool.routing.features import read
+from aipool.routing.intent import Intent, IntentDecision, classify
+from aipool.routing.model import IntentModel, load_model
 from aipool.routing.table import RouteTable, load_table
+from aipool.routing.tiers import choose_rule, tier_of_rule
 
 
 @dataclass(frozen=True)
@@ -38,6 +62,10 @@ class Route:
     reason: str
     confidence: float = 1.0
     rule: str = ""
+    #: Where the route starts, in ADR-006's words (:mod:`aipool.routing.tiers`).
+    tier: str = ""
+    #: Who decided the intent: ``explicit``, ``tools``, ``model`` or ``rules``.
+    source: str = ""
 
     @property
     def first(self) -> Hop:
@@ -53,6 +81,8 @@ class Route:
             "reason": self.reason,
             "confidence": self.confidence,
             "rule": self.rule,
+            "tier": self.tier,
+            "source": self.source,
         }
 
     @classmethod
@@ -65,6 +95,8 @@ class Route:
             reason=str(data.get("reason", "")),
             confidence=float(data.get("confidence", 1.0)),
             rule=str(data.get("rule", "")),
+            tier=str(data.get("tier", "")),
+            source=str(data.get("source", "")),
         )
 
 
@@ -76,42 +108,90 @@ def _hop(item: Any) -> Hop:
     return Hop(provider, model or provider)
 
 
-def _quote(reasons: tuple[str, ...], limit: int = 4) -> str:
-    shown = ", ".join(reasons[:limit])
-    return shown + (f", +{len(reasons) - limit} more" if len(reasons) > limit else "")
+@dataclass(frozen=True)
+class IntentChoice:
+    """The intent the router takes, how sure it is, who decided, and why (labels, no text)."""
+
+    intent: str
+    confidence: float
+    source: str
+    why: str
 
 
-def decide(request: Request, table: RouteTable | None = None) -> Route:
-    """Route ``request``: classify, score, take the first matching rule, build the ADR chain.
+def _labels(labels: list[str], limit: int = 4) -> str:
+    counted: dict[str, int] = {}
+    for label in labels:
+        counted[label] = counted.get(label, 0) + 1
+    parts = [label for label in counted]
+    shown = ", ".join(parts[:limit])
+    return shown + (f", +{len(parts) - limit} more" if len(parts) > limit else "")
+
+
+def choose_intent(request: Request, model: IntentModel | None = None) -> IntentChoice:
+    """Decide the intent of ``request``: hard signals first, then the model, then the rules."""
+    if request.intent or request.tools:
+        decided: IntentDecision = classify(request)
+        source = "explicit" if request.intent else "tools"
+        return IntentChoice(decided.intent, 1.0, source, decided.reasons[0])
+    model = model if model is not None else load_model()
+    text = request.last_user_text() or request.text()
+    reading = read(text)
+    guess = model.predict(text, reading)
+    signals = list(reading[2])
+    keywords = (
+        f"keyword signals: {_labels(signals)} ({len(signals)})" if signals else "no keyword signal"
+    )
+    if guess.confidence >= model.threshold:
+        return IntentChoice(
+            guess.intent,
+            round(guess.confidence, 2),
+            "model",
+            f"model {guess.confidence:.2f}; {keywords}",
+        )
+    rules = classify(request)
+    unsure = f"model unsure ({guess.intent} {guess.confidence:.2f} < {model.threshold:.2f})"
+    if rules.intent == Intent.CHAT and rules.confidence <= 0.3:
+        return IntentChoice(
+            Intent.CHAT.value, rules.confidence, "rules", f"{unsure}; no keyword signal, CHAT"
+        )
+    return IntentChoice(
+        rules.intent,
+        rules.confidence,
+        "rules",
+        f"{unsure}; keyword rules: {_labels(list(rules.reasons))}",
+    )
+
+
+def decide(
+    request: Request, table: RouteTable | None = None, model: IntentModel | None = None
+) -> Route:
+    """Route ``request``: choose the intent, score the complexity, take the first matching rule,
+    build the ADR chain.
 
     A request that carries tools always ends on the tool chain (``… → refuse``) and only rules whose
     provider can call tools are considered for it. When no rule matches, the chain starts at the
-    ADR default (``ollama`` or ``nemotron``).
+    ADR default (``ollama`` or ``nemotron``). ``reason`` holds no text of the prompt.
     """
     table = table if table is not None else load_table()
-    intent = classify(request)
+    intent = choose_intent(request, model)
     complexity = score(request)
     has_tools = bool(request.tools)
-    chosen = None
-    for rule in table.rules:
-        if has_tools and not rule.tool_capable:
-            continue
-        if rule.matches(
-            intent=intent.intent,
-            complexity=complexity.score,
-            priority=request.priority,
-            has_tools=has_tools,
-        ):
-            chosen = rule
-            break
+    chosen = choose_rule(
+        table,
+        intent=intent.intent,
+        complexity=complexity.score,
+        priority=request.priority,
+        has_tools=has_tools,
+    )
     tools_chain = has_tools or (chosen is not None and chosen.chain == "tools")
     first = chosen.first_hop() if chosen is not None else None
     chain = build_chain(first, tools=tools_chain)
     rule_name = chosen.name if chosen is not None else "default"
+    tier = tier_of_rule(chosen)
     reason = (
-        f"intent {intent.intent} ({_quote(intent.reasons)}); "
-        f"complexity {complexity.score} ({_quote(complexity.reasons)}); "
-        f"rule {rule_name} → {chain[0]}" + (" (tool chain)" if tools_chain else "")
+        f"intent {intent.intent}: {intent.why}; "
+        f"complexity {complexity.score}: {', '.join(complexity.reasons)}; "
+        f"rule {rule_name} → {chain[0]} [{tier}]" + (" (tool chain)" if tools_chain else "")
     )
     return Route(
         intent=intent.intent,
@@ -120,9 +200,11 @@ def decide(request: Request, table: RouteTable | None = None) -> Route:
         reason=reason,
         confidence=intent.confidence,
         rule=rule_name,
+        tier=tier,
+        source=intent.source,
     )
 
 
-def explain(text: str, table: RouteTable | None = None) -> Route:
+def explain(text: str, table: RouteTable | None = None, model: IntentModel | None = None) -> Route:
     """Route a one-message request holding ``text``, as ``aipool route "<text>"`` does."""
-    return decide(Request(messages=(Message(role="user", content=text),)), table)
+    return decide(Request(messages=(Message(role="user", content=text),)), table, model)

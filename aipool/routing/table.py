@@ -12,13 +12,14 @@ from __future__ import annotations
 import difflib
 import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from aipool.chains import PROVIDERS, TOOL_CHAIN, Hop, default_model
 from aipool.routing.intent import Intent
+from aipool.routing.tiers import TIERS
 
 DEFAULT_ROUTES_FILE = Path(__file__).with_name("routes.toml")
 CHAIN_KINDS = ("general", "tools")
@@ -26,7 +27,7 @@ CHAIN_KINDS = ("general", "tools")
 TOOL_CAPABLE = frozenset(TOOL_CHAIN)
 
 _CONDITION_KEYS = frozenset({"intents", "min_complexity", "max_complexity", "priorities", "tools"})
-_ACTION_KEYS = frozenset({"provider", "model", "chain"})
+_ACTION_KEYS = frozenset({"provider", "model", "chain", "tier"})
 _KEYS = _CONDITION_KEYS | _ACTION_KEYS | {"name"}
 
 
@@ -47,6 +48,8 @@ class Rule:
     max_complexity: int | None = None
     priorities: frozenset[str] | None = None
     tools: bool | None = None
+    #: The start tier this rule stands for (``aipool.routing.tiers``); None: from the provider.
+    tier: str | None = None
 
     def matches(self, *, intent: str, complexity: int, priority: str, has_tools: bool) -> bool:
         """Whether every condition of this rule holds."""
@@ -74,6 +77,8 @@ class RouteTable:
 
     rules: tuple[Rule, ...]
     source: str
+    #: Context windows in tokens, by ``"provider:model"`` or by provider (``aipool.routing.windows``).
+    context_windows: dict[str, int] = field(default_factory=dict)
 
 
 def _rule(raw: Any, index: int) -> Rule:
@@ -121,6 +126,9 @@ def _rule(raw: Any, index: int) -> Rule:
     tools = raw.get("tools")
     if tools is not None and not isinstance(tools, bool):
         raise RouteTableError(f"{where}: 'tools' must be true or false")
+    tier = raw.get("tier")
+    if tier is not None and tier not in TIERS:
+        raise RouteTableError(f"{where}: 'tier' must be one of {', '.join(TIERS)}")
     return Rule(
         name=name,
         provider=provider,
@@ -131,6 +139,7 @@ def _rule(raw: Any, index: int) -> Rule:
         max_complexity=bounds["max_complexity"],
         priorities=priorities,
         tools=tools,
+        tier=tier,
     )
 
 
@@ -142,10 +151,10 @@ def _not_a_key(key: str, valid: tuple[str, ...] = tuple(sorted(_KEYS))) -> str:
 
 def parse_table(data: dict[str, Any], source: str = "<data>") -> RouteTable:
     """Build a table from parsed TOML (``{"rules": [...]}``); raise :class:`RouteTableError`."""
-    extra = sorted(set(data) - {"rules"})
+    extra = sorted(set(data) - {"rules", "context_windows"})
     if extra:
         raise RouteTableError(
-            f"{source}: {'; '.join(_not_a_key(key, ('rules',)) for key in extra)}"
+            f"{source}: {'; '.join(_not_a_key(key, ('rules', 'context_windows')) for key in extra)}"
         )
     raw_rules = data.get("rules")
     if not isinstance(raw_rules, list) or not raw_rules:
@@ -155,7 +164,28 @@ def parse_table(data: dict[str, Any], source: str = "<data>") -> RouteTable:
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
         raise RouteTableError(f"{source}: rule name(s) used twice: {', '.join(duplicated)}")
-    return RouteTable(rules=rules, source=source)
+    return RouteTable(
+        rules=rules,
+        source=source,
+        context_windows=_windows(data.get("context_windows", {}), source),
+    )
+
+
+def _windows(raw: Any, source: str) -> dict[str, int]:
+    """``[context_windows]``: keys ``provider`` or ``provider:model``, values positive integers."""
+    if not isinstance(raw, dict):
+        raise RouteTableError(f"{source}: 'context_windows' must be a table of model = tokens")
+    windows = {}
+    for key, value in raw.items():
+        provider = key.partition(":")[0]
+        if provider not in PROVIDERS:
+            raise RouteTableError(
+                f"{source}: context_windows key {key!r} must start with one of {', '.join(PROVIDERS)}"
+            )
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise RouteTableError(f"{source}: context_windows {key!r} must be a positive integer")
+        windows[key] = value
+    return windows
 
 
 @lru_cache(maxsize=8)

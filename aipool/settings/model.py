@@ -149,6 +149,8 @@ class Settings(BaseSettings):
     result_expires_s: PositiveInt = 3600
     limits_file: Path | None = None
     routes_file: Path | None = None
+    #: The intent model workers and producers route with; None: the model shipped in the package.
+    routing_model_file: Path | None = None
     prices_file: Path | None = None
     monthly_budget_usd: Decimal = Field(default=Decimal(10), gt=0)
     max_prompt_tokens: PositiveInt = 32_000

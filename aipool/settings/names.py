@@ -44,6 +44,7 @@ _POOL: dict[str, Path] = {
     "AIPOOL_RESULT_EXPIRES": ("result_expires_s",),
     "AIPOOL_LIMITS_FILE": ("limits_file",),
     "AIPOOL_ROUTES_FILE": ("routes_file",),
+    "AIPOOL_ROUTING_MODEL_FILE": ("routing_model_file",),
     "AIPOOL_PRICES_FILE": ("prices_file",),
     "AIPOOL_MONTHLY_BUDGET_USD": ("monthly_budget_usd",),
     "AIPOOL_MAX_PROMPT_TOKENS": ("max_prompt_tokens",),

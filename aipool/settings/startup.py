@@ -35,11 +35,23 @@ def route_table_problems() -> list[str]:
     return []
 
 
+def routing_model_problems() -> list[str]:
+    """What is wrong with the intent model in force (``AIPOOL_ROUTING_MODEL_FILE``), if anything:
+    a model that does not load is refused at start, naming its path, not at the first request."""
+    from aipool.routing.model import ModelError, load_model
+
+    try:
+        load_model()
+    except ModelError as exc:
+        return [f"AIPOOL_ROUTING_MODEL_FILE: {exc}"]
+    return []
+
+
 def check_at_start() -> Settings:
     """The settings and the route table, checked: raises :class:`SettingsError` naming every
     problem. Quotas below ADR-006's are accepted (see :func:`below_adr_notes`)."""
     current = settings()
-    problems = route_table_problems()
+    problems = route_table_problems() + routing_model_problems()
     if problems:
         raise SettingsError(problems)
     return current

@@ -200,7 +200,7 @@ def test_same_request_same_route() -> None:
 def test_reason_names_intent_complexity_and_rule() -> None:
     # Given any route, Then its reason explains all three parts
     route = explain("What is a PodDisruptionBudget?")
-    assert route.reason.startswith("intent QUERY (")
+    assert route.reason.startswith("intent QUERY: ")
     assert "; complexity " in route.reason
     assert "; rule simple_query → ollama:llama3.2:3b" in route.reason
 

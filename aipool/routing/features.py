@@ -1,0 +1,89 @@
+"""What the intent model reads of a text: character and word n-grams, the keyword rules' signals,
+and a few facts about pasted blocks.
+
+Pure Python and deterministic (no hashing salt, no numpy), so a worker pays no import for it and the
+same text gives the same features in every process. A long text is read by its first
+``HEAD_CHARS`` and last ``TAIL_CHARS`` characters (:func:`aipool.routing.text.bounded`): the ask sits
+around a paste, and a 100 KB paste then costs what two kilobytes do.
+
+Feature names (the model's vocabulary; ``aipool route`` shows the ones that weighed most):
+
+=================  ===========================================================================
+``c:xy``           a character bigram or trigram of the folded text, spaces squeezed
+``w:word``         a word (ASCII word or one CJK character)
+``b:w1 w2``        two consecutive words
+``s:<label>``      a keyword rule of :mod:`aipool.routing.intent` that matched (its label)
+``m:<fact>``       a fact: ``code-block``, ``log-block``, ``json``, ``diff``, ``question``,
+                   ``len<n>`` (length bucket), ``cjk`` (has Chinese), ``latin``
+=================  ===========================================================================
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+from aipool.routing.text import SplitText, bounded, fold, split_text
+
+HEAD_CHARS = 1536
+TAIL_CHARS = 512
+_SPACES = re.compile(r"\s+")
+_WORD = re.compile(r"[a-z][a-z0-9_']*|[0-9]+|[\u3400-\u9fff]")
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_LENGTH_BUCKETS = (16, 48, 128, 400, 1200)
+SIGNAL_COPIES = 3
+
+
+def _length_bucket(n: int) -> str:
+    for i, edge in enumerate(_LENGTH_BUCKETS):
+        if n < edge:
+            return f"m:len{i}"
+    return f"m:len{len(_LENGTH_BUCKETS)}"
+
+
+Reading = tuple[str, SplitText, tuple[str, ...]]
+
+
+def read(text: str) -> Reading:
+    """The part of ``text`` the model reads, split into prose and blocks, and the keyword
+    signals of its prose: computed once per decision, and handed to :func:`features` and to the
+    router's explanation alike."""
+    from aipool.routing.intent import signal_labels
+
+    window = bounded(text, HEAD_CHARS, TAIL_CHARS)
+    split = split_text(window)
+    return window, split, tuple(signal_labels(split.prose))
+
+
+def features(text: str, reading: Reading | None = None) -> set[str]:
+    """The feature names present in ``text`` (a set: presence, not counts); ``reading`` is
+    ``read(text)`` when the caller has it already."""
+    text, split, labels = reading if reading is not None else read(text)
+    folded = _SPACES.sub(" ", fold(text)).strip()
+    out: set[str] = {_length_bucket(len(text))}
+    padded = f" {folded} "
+    # Bigrams and trigrams: slicing in comprehensions keeps this in C-speed loops.
+    out.update("c:" + padded[i : i + 2] for i in range(len(padded) - 1))
+    out.update("c:" + padded[i : i + 3] for i in range(len(padded) - 2))
+    words = _WORD.findall(folded)
+    out.update("w:" + w for w in words)
+    out.update(f"b:{a} {b}" for a, b in itertools.pairwise(words))
+    if split.blocks:
+        out.add("m:code-block" if split.looks_like_code() else "m:log-block")
+    if folded.startswith("{") or '{"' in folded:
+        out.add("m:json")
+    if "\n@@ " in text or "\n+++ " in text:
+        out.add("m:diff")
+    if "?" in split.prose or "？" in split.prose:
+        out.add("m:question")
+    out.add("m:cjk" if _CJK.search(text) else "m:latin")
+    facts = [f for f in out if f.startswith("m:")]
+    # Rule signals and facts are few among hundreds of n-grams; each is entered SIGNAL_COPIES
+    # times (``s:label``, ``s2:label``...) so that, in a unit-length row, they weigh what a
+    # keyword the rules were built on should.
+    for copy in range(SIGNAL_COPIES):
+        tag = "" if copy == 0 else str(copy + 1)
+        out.update(f"s{tag}:{label}" for label in labels)
+        if copy:
+            out.update(f"m{tag}:{fact[2:]}" for fact in facts)
+    return out

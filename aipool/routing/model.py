@@ -1,0 +1,171 @@
+"""The learned intent model: a linear classifier over :mod:`aipool.routing.features`.
+
+Inference is plain Python (``array`` columns and ``sum(map(...))``): a worker imports no numpy and no
+training stack for it, and a decision costs a dictionary look-up per feature and one C-level sum
+per intent. Training lives in :mod:`aipool.routing.train` (numpy, offline).
+
+The model file is JSON (``FORMAT``)::
+
+    {"format": "aipool-intent-model/1", "labels": ["ALERT_TRIAGE", ...],
+     "vocabulary": ["c:ab", ...], "weights": "<base64 float32, vocabulary x labels, row-major>",
+     "bias": [...], "threshold": 0.5, "trained": {"examples": 914, "sources": [...], ...}}
+
+Scores are softmax probabilities of ``bias + (sum of the present features' weights) / sqrt(n)``:
+features are binary, the row normalised to unit length as in training.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+import sys
+from array import array
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from aipool.routing.features import Reading, features
+
+FORMAT = "aipool-intent-model/1"
+SHIPPED_MODEL = Path(__file__).with_name("intent_model.json")
+
+
+class ModelError(ValueError):
+    """A model file that cannot be used; the message names the file and what is wrong."""
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The model's answer: the intent, its probability, and every intent's probability."""
+
+    intent: str
+    confidence: float
+    probabilities: dict[str, float]
+
+
+class IntentModel:
+    """A loaded model: ``predict(text)`` and, for people, ``top_features(text, intent)``."""
+
+    def __init__(
+        self,
+        labels: list[str],
+        vocabulary: list[str],
+        weights: array[float],
+        bias: list[float],
+        threshold: float,
+        trained: dict[str, Any],
+        source: str,
+    ) -> None:
+        self.labels = tuple(labels)
+        self.index = {name: i for i, name in enumerate(vocabulary)}
+        n = len(labels)
+        # One column per intent: sum(map(column.__getitem__, ids)) runs in C.
+        self.columns = tuple(array("f", weights[c::n]) for c in range(n))
+        self.bias = tuple(bias)
+        self.threshold = threshold
+        self.trained = trained
+        self.source = source
+        self.vocabulary = vocabulary
+
+    def _ids(self, text: str, reading: Reading | None = None) -> list[int]:
+        index = self.index
+        return [index[f] for f in features(text, reading) if f in index]
+
+    def predict(self, text: str, reading: Reading | None = None) -> Prediction:
+        """The most probable intent of ``text`` and the probability of each (``reading``:
+        :func:`~aipool.routing.features.read` of ``text``, when the caller has it)."""
+        ids = self._ids(text, reading)
+        norm = 1.0 / math.sqrt(len(ids)) if ids else 0.0
+        scores = [
+            b + sum(map(column.__getitem__, ids)) * norm
+            for b, column in zip(self.bias, self.columns, strict=True)
+        ]
+        top = max(scores)
+        exps = [math.exp(s - top) for s in scores]
+        total = sum(exps)
+        probabilities = {label: e / total for label, e in zip(self.labels, exps, strict=True)}
+        best = max(probabilities, key=probabilities.__getitem__)
+        return Prediction(best, probabilities[best], probabilities)
+
+    def top_features(self, text: str, intent: str, n: int = 6) -> list[tuple[str, float]]:
+        """The ``n`` features of ``text`` that pushed hardest toward ``intent`` against the other
+        intents' average, with their weight. Feature names hold text: for a terminal only."""
+        c = self.labels.index(intent)
+        others = [col for i, col in enumerate(self.columns) if i != c]
+        pushes: dict[str, float] = {}
+        for i in self._ids(text):
+            rest = sum(col[i] for col in others) / len(others)
+            # A signal entered several times ("s:x", "s2:x") is one feature to a person.
+            kind, _, value = self.vocabulary[i].partition(":")
+            name = f"{kind.rstrip('0123456789')}:{value}"
+            pushes[name] = pushes.get(name, 0.0) + self.columns[c][i] - rest
+        ranked = sorted(pushes.items(), key=lambda item: -item[1])
+        return [item for item in ranked[:n] if item[1] > 0]
+
+
+def parse_model(data: Any, source: str) -> IntentModel:
+    """Build a model from a parsed model file; :class:`ModelError` naming ``source`` if malformed."""
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ModelError(f"{source}: not an intent model (format must be {FORMAT!r})")
+    try:
+        labels = [str(x) for x in data["labels"]]
+        vocabulary = [str(x) for x in data["vocabulary"]]
+        weights = array("f")
+        weights.frombytes(base64.b64decode(data["weights"], validate=True))
+        if sys.byteorder != "little":
+            weights.byteswap()
+        bias = [float(x) for x in data["bias"]]
+        threshold = float(data["threshold"])
+        trained = dict(data.get("trained") or {})
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ModelError(f"{source}: malformed model file ({type(exc).__name__}: {exc})") from None
+    from aipool.routing.intent import Intent
+
+    unknown = sorted(set(labels) - {i.value for i in Intent})
+    if unknown or len(set(labels)) != len(labels) or len(labels) < 2:
+        raise ModelError(f"{source}: labels must be distinct intents, got {labels}")
+    if len(weights) != len(vocabulary) * len(labels) or len(bias) != len(labels):
+        raise ModelError(
+            f"{source}: {len(weights)} weights for {len(vocabulary)} features x {len(labels)} labels"
+        )
+    if not all(math.isfinite(w) for w in weights) or not 0.0 <= threshold <= 1.0:
+        raise ModelError(f"{source}: weights must be finite and the threshold within 0..1")
+    return IntentModel(labels, vocabulary, weights, bias, threshold, trained, source)
+
+
+def read_model(path: str | os.PathLike[str]) -> IntentModel:
+    """Load the model file at ``path``; :class:`ModelError` with the path if it cannot be used."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read the model file ({exc.strerror})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ModelError(f"{path}: not JSON ({exc})") from None
+    return parse_model(data, str(path))
+
+
+@lru_cache(maxsize=4)
+def _cached(path: str, mtime_ns: int) -> IntentModel:
+    # ``mtime_ns`` is only part of the key: a replaced file is read again.
+    return read_model(path)
+
+
+def model_path() -> Path:
+    """The model in force: ``AIPOOL_ROUTING_MODEL_FILE`` if set, else the packaged model."""
+    from aipool.settings import settings
+
+    return settings().routing_model_file or SHIPPED_MODEL
+
+
+def load_model(path: str | os.PathLike[str] | None = None) -> IntentModel:
+    """The model at ``path`` (default :func:`model_path`), loaded once per file version."""
+    target = Path(path) if path is not None else model_path()
+    try:
+        mtime = target.stat().st_mtime_ns
+    except OSError as exc:
+        raise ModelError(f"{target}: cannot read the model file ({exc.strerror})") from None
+    return _cached(str(target), mtime)

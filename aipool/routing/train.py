@@ -1,0 +1,196 @@
+"""Training the intent model, offline: ``python -m aipool.routing.train`` (or ``aipool route train``).
+
+Multinomial logistic regression over the binary features of :mod:`aipool.routing.features`, each
+row scaled to unit length, with L2 regularisation and classes weighted to equal total weight;
+full-batch Adam in numpy. No scikit-learn: a few hundred lines of numpy train a thousand requests in
+seconds, and the file it writes is read back without numpy (:mod:`aipool.routing.model`).
+
+The vocabulary is every feature seen in at least ``MIN_COUNT`` training requests, so a stray
+n-gram of one paste does not become a weight. The shipped model is trained on the corpus's train
+and dev splits with the settings and the threshold chosen on dev by a model trained on train alone
+(``--select``); the test split is never read here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import sys
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aipool.routing.features import features
+from aipool.routing.intent import Intent
+from aipool.routing.model import FORMAT, SHIPPED_MODEL, IntentModel, parse_model
+
+LABELS = [i.value for i in Intent]
+MIN_COUNT = 2
+L2 = 1e-5
+EPOCHS = 300
+LEARNING_RATE = 0.05
+#: Below this probability the router does not take the model's word (chosen on dev: --select).
+THRESHOLD = 0.6
+
+
+@dataclass(frozen=True)
+class Example:
+    """A text and its intent label."""
+
+    text: str
+    intent: str
+
+
+def examples_from_rows(rows: Iterable[dict[str, Any]]) -> list[Example]:
+    """Corpus rows (``text`` and ``intent``) as examples; rows whose request carries tools are
+    left out: the tools rule decides those, whatever the text says."""
+    return [Example(r["text"], r["intent"]) for r in rows if not r.get("tools")]
+
+
+def _matrix(texts: list[str], index: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """CSR pieces (indices, row of each entry, value of each entry) of the unit-length rows."""
+    indices: list[int] = []
+    rows: list[int] = []
+    values: list[float] = []
+    for r, text in enumerate(texts):
+        ids = sorted({index[f] for f in features(text) if f in index})
+        if not ids:
+            continue
+        value = 1.0 / np.sqrt(len(ids))
+        indices.extend(ids)
+        rows.extend([r] * len(ids))
+        values.extend([value] * len(ids))
+    return np.array(indices), np.array(rows), np.array(values)
+
+
+def train(
+    examples: list[Example],
+    *,
+    l2: float = L2,
+    epochs: int = EPOCHS,
+    threshold: float = THRESHOLD,
+    trained: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Fit the model on ``examples`` and return it as a model-file dictionary."""
+    unknown = sorted({e.intent for e in examples} - set(LABELS))
+    if unknown:
+        raise ValueError(f"unknown intent label(s): {', '.join(unknown)}")
+    counts: Counter[str] = Counter()
+    for example in examples:
+        counts.update(features(example.text))
+    vocabulary = sorted(f for f, n in counts.items() if n >= MIN_COUNT)
+    index = {f: i for i, f in enumerate(vocabulary)}
+    n, v, c = len(examples), len(vocabulary), len(LABELS)
+    cols, rows, vals = _matrix([e.text for e in examples], index)
+    y = np.zeros((n, c))
+    y[np.arange(n), [LABELS.index(e.intent) for e in examples]] = 1.0
+    # Each class weighs the same in total, however many examples it has.
+    per_class = y.sum(axis=0)
+    sample_weight = (y / np.maximum(per_class, 1.0)).sum(axis=1) * n / c
+    w = np.zeros((v, c))
+    b = np.zeros(c)
+    moments = [np.zeros_like(w), np.zeros_like(w), np.zeros_like(b), np.zeros_like(b)]
+    beta1, beta2, eps = 0.9, 0.999, 1e-8
+    for step in range(1, epochs + 1):
+        z = np.zeros((n, c))
+        np.add.at(z, rows, w[cols] * vals[:, None])
+        z += b
+        z -= z.max(axis=1, keepdims=True)
+        p = np.exp(z)
+        p /= p.sum(axis=1, keepdims=True)
+        g = (p - y) * sample_weight[:, None] / n
+        grad_w = np.zeros((v, c))
+        np.add.at(grad_w, cols, g[rows] * vals[:, None])
+        grad_w += l2 * w
+        grad_b = g.sum(axis=0)
+        for param, grad, m, s in (
+            (w, grad_w, moments[0], moments[1]),
+            (b, grad_b, moments[2], moments[3]),
+        ):
+            m *= beta1
+            m += (1 - beta1) * grad
+            s *= beta2
+            s += (1 - beta2) * grad * grad
+            param -= (
+                LEARNING_RATE * (m / (1 - beta1**step)) / (np.sqrt(s / (1 - beta2**step)) + eps)
+            )
+    weights = w.astype("<f4").tobytes()
+    return {
+        "format": FORMAT,
+        "labels": LABELS,
+        "vocabulary": vocabulary,
+        "weights": base64.b64encode(weights).decode("ascii"),
+        "bias": [round(float(x), 6) for x in b],
+        "threshold": threshold,
+        "trained": {"examples": n, "features": v, "l2": l2, "epochs": epochs, **(trained or {})},
+    }
+
+
+def fit(examples: list[Example], **kwargs: Any) -> IntentModel:
+    """Train and load in one step (for selection and tests)."""
+    return parse_model(train(examples, **kwargs), "<trained in memory>")
+
+
+def accuracy(model: IntentModel, examples: list[Example], threshold: float = 0.0) -> float:
+    """Share of ``examples`` the model gets right when it is at least ``threshold`` sure; below
+    it, the keyword rules decide (as in the router)."""
+    from aipool.routing.intent import classify_text
+
+    right = 0
+    for example in examples:
+        guess = model.predict(example.text)
+        got = guess.intent if guess.confidence >= threshold else classify_text(example.text).intent
+        right += got == example.intent
+    return right / len(examples)
+
+
+def select() -> None:
+    """Print dev accuracy for a grid of settings and thresholds, models trained on train only."""
+    from aipool.routing import corpus
+
+    fit_rows, dev = examples_from_rows(corpus.load("train")), examples_from_rows(corpus.load("dev"))
+    for l2 in (1e-5, 1e-4, 1e-3):
+        for epochs in (150, 300):
+            model = fit(fit_rows, l2=l2, epochs=epochs)
+            cells = "  ".join(
+                f"t={t:.2f}:{accuracy(model, dev, t):.3f}" for t in (0.0, 0.3, 0.4, 0.5, 0.6, 0.7)
+            )
+            print(f"l2={l2:g} epochs={epochs}  {cells}")
+
+
+def train_with(extra: list[dict[str, Any]], output: Path, *, source: str) -> dict[str, Any]:
+    """Train on the shipped train and dev splits plus ``extra`` rows (``text``, ``intent``), with
+    the shipped settings, and write the model file to ``output``; return what was written."""
+    from aipool.routing import corpus
+
+    rows = corpus.load("train") + corpus.load("dev") + extra
+    model = train(
+        examples_from_rows(rows),
+        trained={"sources": ["corpus:train", "corpus:dev", *([source] if extra else [])]},
+    )
+    output.write_text(json.dumps(model, ensure_ascii=False, separators=(",", ":")) + "\n")
+    return model
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Train on the shipped train and dev splits (plus ``--examples``) and write the model file."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output", type=Path, default=SHIPPED_MODEL)
+    parser.add_argument("--select", action="store_true", help="print the dev-split grid and stop")
+    args = parser.parse_args(argv)
+    if args.select:
+        select()
+        return 0
+    model = train_with([], args.output, source="")
+    print(f"wrote {args.output}: {model['trained']['examples']} examples, "
+          f"{model['trained']['features']} features", file=sys.stderr)  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,136 @@
+"""The shipped intent model: small, loaded without numpy, refused with its path when broken."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aipool.routing.model import SHIPPED_MODEL, ModelError, load_model, read_model
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_the_shipped_model_is_a_few_hundred_kilobytes_and_loads() -> None:
+    # Given the packaged model file
+    assert SHIPPED_MODEL.stat().st_size < 3_000_000
+    # When loaded, Then it knows the six intents and a threshold within 0..1
+    model = read_model(SHIPPED_MODEL)
+    assert set(model.labels) == {
+        "ALERT_TRIAGE", "QUERY", "CODE_REVIEW", "SUMMARY", "CHAT", "TOOL_CALL",
+    }  # fmt: skip
+    assert 0 < model.threshold < 1
+
+
+@pytest.mark.parametrize(
+    ("text", "intent"),
+    [
+        ("Create a namespace called feature-x in the dev cluster", "TOOL_CALL"),
+        ("幫我把 prod 的 api deployment 的 image 更新成 v2.3.1", "TOOL_CALL"),
+        ("how do I scale a deployment?", "QUERY"),
+        ("thanks, that worked", "CHAT"),
+    ],
+)
+def test_the_model_reads_the_issues_examples(text: str, intent: str) -> None:
+    # Given requests from issue #22, When the model predicts, Then it gets them, and is sure
+    guess = load_model().predict(text)
+    assert guess.intent == intent
+    assert abs(sum(guess.probabilities.values()) - 1.0) < 1e-6
+
+
+def test_predictions_are_deterministic_across_processes() -> None:
+    # Given a text, When predicted here and in a fresh interpreter (another hash seed)
+    text = "監控跳出 CPUThrottlingHigh，要不要調 limit？"
+    here = load_model().predict(text).confidence
+    code = (
+        "from aipool.routing.model import load_model;"
+        f"print(repr(load_model().predict({text!r}).confidence))"
+    )
+    there = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
+        env={"PYTHONHASHSEED": "12345", "PATH": "/usr/bin:/bin"},
+    ).stdout.strip()  # fmt: skip
+    # Then the same probability
+    assert float(there) == pytest.approx(here, abs=1e-12)
+
+
+def test_top_features_explain_a_prediction() -> None:
+    model = load_model()
+    top = model.top_features("please restart payment-api now", "TOOL_CALL")
+    assert top and all(weight > 0 for _, weight in top)
+    assert len({name for name, _ in top}) == len(top)
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ("not json", "not JSON"),
+        ('{"format": "something-else"}', "not an intent model"),
+        ('{"format": "aipool-intent-model/1", "labels": ["QUERY"]}', "malformed"),
+    ],
+)
+def test_a_broken_model_file_is_refused_naming_its_path(
+    tmp_path: Path, content: str, says: str
+) -> None:
+    path = tmp_path / "model.json"
+    path.write_text(content)
+    with pytest.raises(ModelError) as caught:
+        read_model(path)
+    assert str(path) in str(caught.value) and says in str(caught.value)
+
+
+def test_weights_that_do_not_match_the_vocabulary_are_refused(tmp_path: Path) -> None:
+    data = json.loads(SHIPPED_MODEL.read_text())
+    data["vocabulary"] = data["vocabulary"][:-1]
+    path = tmp_path / "short.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ModelError, match="weights for"):
+        read_model(path)
+
+
+def test_a_missing_model_file_is_refused_at_start(tmp_path: Path, monkeypatch) -> None:
+    # Given AIPOOL_ROUTING_MODEL_FILE pointing at a file that is not there
+    from aipool.errors import SettingsError
+    from aipool.settings.startup import check_at_start
+
+    missing = tmp_path / "nope.json"
+    monkeypatch.setenv("AIPOOL_ROUTING_MODEL_FILE", str(missing))
+    # When a worker checks its settings at start, Then it refuses, naming the variable and path
+    with pytest.raises(SettingsError) as caught:
+        check_at_start()
+    assert f"AIPOOL_ROUTING_MODEL_FILE: {missing}" in str(caught.value)
+
+
+def test_a_model_file_that_loads_is_the_one_routing_uses(tmp_path: Path, monkeypatch) -> None:
+    # Given a copy of the shipped model named by the setting
+    from aipool.routing.model import model_path
+    from aipool.settings.startup import check_at_start
+
+    copy = tmp_path / "ours.json"
+    copy.write_bytes(SHIPPED_MODEL.read_bytes())
+    monkeypatch.setenv("AIPOOL_ROUTING_MODEL_FILE", str(copy))
+    # Then start accepts it and routing reads that file
+    check_at_start()
+    assert model_path() == copy
+    assert load_model().source == str(copy)
+
+
+def test_workers_import_no_training_stack_and_no_numpy_for_routing() -> None:
+    # Given a fresh interpreter, When it imports the worker app and routes a request
+    code = (
+        "import sys; import workers.app; from aipool.routing.router import explain;"
+        "explain('restart payment-api');"
+        "print(sorted(m for m in ('sklearn', 'scipy', 'numpy', 'aipool.routing.train') if m in sys.modules))"
+    )
+    import os
+
+    env = {**os.environ, "REDIS_URL": "redis://127.0.0.1:1/0"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env
+    )
+    # Then none of the training stack (nor numpy) was imported
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

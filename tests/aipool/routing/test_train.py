@@ -1,0 +1,58 @@
+"""Training: a linear model that learns what it is shown, and nothing from the test split."""
+
+from __future__ import annotations
+
+import pytest
+
+from aipool.routing.train import Example, examples_from_rows, fit, train
+
+
+def test_a_model_learns_a_small_labelled_set() -> None:
+    # Given a few examples of two intents, each phrasing seen twice
+    examples = [
+        Example(text, intent)
+        for text, intent in [
+            ("please restart the api", "TOOL_CALL"), ("restart the worker now", "TOOL_CALL"),
+            ("what is a pod", "QUERY"), ("what is a node", "QUERY"),
+        ] * 2
+    ]  # fmt: skip
+    # When trained
+    model = fit(examples, epochs=200)
+    # Then it gets its own examples right, and a near phrasing too
+    assert model.predict("please restart the api").intent == "TOOL_CALL"
+    assert model.predict("what is a service").intent == "QUERY"
+
+
+def test_unknown_labels_are_refused() -> None:
+    with pytest.raises(ValueError, match="unknown intent"):
+        train([Example("hi", "GREETING")])
+
+
+def test_requests_with_tools_are_left_to_the_tools_rule() -> None:
+    rows = [
+        {"text": "hi", "intent": "TOOL_CALL", "tools": [{"name": "x"}]},
+        {"text": "hi", "intent": "CHAT"},
+    ]
+    assert examples_from_rows(rows) == [Example("hi", "CHAT")]
+
+
+def test_training_never_reads_the_test_split(monkeypatch, tmp_path) -> None:
+    # Given the corpus loader watched
+    from aipool.routing import corpus
+    from aipool.routing import train as training
+
+    read: list[str] = []
+    real = corpus.load
+
+    def watched(split: str):
+        read.append(split)
+        return real(split)[:40]
+
+    monkeypatch.setattr(corpus, "load", watched)
+    monkeypatch.setattr(training, "EPOCHS", 5)
+    # When a model is trained with an operator's examples
+    training.train_with(
+        [{"text": "page the dba", "intent": "TOOL_CALL"}], tmp_path / "m.json", source="x"
+    )
+    # Then only train and dev were read
+    assert sorted(read) == ["dev", "train"]
