@@ -4,7 +4,8 @@ The report reads Redis only: each provider's breaker snapshot and quota usage, b
 It never takes a breaker trial slot or reserves quota. With ``AIPOOL_HEALTH_TOKEN`` set (a secret:
 the variable, ``AIPOOL_HEALTH_TOKEN_FILE`` or ``$AIPOOL_SECRETS_DIR/aipool_health_token``) the
 report is served only to ``Authorization: Bearer <token>``; ``GET /healthz`` answers probes
-(200 while Redis answers, 503 otherwise) and shows nothing.
+(200 while Redis answers, 503 otherwise) and shows nothing. Without a token it does not start,
+unless ``AIPOOL_ALLOW_ANONYMOUS=1`` (:mod:`aipool.serving`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from aipool.breaker import Breaker
 from aipool.periods import pool_zone
 from aipool.quota import Quota
 from aipool.redis_url import connect
+from aipool.serving import announce, require_login
 from aipool.settings import settings
 from aipool.settings.provider_limits import ProviderLimits
 
@@ -121,9 +123,26 @@ class _QuietHandler(WSGIRequestHandler):
         pass
 
 
-def serve(host: str, port: int, redis_url: str) -> None:
-    """Serve the usage report on ``host:port`` until interrupted (stdlib ``wsgiref``)."""
+def required_token() -> str | None:
+    """The bearer token the report asks for; raises :class:`~aipool.errors.NoLogin` when none is
+    set, unless ``AIPOOL_ALLOW_ANONYMOUS=1`` (then ``None``: served to anyone)."""
+    token = settings().secret("AIPOOL_HEALTH_TOKEN")
+    require_login(
+        "the usage report",
+        bool(token),
+        "set AIPOOL_HEALTH_TOKEN (or AIPOOL_HEALTH_TOKEN_FILE) to the bearer token it asks for",
+    )
+    return token or None
+
+
+def serve(host: str, port: int, redis_url: str, token: str | None) -> None:
+    """Serve the usage report on ``host:port`` until interrupted (stdlib ``wsgiref``), asking
+    for ``token`` (see :func:`required_token`); say where on stderr first."""
     client = connect(redis_url)
-    app = make_app(client, token=settings().secret("AIPOOL_HEALTH_TOKEN"))
+    app = make_app(client, token=token)
     with make_server(host, port, app, handler_class=_QuietHandler) as server:
+        where = f"http://{host}:{server.server_port}"
+        announce(
+            "the usage report", f"{where}{USAGE_PATH} (probes: {where}{PROBE_PATH})", bool(token)
+        )
         server.serve_forever()

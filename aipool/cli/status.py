@@ -54,19 +54,22 @@ def status(
         bool, typer.Option(help="Serve GET /api/v1/health/ai-usage instead of printing once.")
     ] = False,
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port for --serve.")] = 8088,
-    host: Annotated[str, typer.Option(help="Interface for --serve.")] = "0.0.0.0",
+    host: Annotated[
+        str, typer.Option(help="Interface for --serve (0.0.0.0: every interface).")
+    ] = "127.0.0.1",
     lang: LangOption = None,
 ) -> None:
     """Breakers, quotas, today's usage per provider and queue depths, and where they were read."""
     from aipool.cli.pool import ledger_url, pending_records, redis_url
+    from aipool.health import required_token, usage_report
     from aipool.health import serve as serve_health
-    from aipool.health import usage_report
     from aipool.redis_url import connect
 
-    url = redis_url()
     if serve:
-        serve_health(host, port, url)
+        token = required_token()  # no login: refused before anything else
+        serve_health(host, port, redis_url(), token)
         return
+    url = redis_url()
     client = connect(url)
     try:
         breakers = usage_report(client)

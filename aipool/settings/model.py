@@ -158,8 +158,11 @@ class Settings(BaseSettings):
     # with reasoning off (NVIDIA's model card), and it is much faster.
     nemotron_system_prefix: str = "detailed thinking off"
     log_prompts: bool = False
-    #: Bearer token the usage report (``aipool status --serve``) asks for; none: served to anyone.
+    #: Bearer token the usage report (``aipool status --serve``) asks for.
     health_token: SecretStr | None = None
+    #: Let Flower and the usage report serve without a login (``AIPOOL_ALLOW_ANONYMOUS=1``);
+    #: off, each refuses to start without one (:mod:`aipool.serving`).
+    allow_anonymous: bool = False
     metrics_port: int = Field(default=9808, ge=1, le=65535)
     prometheus_multiproc_dir: Path | None = None
     secrets_dir: Path = Path("/run/secrets")

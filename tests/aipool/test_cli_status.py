@@ -115,3 +115,75 @@ def test_report_and_status_count_calls_apart_from_skipped_hops_in_the_same_words
         row = _claude_usage_row(out)
         assert row[1:5] == ["5", "1 (timeout 1)", "breaker 4", "4"], row
     assert f"Ledger  {claude_day}" in report
+
+
+def _serve(tmp_path, **env: str):  # type: ignore[no-untyped-def]
+    import subprocess
+    import sys
+
+    from tests.conftest import TEST_REDIS_URL
+    from tests.support.services import free_port
+
+    port = free_port()
+    command = [sys.executable, "-c", "from aipool.cli import main; main()"]
+    environment = fresh_env(tmp_path / "runtime", REDIS_URL=TEST_REDIS_URL, **env)
+    for name in ("AIPOOL_HEALTH_TOKEN", "AIPOOL_ALLOW_ANONYMOUS"):
+        if name not in env:
+            environment.pop(name, None)
+    process = subprocess.Popen(
+        [*command, "status", "--serve", "--port", str(port)],
+        env=environment,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    return process, port
+
+
+def test_status_serve_without_a_token_refuses_to_start_in_one_line(tmp_path):
+    # Given no AIPOOL_HEALTH_TOKEN and no AIPOOL_ALLOW_ANONYMOUS
+    process, _ = _serve(tmp_path)
+    # When the usage report is served
+    _, err = process.communicate(timeout=30)
+    # Then it does not start, and says how to give it a login or serve it to anyone on purpose
+    assert process.returncode == 1
+    assert err.splitlines() == [
+        "aipool: the usage report has no login and would serve the pool to anyone who reaches "
+        "it: set AIPOOL_HEALTH_TOKEN (or AIPOOL_HEALTH_TOKEN_FILE) to the bearer token it asks "
+        "for, or set AIPOOL_ALLOW_ANONYMOUS=1 to serve it without one"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("env", "said"),
+    [
+        ({"AIPOOL_HEALTH_TOKEN": "t0ken"}, "(login required)"),
+        ({"AIPOOL_ALLOW_ANONYMOUS": "1"}, "WITHOUT a login (AIPOOL_ALLOW_ANONYMOUS=1)"),
+    ],
+)
+def test_status_serve_listens_on_loopback_and_says_where(tmp_path, env, said):
+    import httpx
+
+    from tests.support.listening import listening_addresses
+    from tests.support.waiting import eventually
+
+    process, port = _serve(tmp_path, **env)
+    try:
+        # When it has started: its first line says where the report and the probe are
+        assert process.stderr is not None
+        line = process.stderr.readline().strip()
+        base = f"http://127.0.0.1:{port}"
+        assert line == (
+            f"aipool: the usage report serving on {base}/api/v1/health/ai-usage "
+            f"(probes: {base}/healthz) {said}"
+        )
+        # Then it listens on loopback only, and asks for the token when one is set
+        assert listening_addresses(port) == {"127.0.0.1"}
+        answer = eventually(
+            lambda: httpx.get(f"{base}/api/v1/health/ai-usage", timeout=5), 10, "an answer"
+        )
+        assert answer.status_code == (401 if "AIPOOL_HEALTH_TOKEN" in env else 200)
+    finally:
+        process.terminate()
+        process.communicate(timeout=10)
