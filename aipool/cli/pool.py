@@ -17,18 +17,55 @@ from aipool.settings import settings
 
 
 def redis_url() -> str:
-    """The pool's Redis (:func:`aipool.redis_url.redis_url`); raises ``NoRedis``."""
+    """The pool's Redis (:func:`aipool.redis_url.redis_url`), checked to answer; raises
+    ``NoRedis`` when there is none and ``PoolUnavailable`` when it does not answer."""
     from aipool.redis_url import redis_url as pool_redis_url
 
-    return pool_redis_url()
+    url = pool_redis_url()
+    ping(url)
+    return url
+
+
+def ping(url: str) -> None:
+    """One PING to ``url``, without redis-py's retries; raise :class:`PoolUnavailable` saying why
+    it failed. A command that needs Redis says so in one line at once, before anything it does
+    would meet the outage (a producer routing a request reads breakers and quotas there)."""
+    import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    from aipool.pool_location import describe_redis
+
+    s = settings()
+    client = redis.Redis.from_url(
+        url,
+        socket_connect_timeout=s.redis_connect_timeout_s,
+        socket_timeout=s.redis_socket_timeout_s,
+        retry=Retry(NoBackoff(), 0),
+    )
+    try:
+        client.ping()
+    except redis.TimeoutError:
+        why = (
+            f"no answer within {s.redis_connect_timeout_s:g} s "
+            "(AIPOOL_REDIS_CONNECT_TIMEOUT, AIPOOL_REDIS_SOCKET_TIMEOUT)"
+        )
+        raise PoolUnavailable(f"cannot reach Redis at {describe_redis(url)}: {why}") from None
+    except redis.RedisError as exc:
+        why = " ".join(str(exc).split()) or type(exc).__name__
+        raise PoolUnavailable(f"cannot reach Redis at {describe_redis(url)}: {why}") from None
+    finally:
+        client.close()
 
 
 def optional_redis_url() -> str | None:
-    """The pool's Redis when there is one, else ``None`` (for commands that only peek)."""
+    """The pool's Redis when there is one, else ``None`` (for commands that only peek: nothing is
+    asked of it here)."""
     from aipool.errors import NoRedis
+    from aipool.redis_url import redis_url as pool_redis_url
 
     try:
-        return redis_url()
+        return pool_redis_url()
     except NoRedis:
         return None
 
