@@ -1,7 +1,9 @@
 """The AI usage report (ADR-006 §7, ``GET /api/v1/health/ai-usage``) and a tiny server for it.
 
-The report reads Redis only: each provider's breaker snapshot and quota usage, beside its limits.
-It never takes a breaker trial slot or reserves quota. With ``AIPOOL_HEALTH_TOKEN`` set (a secret:
+:func:`usage_report` reads Redis only: each provider's breaker snapshot and quota usage, beside its
+limits; it never takes a breaker trial slot or reserves quota. The server serves the whole reading
+``aipool status --json`` prints (:mod:`aipool.pool_report`): that, queue depths, today's usage
+and cost, the month's cost against the budget, and the records waiting for the ledger. With ``AIPOOL_HEALTH_TOKEN`` set (a secret:
 the variable, ``AIPOOL_HEALTH_TOKEN_FILE`` or ``$AIPOOL_SECRETS_DIR/aipool_health_token``) the
 report is served only to ``Authorization: Bearer <token>``; ``GET /healthz`` answers probes
 (200 while Redis answers, 503 otherwise) and shows nothing. Without a token it does not start,
@@ -135,11 +137,19 @@ def required_token() -> str | None:
     return token or None
 
 
-def serve(host: str, port: int, redis_url: str, token: str | None) -> None:
-    """Serve the usage report on ``host:port`` until interrupted (stdlib ``wsgiref``), asking
-    for ``token`` (see :func:`required_token`); say where on stderr first."""
+def serve(host: str, port: int, redis_url: str, ledger_url: str, token: str | None) -> None:
+    """Serve the pool's report on ``host:port`` until interrupted (stdlib ``wsgiref``), asking
+    for ``token`` (see :func:`required_token`); say where on stderr first. The body is what
+    ``aipool status --json`` prints (:func:`aipool.pool_report.read_snapshot`)."""
+    from aipool.pool_report import read_snapshot
+    from workers.app import app as celery_app
+
+    def report(client: Any) -> dict[str, Any]:
+        snapshot = read_snapshot(client, redis_url=redis_url, ledger_url=ledger_url, app=celery_app)
+        return snapshot.to_json()
+
     client = connect(redis_url)
-    app = make_app(client, token=token)
+    app = make_app(client, report=report, token=token)
     with make_server(host, port, app, handler_class=_QuietHandler) as server:
         where = f"http://{host}:{server.server_port}"
         announce(

@@ -11,8 +11,9 @@ import json
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
+
+from aipool.cli.console import console as make_console
 
 
 def refuse_invalid_settings() -> None:
@@ -40,7 +41,7 @@ def config(
     table = Table("variable", "value", "source", title="aipool settings")
     for row in rows:
         table.add_row(row.name, row.value, row.source)
-    console = Console()
+    console = make_console()
     console.print(table)
     for note in notes:
         console.print(f"note: {note}", highlight=False)

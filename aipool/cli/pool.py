@@ -7,7 +7,6 @@ starts a server or creates a database file: a command that finds nothing says so
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -83,39 +82,33 @@ def ledger_url() -> str:
 
 
 def ledger_engine(url: str) -> Any:
-    """An engine on an existing ledger; raises ``PoolUnavailable`` when it has no tables yet
-    (a SQLite file that does not exist is not created)."""
-    from sqlalchemy import inspect
-    from sqlalchemy.engine import make_url
+    """An engine on an existing ledger (:func:`aipool.pool_report.ledger_engine`); raises
+    ``PoolUnavailable`` when it has no tables yet."""
+    from aipool.pool_report import ledger_engine as existing_ledger
 
-    from aipool.ledger.db import make_engine
-    from aipool.pool_location import describe_database
-
-    parsed = make_url(url)
-    sqlite_file = parsed.database if parsed.get_backend_name() == "sqlite" else None
-    if sqlite_file and not Path(sqlite_file).exists():
-        raise PoolUnavailable(
-            f"no ledger at {describe_database(url)}: nothing was recorded there; set "
-            "DATABASE_URL to the pool's ledger (or run `aipool migrate` to create this one)"
-        )
-    engine = make_engine(url)
-    if not inspect(engine).has_table("ai_usage_logs"):
-        engine.dispose()
-        raise PoolUnavailable(
-            f"the ledger at {describe_database(url)} has no tables yet: run `aipool migrate`"
-        )
-    return engine
+    return existing_ledger(url)
 
 
-def say_where(console: Console, redis: str | None, ledger: str | None) -> None:
+def say_where(console: Console, redis: str | None, ledger: str | None, lang: str = "en") -> None:
     """Print which Redis and which ledger a command read."""
+    from rich.cells import cell_len
+
     from aipool.pool_location import describe_database, describe_redis
+    from aipool.usage_words import words
+
+    w = words(lang)
+    width = max(cell_len(w["redis"]), cell_len(w["ledger"])) + 2
+
+    def padded(text: str) -> str:  # by screen cells: a CJK character takes two
+        return text + " " * (width - cell_len(text))
 
     if redis is not None:
-        console.print(f"[bold]Redis[/]   {describe_redis(redis)}", highlight=False, soft_wrap=True)
+        label = padded(w["redis"])
+        console.print(f"[bold]{label}[/]{describe_redis(redis)}", highlight=False, soft_wrap=True)
     if ledger is not None:
+        label = padded(w["ledger"])
         console.print(
-            f"[bold]Ledger[/]  {describe_database(ledger)}", highlight=False, soft_wrap=True
+            f"[bold]{label}[/]{describe_database(ledger)}", highlight=False, soft_wrap=True
         )
 
 
@@ -123,23 +116,20 @@ def pending_records(redis: str | None) -> int | None:
     """Usage records waiting in Redis to be drained into the ledger, ``None`` if unknown."""
     if redis is None:
         return None
-    from aipool.ledger.usage_log import UsageLog
+    from aipool.pool_report import pending_records as waiting
     from aipool.redis_url import connect
 
     client = connect(redis)
     try:
-        return UsageLog(client).pending()
-    except Exception:  # a peek: the numbers printed are right either way
-        return None
+        return waiting(client)
     finally:
         client.close()
 
 
-def say_pending(console: Console, pending: int | None) -> None:
+def say_pending(console: Console, pending: int | None, lang: str = "en") -> None:
     """Say that records still wait in Redis (beat drains them every 5 s), when some do."""
+    from aipool.usage_words import words
+
     if pending:
-        console.print(
-            f"[yellow]{pending:,} usage record(s) wait in Redis to be drained into the ledger "
-            "(beat's aipool.drain_ledger runs every 5 s); they are not counted above.[/]",
-            highlight=False,
-        )
+        line = words(lang)["pending"].format(n=f"{pending:,}")
+        console.print(f"[yellow]{line}[/]", highlight=False, soft_wrap=True)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
+
+from aipool.cli.console import console
 
 
 def route(text: Annotated[str, typer.Argument(help="A request text to route.")]) -> None:
@@ -15,7 +16,7 @@ def route(text: Annotated[str, typer.Argument(help="A request text to route.")])
     from aipool.routing.render import render_route
     from aipool.routing.router import explain
 
-    render_route(explain(text), Console())
+    render_route(explain(text), console())
 
 
 def register(app: typer.Typer) -> None:

@@ -187,3 +187,88 @@ def test_status_serve_listens_on_loopback_and_says_where(tmp_path, env, said):
     finally:
         process.terminate()
         process.communicate(timeout=10)
+
+
+def _status_env(tmp_path, **extra: str):  # type: ignore[no-untyped-def]
+    from tests.conftest import TEST_REDIS_URL
+
+    ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
+    migrate(ledger)
+    env = fresh_env(tmp_path / "runtime", REDIS_URL=TEST_REDIS_URL, DATABASE_URL=ledger, **extra)
+    env.pop("COLUMNS", None)
+    return env
+
+
+_CJK = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")
+
+
+def test_status_speaks_english_by_default_and_zh_tw_when_asked_never_both(tmp_path):
+    # Given the alerts' language set to zh-TW (the commands do not follow it)
+    env = _status_env(tmp_path, AIPOOL_ALERT_LANG="zh-TW")
+    # When status runs without --lang
+    english = run_aipool(["status"], env, tmp_path)
+    # Then every heading is English
+    assert english.returncode == 0, english.stderr
+    assert not _CJK.search(english.stdout), english.stdout
+    for heading in ("Breakers and quotas", "Provider", "Calls", "Queue", "Waiting", "Budget"):
+        assert heading in english.stdout
+    # When it runs with --lang zh-TW
+    chinese = run_aipool(["status", "--lang", "zh-TW"], env, tmp_path)
+    # Then no English heading is left
+    assert chinese.returncode == 0, chinese.stderr
+    for heading in (
+        "Breakers",
+        "quota",
+        "Provider",
+        "Calls",
+        "Queue",
+        "Waiting",
+        "Ledger",
+        "today",
+    ):
+        assert heading not in chinese.stdout, heading
+    assert "斷路器與配額" in chinese.stdout and "預算" in chinese.stdout
+
+
+def test_status_tables_do_not_wrap_when_printed_to_a_pipe(tmp_path):
+    # Given status printed to a pipe (no terminal, no COLUMNS: Rich would assume 80 columns)
+    done = run_aipool(["status"], _status_env(tmp_path), tmp_path)
+    assert done.returncode == 0, done.stderr
+    # Then each provider's row of the breakers table is one line holding all six cells
+    rows = [line for line in done.stdout.splitlines() if line.startswith("│ gemini ")]
+    assert rows and all(line.count("│") == 7 for line in rows[:1]), done.stdout
+    assert "0 / 2,000,000" in rows[0]
+    # and no line is a heading cut in two
+    assert "┃ quota: monthly tokens ┃" in done.stdout
+
+
+def test_the_usage_endpoint_serves_what_status_json_prints(tmp_path):
+    import json
+
+    import httpx
+
+    env = _status_env(tmp_path, AIPOOL_HEALTH_TOKEN="t0ken")
+    # Given the usage report served beside status --json, on the same pool
+    process, port = _serve(tmp_path, **{k: env[k] for k in ("DATABASE_URL", "AIPOOL_HEALTH_TOKEN")})
+    try:
+        assert process.stderr is not None
+        process.stderr.readline()  # serving
+        served = httpx.get(
+            f"http://127.0.0.1:{port}/api/v1/health/ai-usage",
+            headers={"Authorization": "Bearer t0ken"},
+            timeout=10,
+        )
+    finally:
+        process.terminate()
+        process.communicate(timeout=10)
+    printed = run_aipool(["status", "--json"], env, tmp_path)
+    assert printed.returncode == 0, printed.stderr
+    body, status_json = served.json(), json.loads(printed.stdout)
+    # Then the endpoint has everything status --json has: cost, budget, queues, records waiting
+    assert set(body) == set(status_json) >= {"providers", "queues", "today", "budget"}
+    assert set(body) >= {"pending_records", "redis", "ledger"}
+    assert body["budget"] == status_json["budget"]
+    assert body["budget"]["budget_usd"] == "10"
+    assert body["queues"].keys() == status_json["queues"].keys()
+    assert body["today"]["day"] == status_json["today"]["day"]
+    assert body["providers"].keys() == status_json["providers"].keys()
