@@ -22,6 +22,7 @@ from wsgiref.simple_server import WSGIRequestHandler, make_server
 from zoneinfo import ZoneInfo
 
 from aipool.breaker import Breaker
+from aipool.errors import PoolUnavailable
 from aipool.periods import pool_zone
 from aipool.quota import Quota
 from aipool.redis_url import connect
@@ -150,7 +151,11 @@ def serve(host: str, port: int, redis_url: str, ledger_url: str, token: str | No
 
     client = connect(redis_url)
     app = make_app(client, report=report, token=token)
-    with make_server(host, port, app, handler_class=_QuietHandler) as server:
+    try:
+        server = make_server(host, port, app, handler_class=_QuietHandler)
+    except OSError as exc:
+        raise PoolUnavailable(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    with server:
         where = f"http://{host}:{server.server_port}"
         announce(
             "the usage report", f"{where}{USAGE_PATH} (probes: {where}{PROBE_PATH})", bool(token)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -9,8 +10,15 @@ import typer
 
 
 def _folder(value: Path) -> Path:
+    # Checked before the story starts: a minute of demo must not end in "no such file".
     if value.exists() and not value.is_dir():
         raise typer.BadParameter(f"{value} exists and is not a folder")
+    try:
+        value.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise typer.BadParameter(f"cannot make the folder {value}: {exc.strerror}") from None
+    if not os.access(value, os.W_OK):
+        raise typer.BadParameter(f"cannot write in {value}")
     return value
 
 

@@ -8,6 +8,7 @@ the simulator's admin endpoint (``POST /admin/fault``, ``POST /admin/heal``, ``G
 
 from __future__ import annotations
 
+import errno
 import json
 from typing import Annotated, Any
 
@@ -64,9 +65,18 @@ def simulate(
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
+    from aipool.errors import PoolUnavailable
     from aipool.simulator import serve_forever
 
-    serve_forever(host=host)
+    try:
+        serve_forever(host=host)
+    except OSError as exc:
+        raise PoolUnavailable(
+            f"cannot listen on {host} (ports 18430, 18434-18437): {exc.strerror or exc}; "
+            "is another `aipool simulate` running?"
+            if exc.errno == errno.EADDRINUSE
+            else f"cannot listen on {host} (ports 18430, 18434-18437): {exc.strerror or exc}"
+        ) from None
 
 
 def _admin_url(given: str | None) -> str:

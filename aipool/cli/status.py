@@ -42,8 +42,11 @@ def status(
     from aipool.redis_url import connect
 
     if serve:
+        from aipool.redis_url import redis_url as unchecked_redis_url
+
         token = required_token()  # no login: refused before anything else
-        serve_health(host, port, redis_url(), ledger_url(), token)
+        # Not pinged: the server must start while Redis is down, and answer /healthz 503.
+        serve_health(host, port, unchecked_redis_url(), ledger_url(), token)
         return
     url = redis_url()
     ledger = ledger_url()

@@ -32,6 +32,9 @@ def _one_line(err: str) -> str:
         (["route", ""], "the text is empty"),
         (["status", "--port", "0"], "--port"),
         (["no-such-command"], "No such command"),
+        (["demo", "--out", "/proc/aipool-demo"], "cannot make the folder /proc/aipool-demo"),
+        (["submit", "hi", "--timeout", "abc"], "Invalid value for '--timeout'"),
+        (["cost-estimate", "extra"], "unexpected extra argument"),
     ],
 )
 def test_a_user_mistake_is_one_line_and_exit_code_2(args, says, capsys):
@@ -184,3 +187,24 @@ def test_what_the_package_logs_during_a_command_is_one_line_each(monkeypatch, ca
     assert err.splitlines() == [
         "aipool: observer failed for request_id=r1 (ValueError: unknown outcome 'x' second line)"
     ]
+
+
+def test_a_server_whose_port_is_taken_says_which_address_in_one_line(tmp_path, monkeypatch):
+    import socket
+
+    # Given the port the usage report would listen on, taken
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = fresh_env(
+            tmp_path / "runtime", AIPOOL_HEALTH_TOKEN="t", REDIS_URL="redis://127.0.0.1:1/0"
+        )
+        # When it starts
+        done = run_aipool(["status", "--serve", "--port", str(port)], env, tmp_path)
+    # Then it says which address it could not take
+    assert done.returncode == 1
+    assert (
+        _one_line(done.stderr)
+        == f"aipool: cannot listen on 127.0.0.1:{port}: Address already in use"
+    )

@@ -126,7 +126,7 @@ def _serve(tmp_path, **env: str):  # type: ignore[no-untyped-def]
 
     port = free_port()
     command = [sys.executable, "-c", "from aipool.cli import main; main()"]
-    environment = fresh_env(tmp_path / "runtime", REDIS_URL=TEST_REDIS_URL, **env)
+    environment = fresh_env(tmp_path / "runtime", **{"REDIS_URL": TEST_REDIS_URL, **env})
     for name in ("AIPOOL_HEALTH_TOKEN", "AIPOOL_ALLOW_ANONYMOUS"):
         if name not in env:
             environment.pop(name, None)
@@ -272,3 +272,26 @@ def test_the_usage_endpoint_serves_what_status_json_prints(tmp_path):
     assert body["queues"].keys() == status_json["queues"].keys()
     assert body["today"]["day"] == status_json["today"]["day"]
     assert body["providers"].keys() == status_json["providers"].keys()
+
+
+def test_status_serve_starts_while_redis_is_down_and_its_probe_says_so(tmp_path):
+    import httpx
+
+    from tests.support.services import free_port
+    from tests.support.waiting import eventually
+
+    # Given a Redis that does not answer
+    down = f"redis://127.0.0.1:{free_port()}/0"
+    process, port = _serve(tmp_path, REDIS_URL=down, AIPOOL_HEALTH_TOKEN="t0ken")
+    try:
+        # When the server starts, then it serves (a restart would not bring Redis back)
+        assert process.stderr is not None
+        assert "serving on" in process.stderr.readline()
+        probe = eventually(
+            lambda: httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10), 10, ""
+        )
+        # and its probe says Redis is not there
+        assert probe.status_code == 503
+    finally:
+        process.terminate()
+        process.communicate(timeout=10)
