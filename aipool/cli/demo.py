@@ -35,9 +35,10 @@ def demo(
 ) -> None:
     """Start simulated providers, an embedded Redis and a worker, then walk through routing,
     an outage, quotas, tools, the static answer and the budget alert; stop everything."""
+    from aipool.cli.console import console
     from aipool.demo import run_demo
 
-    raise typer.Exit(run_demo(out=out, keep=keep))
+    raise typer.Exit(run_demo(out=out, keep=keep, console=console()))
 
 
 def register(app: typer.Typer) -> None:
