@@ -21,6 +21,7 @@ from aipool.redis_url import celery_url
 from aipool.settings import settings
 from schedules.beat import beat_schedule as beat_schedule
 from schedules.beat import task_routes as _maintenance_routes
+from schedules.store import DEFAULT_SCHEDULE_FILE
 
 _settings = settings()
 
@@ -103,6 +104,11 @@ task_track_started = False
 
 timezone = _settings.timezone
 enable_utc = True
+
+# Beat's schedule file: under var/ (git-ignored, beside the SQLite ledger) unless --schedule says
+# where, never celerybeat-schedule.* in the directory beat was started from (schedules/store.py).
+beat_scheduler = "schedules.store:PoolScheduler"
+beat_schedule_filename = DEFAULT_SCHEDULE_FILE
 
 _direct = Exchange("aipool", type="direct")
 QUEUES = ("router", *PROVIDERS, "maintenance")

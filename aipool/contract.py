@@ -3,6 +3,16 @@
 A request arrives as plain JSON (``{"request": {...}}`` in the ``ai.generate`` kwargs). ``parse_request``
 turns it into a :class:`Request` or raises :class:`~aipool.errors.InvalidRequest` with a code the
 producer can act on. Nothing here touches the network.
+
+Unknown keys: a request's own keys are :data:`REQUEST_FIELDS` and nothing else. Each one changes
+how the request is served or what it costs (``priority: critical`` starts at Claude), so a
+misspelt one (``prioirty``, ``promt``) must not be served as if it were absent: it is refused
+(``unknown_field``) naming the closest field. Nothing is lost by that: the pool adds a field
+together with the code that reads it, so a producer never needs to send one the pool does not
+know, and data of the producer's own goes in ``metadata``. Inside messages, tools and tool calls
+unknown keys are ignored: producers pass conversation turns in their vendors' shapes (OpenAI's
+``refusal``, ``annotations``), which carry nothing the pool acts on. The JSON Schema says the same
+(``aipool.contract_schema``).
 """
 
 from __future__ import annotations
@@ -23,6 +33,20 @@ DEFAULT_MAX_TOKENS = 1024
 MAX_OUTPUT_TOKENS = 32_768
 MAX_TOOLS = 64
 PRIORITIES = ("low", "normal", "high", "critical")
+#: Every key a request may hold (see the module docstring on unknown keys).
+REQUEST_FIELDS = (
+    "messages",
+    "prompt",
+    "system",
+    "tools",
+    "max_tokens",
+    "temperature",
+    "intent",
+    "priority",
+    "deadline_s",
+    "user_id",
+    "metadata",
+)
 #: Intents a producer may name explicitly (the classifier's vocabulary, aipool.routing.intent).
 INTENTS = ("ALERT_TRIAGE", "QUERY", "CODE_REVIEW", "SUMMARY", "CHAT", "TOOL_CALL")
 #: Deepest nesting of objects and arrays in metadata, tool parameters and tool-call arguments.
@@ -387,10 +411,36 @@ def _number(payload: dict[str, Any], key: str, lo: float, hi: float, integer: bo
     return value
 
 
+_REQUEST_FIELD_SET = frozenset(REQUEST_FIELDS)
+
+
+def _refuse_unknown_fields(payload: dict[str, Any]) -> None:
+    unknown = [key for key in payload if key not in _REQUEST_FIELD_SET]
+    if not unknown:
+        return
+    key = unknown[0]
+    if not isinstance(key, str) or not _PLAIN_KEY.fullmatch(key):
+        # Odd producer text is not repeated back (see _key_path).
+        named, guess = "a key that is not a request field", None
+    else:
+        from aipool.settings.names import closest
+
+        named, guess = f"{key!r} is not a request field", closest(key, REQUEST_FIELDS)
+    more = f" ({len(unknown) - 1} more unknown)" if len(unknown) > 1 else ""
+    if guess:
+        raise _fail("unknown_field", f"{named} (did you mean {guess!r}?){more}")
+    raise _fail(
+        "unknown_field",
+        f"{named}{more}; the fields are {', '.join(REQUEST_FIELDS)}, and data of your own goes "
+        "in 'metadata'",
+    )
+
+
 def parse_request(payload: Any) -> Request:
     """Validate a producer's request dict; raise :class:`InvalidRequest` on the first problem."""
     if not isinstance(payload, dict):
         raise _fail("invalid_request", "the request must be a JSON object")
+    _refuse_unknown_fields(payload)
     messages, system = _parse_messages(payload)
     tools = _parse_tools(payload.get("tools"))
     max_tokens = _number(payload, "max_tokens", 1, MAX_OUTPUT_TOKENS, integer=True)

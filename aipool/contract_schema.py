@@ -7,6 +7,11 @@ than validating through these models and returns the producer's error codes
 (``unknown_role``, ``invalid_text``...). Both describe one contract, and a test keeps them
 accepting and refusing the same requests.
 
+A request's own keys are closed (``additionalProperties: false``): a misspelt field is refused
+(``unknown_field``) rather than served as if absent. Messages, tools and tool calls stay open:
+producers pass turns in their vendors' shapes, whose extra keys the pool ignores. A result is open
+too: contract v1 may add fields, and a producer ignores those it does not know.
+
 The schema is the canonical form: what it accepts, the workers accept. The workers are lenient in
 a few places it is not (an ``intent`` in any letter case, a ``prompt`` beside an empty
 ``messages`` list). What JSON Schema cannot say is in the descriptions: ``metadata`` at most
@@ -52,7 +57,8 @@ PromptText = Annotated[
 Id = Text | int
 JsonObject = dict[str, Any]
 
-_OPEN = ConfigDict(extra="allow")  # contract v1: producers may send more; the pool ignores it
+# Inside messages and tools producers may send more (their vendors' shapes); the pool ignores it.
+_OPEN = ConfigDict(extra="allow")
 _NON_EMPTY_STRING: JsonDict = {"type": "string", "minLength": 1}
 _NON_EMPTY_ARRAY: JsonDict = {"type": "array", "minItems": 1}
 
@@ -168,10 +174,12 @@ class FunctionTool(BaseModel):
 
 
 class Request(BaseModel):
-    """One inference request: ``messages`` or ``prompt`` (not both), and options."""
+    """One inference request: ``messages`` or ``prompt`` (not both), and options. No other key:
+    a misspelt field is refused (``unknown_field``), and the producer's own data goes in
+    ``metadata``."""
 
     model_config = ConfigDict(
-        extra="allow",
+        extra="forbid",
         title="Request",
         json_schema_extra={
             "anyOf": [

@@ -23,6 +23,8 @@ Every failure the pool can meet is one of these, so deciding what to do next is 
     │   └── GuardUnavailable    breaker or quota could not be read (Redis down): no call unguarded
     ├── InvalidJourney          a message's journey is not one the pool could have produced
     ├── SettingsError           the settings are refused (unknown names, bad values): nothing starts
+    ├── NoLogin                 a server would show the pool to anyone: it has no login, and
+    │                           AIPOOL_ALLOW_ANONYMOUS=1 does not say that is meant
     └── PoolUnavailable         a producer or command cannot reach the pool it needs
         ├── NoRedis             ``REDIS_URL`` is unset and no embedded Redis is running
         ├── NoWorker            no worker consumes the queue a request would go to
@@ -157,6 +159,13 @@ class SettingsError(AipoolError):
     def __init__(self, problems: list[str]) -> None:
         super().__init__("settings refused: " + "; ".join(problems))
         self.problems = list(problems)
+
+
+class NoLogin(AipoolError):
+    """A server of the pool (Flower, the usage report) has no login configured and anonymous
+    access was not asked for (``AIPOOL_ALLOW_ANONYMOUS=1``): it does not start."""
+
+    code = "no_login"
 
 
 class PoolUnavailable(AipoolError):

@@ -1,10 +1,13 @@
 """The AI usage report (ADR-006 §7, ``GET /api/v1/health/ai-usage``) and a tiny server for it.
 
-The report reads Redis only: each provider's breaker snapshot and quota usage, beside its limits.
-It never takes a breaker trial slot or reserves quota. With ``AIPOOL_HEALTH_TOKEN`` set (a secret:
+:func:`usage_report` reads Redis only: each provider's breaker snapshot and quota usage, beside its
+limits; it never takes a breaker trial slot or reserves quota. The server serves the whole reading
+``aipool status --json`` prints (:mod:`aipool.pool_report`): that, queue depths, today's usage
+and cost, the month's cost against the budget, and the records waiting for the ledger. With ``AIPOOL_HEALTH_TOKEN`` set (a secret:
 the variable, ``AIPOOL_HEALTH_TOKEN_FILE`` or ``$AIPOOL_SECRETS_DIR/aipool_health_token``) the
 report is served only to ``Authorization: Bearer <token>``; ``GET /healthz`` answers probes
-(200 while Redis answers, 503 otherwise) and shows nothing.
+(200 while Redis answers, 503 otherwise) and shows nothing. Without a token it does not start,
+unless ``AIPOOL_ALLOW_ANONYMOUS=1`` (:mod:`aipool.serving`).
 """
 
 from __future__ import annotations
@@ -19,9 +22,11 @@ from wsgiref.simple_server import WSGIRequestHandler, make_server
 from zoneinfo import ZoneInfo
 
 from aipool.breaker import Breaker
+from aipool.errors import PoolUnavailable
 from aipool.periods import pool_zone
 from aipool.quota import Quota
 from aipool.redis_url import connect
+from aipool.serving import announce, require_login
 from aipool.settings import settings
 from aipool.settings.provider_limits import ProviderLimits
 
@@ -121,9 +126,38 @@ class _QuietHandler(WSGIRequestHandler):
         pass
 
 
-def serve(host: str, port: int, redis_url: str) -> None:
-    """Serve the usage report on ``host:port`` until interrupted (stdlib ``wsgiref``)."""
+def required_token() -> str | None:
+    """The bearer token the report asks for; raises :class:`~aipool.errors.NoLogin` when none is
+    set, unless ``AIPOOL_ALLOW_ANONYMOUS=1`` (then ``None``: served to anyone)."""
+    token = settings().secret("AIPOOL_HEALTH_TOKEN")
+    require_login(
+        "the usage report",
+        bool(token),
+        "set AIPOOL_HEALTH_TOKEN (or AIPOOL_HEALTH_TOKEN_FILE) to the bearer token it asks for",
+    )
+    return token or None
+
+
+def serve(host: str, port: int, redis_url: str, ledger_url: str, token: str | None) -> None:
+    """Serve the pool's report on ``host:port`` until interrupted (stdlib ``wsgiref``), asking
+    for ``token`` (see :func:`required_token`); say where on stderr first. The body is what
+    ``aipool status --json`` prints (:func:`aipool.pool_report.read_snapshot`)."""
+    from aipool.pool_report import read_snapshot
+    from workers.app import app as celery_app
+
+    def report(client: Any) -> dict[str, Any]:
+        snapshot = read_snapshot(client, redis_url=redis_url, ledger_url=ledger_url, app=celery_app)
+        return snapshot.to_json()
+
     client = connect(redis_url)
-    app = make_app(client, token=settings().secret("AIPOOL_HEALTH_TOKEN"))
-    with make_server(host, port, app, handler_class=_QuietHandler) as server:
+    app = make_app(client, report=report, token=token)
+    try:
+        server = make_server(host, port, app, handler_class=_QuietHandler)
+    except OSError as exc:
+        raise PoolUnavailable(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    with server:
+        where = f"http://{host}:{server.server_port}"
+        announce(
+            "the usage report", f"{where}{USAGE_PATH} (probes: {where}{PROBE_PATH})", bool(token)
+        )
         server.serve_forever()

@@ -1,6 +1,12 @@
 """Prometheus metrics of every hop, named as the alert rules and dashboard in ``k8s/monitoring``
 expect.
 
+Two carry ADR-006 §3's names, so queries written against the ADR work unchanged:
+``ai_tokens_total{provider}`` (tokens providers reported; also by ``model`` and ``direction``, which
+``sum by (provider)`` folds) and ``ai_requests_failed_total{provider}`` (calls that failed in a way
+that counts against the provider; also by ``code``). They are the only series of their kind, not
+copies of ``aipool_*`` ones, so the ADR's names cost no extra series.
+
 Labels are bounded (provider, model, outcome, direction, code): never a user id or a request id,
 so the series count stays fixed however many users the pool serves. Under Celery's prefork pool the
 values are aggregated across processes through ``PROMETHEUS_MULTIPROC_DIR`` (see
@@ -36,9 +42,8 @@ REQUESTS = Counter(
     "Hops handled, by provider and outcome (ok, error, circuit_open, quota_exceeded, ...).",
     ["provider", "outcome"],
 )
-TOKENS = Counter(
-    "aipool_tokens", "Tokens reported by providers.", ["provider", "model", "direction"]
-)
+#: ADR-006's ``ai_tokens_total``.
+TOKENS = Counter("ai_tokens", "Tokens reported by providers.", ["provider", "model", "direction"])
 COST = Counter("aipool_cost_usd", "Cost of answered calls in USD.", ["provider"])
 LATENCY = Histogram(
     "aipool_call_latency_seconds",
@@ -46,8 +51,9 @@ LATENCY = Histogram(
     ["provider"],
     buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 45, 90),
 )
+#: ADR-006's ``ai_requests_failed_total``.
 FAILURES = Counter(
-    "aipool_provider_failures",
+    "ai_requests_failed",
     "Calls that failed in a way that counts against the provider (timeouts, 5xx, 429, ...), by code.",
     ["provider", "code"],
 )

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 
@@ -19,20 +20,27 @@ _STATE_STYLE = {"closed": "green", "half_open": "yellow", "open": "bold red"}
 _COLUMNS = ("rpm", "daily_requests", "daily_tokens", "monthly_tokens")
 
 
-def _cell(entry: dict[str, Any] | None) -> str:
+def _titled(title: str) -> Table:
+    # A title wider than its columns would wrap over several lines (Rich fits it to the table).
+    return Table(title=title, min_width=cell_len(title) + 4)
+
+
+def _cell(entry: dict[str, Any] | None, lang: str) -> str:
     if not entry or entry.get("limit") is None:
-        return "unlimited"
+        return words(lang)["unlimited"]
     used = entry.get("used") or 0
     return f"{used:,} / {entry['limit']:,}"
 
 
-def render_status(report: dict[str, Any], console: Console) -> None:
-    """Print breaker state and quota use (used / limit) per provider."""
-    table = Table(title="Breakers and quotas (shared by the whole pool)")
-    table.add_column("provider")
-    table.add_column("breaker")
+def render_status(report: dict[str, Any], console: Console, *, lang: str = "en") -> None:
+    """Print breaker state and quota use (used / limit) per provider, headings in ``lang``
+    (breaker states are values, shown as the pool names them: closed, half_open, open)."""
+    w = words(lang)
+    table = _titled(w["breakers_title"])
+    table.add_column(w["provider"])
+    table.add_column(w["breaker"])
     for name in _COLUMNS:
-        table.add_column(f"quota: {name.replace('_', ' ')}", justify="right")
+        table.add_column(w[f"quota_{name}"], justify="right")
     for provider, entry in report.items():
         state = str(entry["breaker"].get("state", "?"))
         style = _STATE_STYLE.get(state, "")
@@ -40,7 +48,7 @@ def render_status(report: dict[str, Any], console: Console) -> None:
         table.add_row(
             provider,
             f"[{style}]{state}[/]" if style else state,
-            *(_cell(quota.get(name)) for name in _COLUMNS),
+            *(_cell(quota.get(name), lang) for name in _COLUMNS),
         )
     console.print(table)
 
@@ -68,7 +76,7 @@ def render_summary(
 def render_queues(depths: dict[str, int], console: Console, *, lang: str) -> None:
     """Print the messages waiting per queue."""
     w = words(lang)
-    table = Table(title=w["queues_title"])
+    table = _titled(w["queues_title"])
     table.add_column(w["queue"])
     table.add_column(w["waiting"], justify="right")
     for queue, depth in depths.items():

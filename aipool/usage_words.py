@@ -3,7 +3,8 @@
 One count has one name everywhere: **calls** (the provider was called), **failed** (a call that
 failed, by reason), **skipped** (the hop never called the provider: breaker, quota, deadline),
 **answered** (requests this provider, the static answer or the refusal gave the final answer
-to). English or zh-TW, as alerts are (``--lang``, ``AIPOOL_ALERT_LANG``).
+to). English or zh-TW: the commands' ``--lang`` (English by default), the alerts'
+``AIPOOL_ALERT_LANG``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,18 @@ WORDS: dict[str, dict[str, str]] = {
         "quota_word": "quota",
         "deadline_word": "deadline",
         "other_word": "other",
+        "redis": "Redis",
+        "ledger": "Ledger",
+        "breakers_title": "Breakers and quotas (shared by the whole pool)",
+        "quota_rpm": "quota: rpm",
+        "quota_daily_requests": "quota: daily requests",
+        "quota_daily_tokens": "quota: daily tokens",
+        "quota_monthly_tokens": "quota: monthly tokens",
+        "unlimited": "unlimited",
+        "no_ledger": "no ledger yet: nothing recorded today",
+        "budget": "Budget {month}: ${cost} of ${budget} ({percent}%)",
+        "pending": "{n} usage record(s) wait in Redis to be drained into the ledger "
+        "(beat's aipool.drain_ledger runs every 5 s); they are not counted above.",
     },
     "zh-TW": {
         "provider": "供應商",
@@ -58,6 +71,18 @@ WORDS: dict[str, dict[str, str]] = {
         "quota_word": "配額",
         "deadline_word": "期限",
         "other_word": "其他",
+        "redis": "Redis",
+        "ledger": "帳本",
+        "breakers_title": "斷路器與配額（整個 pool 共用）",
+        "quota_rpm": "配額：每分鐘",
+        "quota_daily_requests": "配額：每日請求",
+        "quota_daily_tokens": "配額：每日 tokens",
+        "quota_monthly_tokens": "配額：每月 tokens",
+        "unlimited": "不限",
+        "no_ledger": "尚無帳本：今日沒有紀錄",
+        "budget": "{month} 預算：已用 ${cost}，月預算 ${budget}（{percent}%）",
+        "pending": "Redis 中仍有 {n} 筆用量紀錄等待寫入帳本（beat 的 aipool.drain_ledger "
+        "每 5 秒執行一次）；上表未計入。",
     },
 }
 

@@ -2,6 +2,13 @@
 
 Registered with ``shared_task`` and explicit names, so importing this module needs no app. The
 logic lives in ``aipool.ledger`` and ``aipool.budget`` and is tested there.
+
+The routines beat runs send no task events (``send_events=False``), and beat publishes no
+task-sent events (``workers.signals``): Flower's task list is for requests, and the ledger drain
+alone (every 5 s) filled it with 17,280 entries a day. Their runs show in the maintenance
+worker's log and in the metrics it exports (``aipool_ledger_pending_records``,
+``aipool_state_up``). ``aipool.breaker_transition``, sent by a worker when a breaker changes
+state, is rare and keeps its events.
 """
 
 from __future__ import annotations
@@ -23,6 +30,9 @@ from aipool.periods import local_day, month_start, pool_zone, previous_month
 
 log = logging.getLogger(__name__)
 
+#: Options of the tasks beat schedules (see the module docstring).
+ROUTINE: dict[str, Any] = {"ignore_result": True, "send_events": False}
+
 
 def _redis() -> redis.Redis:
     from workers.runtime import shared_redis
@@ -34,31 +44,31 @@ def _today() -> date:
     return local_day(datetime.now(UTC), pool_zone())
 
 
-@shared_task(name="aipool.drain_ledger", ignore_result=True)
+@shared_task(name="aipool.drain_ledger", **ROUTINE)
 def drain_ledger(batch: int = 500) -> dict[str, Any]:
     """Move pending usage records from Redis into the ledger database."""
     return asdict(drain(_redis(), default_engine(), batch))
 
 
-@shared_task(name="aipool.rollup_today", ignore_result=True)
+@shared_task(name="aipool.rollup_today", **ROUTINE)
 def rollup_today() -> int:
     """Refresh today's daily roll-up (local calendar day)."""
     return rollup_day(default_engine(), _today(), pool_zone())
 
 
-@shared_task(name="aipool.rollup_yesterday", ignore_result=True)
+@shared_task(name="aipool.rollup_yesterday", **ROUTINE)
 def rollup_yesterday() -> int:
     """Close yesterday's daily roll-up."""
     return rollup_day(default_engine(), _today() - timedelta(days=1), pool_zone())
 
 
-@shared_task(name="aipool.rollup_current_month", ignore_result=True)
+@shared_task(name="aipool.rollup_current_month", **ROUTINE)
 def rollup_current_month() -> int:
     """Refresh the monthly roll-up of the month containing yesterday (closed days only)."""
     return rollup_month(default_engine(), _today() - timedelta(days=1))
 
 
-@shared_task(name="aipool.rollup_last_month", ignore_result=True)
+@shared_task(name="aipool.rollup_last_month", **ROUTINE)
 def rollup_last_month() -> int:
     """Close last month: its last day's roll-up, then the month from the daily table."""
     engine = default_engine()
@@ -67,14 +77,14 @@ def rollup_last_month() -> int:
     return rollup_month(engine, last)
 
 
-@shared_task(name="aipool.budget_checks", ignore_result=True)
+@shared_task(name="aipool.budget_checks", **ROUTINE)
 def budget_checks() -> list[dict[str, Any]]:
     """Evaluate the budget rules and send what is news (nothing when ``AIPOOL_ALERTS=prometheus``:
     Prometheus alerts on the same figures, exported by this worker)."""
     return [asdict(s) for s in run_budget_checks(default_engine())]
 
 
-@shared_task(name="aipool.daily_budget_report", ignore_result=True)
+@shared_task(name="aipool.daily_budget_report", **ROUTINE)
 def daily_budget_report() -> dict[str, str]:
     """Send yesterday's full report (and this month so far) through every notifier."""
     engine = default_engine()
@@ -84,7 +94,7 @@ def daily_budget_report() -> dict[str, str]:
     return dispatch(report_notification(report), notifiers_from_env())
 
 
-@shared_task(name="aipool.sweep_attempts", ignore_result=True)
+@shared_task(name="aipool.sweep_attempts", **ROUTINE)
 def sweep_attempts() -> int:
     """Abandon the calls whose lease ended with no outcome (their worker died or hung): each is
     charged its estimate and booked in the ledger (``aipool.attempt.lifecycle``)."""
@@ -94,7 +104,7 @@ def sweep_attempts() -> int:
     return attempt_book().sweep()
 
 
-@shared_task(name="aipool.restore_quotas", ignore_result=True)
+@shared_task(name="aipool.restore_quotas", **ROUTINE)
 def restore_quota_counters() -> dict[str, Any]:
     """Raise today's and this month's quota counters to what the ledger recorded.
 

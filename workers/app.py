@@ -8,13 +8,15 @@ queue (``celery``), so a producer that forgot ``queue="router"`` is still answer
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from celery import Celery
 
-from aipool.errors import NoRedis, SettingsError
+from aipool.errors import NoLogin, NoRedis, SettingsError
+from workers import flower
 from workers.result_backend import install as install_result_backend
 
 # Messages of ai.generate never carry the prompt in what Flower shows (workers/messages.py).
@@ -41,6 +43,13 @@ except (NoRedis, SettingsError) as exc:
     if _celery_command():
         raise SystemExit(f"aipool: {exc}") from None
     raise
+
+# Flower with a login, on loopback unless told otherwise (workers/flower.py).
+if flower.running_flower():
+    try:
+        flower.secure_defaults(sys.argv, os.environ)
+    except NoLogin as exc:
+        raise SystemExit(f"aipool: {exc}") from None
 
 # No message kills a worker: every task message is checked at the edge before Celery acts on it
 # (workers/edge.py). The Redis channel also checks the envelope, which fails before any consumer

@@ -52,6 +52,15 @@ def _refuse_invalid_settings(**_: Any) -> None:
         raise SystemExit(1) from None
 
 
+@beat_init.connect
+def _no_sent_events_from_beat(sender: Any = None, **_: Any) -> None:
+    # Beat sends only the pool's routines, which send no task events either (tasks.maintenance):
+    # a task-sent event alone would leave each run PENDING in Flower's task list for ever.
+    app = getattr(sender, "app", None)
+    if app is not None:
+        app.conf.task_send_sent_event = False
+
+
 @worker_ready.connect
 @beat_init.connect
 def _note_limits_below_adr(**_: Any) -> None:

@@ -14,8 +14,10 @@ logger = logging.getLogger("aipool.breaker")
 
 
 def log_transition(event: BreakerTransition) -> None:
-    """Log a transition on ``aipool.breaker``: WARNING when a breaker opens, INFO otherwise."""
-    level = logging.WARNING if event.new is BreakerState.OPEN else logging.INFO
+    """Log a transition on ``aipool.breaker``: WARNING when a breaker opens and when it closes
+    again (the recovery, which an operator watching an outage at the worker's default WARNING
+    level must see as well as the failure), INFO for the half-open trial in between."""
+    level = logging.INFO if event.new is BreakerState.HALF_OPEN else logging.WARNING
     logger.log(
         level,
         "breaker %s: %s -> %s (%s)",

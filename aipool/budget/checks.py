@@ -24,6 +24,7 @@ from functools import cache
 from sqlalchemy import Engine
 
 from aipool.budget import rules
+from aipool.budget.alert_names import alert_name
 from aipool.budget.events import open_period, record_once, set_channels
 from aipool.budget.messages import describe
 from aipool.budget.rules import Condition
@@ -67,7 +68,8 @@ def _notification(c: Condition, state: str, summary: str, description: str) -> N
         severity=c.severity,
         status=state,
         labels={
-            "alertname": c.rule,
+            # The name Prometheus gives the same alert (ADR-006's where it names one).
+            "alertname": alert_name(c.rule, c.provider, c.threshold),
             "rule": c.rule,
             "provider": c.provider,
             "threshold": c.threshold,

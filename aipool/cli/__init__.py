@@ -11,6 +11,7 @@ be read). No traceback, unless ``--debug`` is given.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import traceback
@@ -63,8 +64,34 @@ for module in (config, schema):
     module.register(app)
 
 
+class _OneLineLog(logging.Formatter):
+    """What the package logs while a command runs (a warning, an observer that failed), one line
+    each on stderr like the command's own messages; the traceback only with ``--debug``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        if _debug:
+            return super().format(record)
+        line = " ".join(record.getMessage().split())
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            line += f" ({type(exc).__name__}: {' '.join(str(exc).split())})"
+        return f"aipool: {line}"
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLineLog("aipool: %(name)s: %(message)s"))
+    handler.setLevel(logging.WARNING)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        return _run(argv)
+    finally:
+        root.removeHandler(handler)
+
+
+def _run(argv: Sequence[str] | None) -> int:
     global _debug
     args = list(sys.argv[1:] if argv is None else argv)
     _debug = "--debug" in args

@@ -8,11 +8,12 @@ does not fit stop the command in one line naming each of them (exit 1).
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
+
+from aipool.cli.console import console as make_console
 
 
 def refuse_invalid_settings() -> None:
@@ -31,7 +32,7 @@ def config(
     from aipool.settings.startup import below_adr_notes
 
     reading = read_settings()
-    rows = effective_rows(reading)
+    rows = in_force(effective_rows(reading))
     notes = below_adr_notes(reading.checked())
     if as_json:
         body = {"settings": [r.to_dict() for r in rows], "notes": notes}
@@ -40,10 +41,59 @@ def config(
     table = Table("variable", "value", "source", title="aipool settings")
     for row in rows:
         table.add_row(row.name, row.value, row.source)
-    console = Console()
+    console = make_console()
     console.print(table)
     for note in notes:
         console.print(f"note: {note}", highlight=False)
+
+
+def in_force(rows: list[Any]) -> list[Any]:
+    """``rows`` with the Redis and the ledger this machine's aipool processes would use when
+    ``REDIS_URL`` or ``DATABASE_URL`` is unset, and why: the embedded Redis that ``aipool redis``
+    or ``aipool demo`` announced (and its ledger), else none, and the SQLite file under ``var/``.
+    ("(unset)" hid that the ledger in use was ``var/aipool.db``.)"""
+    from dataclasses import replace
+
+    from aipool.embedded_redis import find_running
+    from aipool.ledger.db import DEFAULT_SQLITE_PATH
+    from aipool.pool_location import describe_database
+    from aipool.settings import settings
+
+    current = settings()
+    running = None if current.redis_url else find_running()
+    shown = []
+    for row in rows:
+        if row.name == "REDIS_URL" and not current.redis_url:
+            if running is not None:
+                row = replace(
+                    row,
+                    value=running.redis_url,
+                    source=f"REDIS_URL unset: the {running.describe()}",
+                )
+            else:
+                row = replace(
+                    row,
+                    value="(none)",
+                    source="REDIS_URL unset and no embedded Redis runs: start one with "
+                    "`aipool redis`",
+                )
+        elif row.name == "DATABASE_URL" and not current.database_url:
+            if running is not None:
+                row = replace(
+                    row,
+                    value=describe_database(running.database_url),
+                    source=f"DATABASE_URL unset: the ledger of the {running.describe()}",
+                )
+            else:
+                row = replace(
+                    row,
+                    value=f"sqlite:///{DEFAULT_SQLITE_PATH}",
+                    source="default: DATABASE_URL unset, a SQLite file under ./var",
+                )
+        elif row.name in ("CELERY_BROKER_URL", "CELERY_RESULT_BACKEND") and row.value == "(unset)":
+            row = replace(row, value="(REDIS_URL)", source="default: the pool's Redis")
+        shown.append(row)
+    return shown
 
 
 def register(app: typer.Typer) -> None:

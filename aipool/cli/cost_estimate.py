@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import typer
-from rich.console import Console
+
+from aipool.cli.console import console
 
 
 def cost_estimate() -> None:
@@ -11,7 +12,7 @@ def cost_estimate() -> None:
     from aipool.pricing import cost_estimate as estimate
     from aipool.pricing import render_cost_estimate
 
-    render_cost_estimate(estimate(), Console())
+    render_cost_estimate(estimate(), console())
 
 
 def register(app: typer.Typer) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -9,8 +10,15 @@ import typer
 
 
 def _folder(value: Path) -> Path:
+    # Checked before the story starts: a minute of demo must not end in "no such file".
     if value.exists() and not value.is_dir():
         raise typer.BadParameter(f"{value} exists and is not a folder")
+    try:
+        value.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise typer.BadParameter(f"cannot make the folder {value}: {exc.strerror}") from None
+    if not os.access(value, os.W_OK):
+        raise typer.BadParameter(f"cannot write in {value}")
     return value
 
 
@@ -27,9 +35,10 @@ def demo(
 ) -> None:
     """Start simulated providers, an embedded Redis and a worker, then walk through routing,
     an outage, quotas, tools, the static answer and the budget alert; stop everything."""
+    from aipool.cli.console import console
     from aipool.demo import run_demo
 
-    raise typer.Exit(run_demo(out=out, keep=keep))
+    raise typer.Exit(run_demo(out=out, keep=keep, console=console()))
 
 
 def register(app: typer.Typer) -> None:

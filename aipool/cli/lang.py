@@ -1,4 +1,6 @@
-"""The ``--lang`` option of ``report`` and ``status``: zh-TW (ADR-006's language) or English."""
+"""The ``--lang`` option of ``report`` and ``status``: English unless zh-TW (ADR-006's language)
+is asked for. One language per output: every heading and title of a command follows it.
+``AIPOOL_ALERT_LANG`` is the alerts' and the daily report's language, not the commands'."""
 
 from __future__ import annotations
 
@@ -15,12 +17,10 @@ class LangChoice(StrEnum):
 
 LangOption = Annotated[
     LangChoice | None,
-    typer.Option("--lang", help="zh-TW or en (default: AIPOOL_ALERT_LANG, else zh-TW)."),
+    typer.Option("--lang", help="en (default) or zh-TW: the language of every heading."),
 ]
 
 
 def chosen(lang: LangChoice | None) -> str:
-    """The language to print in: ``--lang``, else ``AIPOOL_ALERT_LANG``, else zh-TW."""
-    from aipool.budget.messages import alert_lang
-
-    return alert_lang(str(lang) if lang else None)
+    """The language to print in: ``--lang``, else English."""
+    return str(lang) if lang else "en"

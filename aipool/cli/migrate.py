@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import typer
-from rich.console import Console
+
+from aipool.cli.console import console
 
 
 def migrate() -> None:
@@ -18,7 +19,7 @@ def migrate() -> None:
 
         Path(url[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
     upgrade(url)
-    Console().print(f"ledger schema is current at {describe_database(url)}", highlight=False)
+    console().print(f"ledger schema is current at {describe_database(url)}", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -7,7 +7,6 @@ starts a server or creates a database file: a command that finds nothing says so
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -17,18 +16,55 @@ from aipool.settings import settings
 
 
 def redis_url() -> str:
-    """The pool's Redis (:func:`aipool.redis_url.redis_url`); raises ``NoRedis``."""
+    """The pool's Redis (:func:`aipool.redis_url.redis_url`), checked to answer; raises
+    ``NoRedis`` when there is none and ``PoolUnavailable`` when it does not answer."""
     from aipool.redis_url import redis_url as pool_redis_url
 
-    return pool_redis_url()
+    url = pool_redis_url()
+    ping(url)
+    return url
+
+
+def ping(url: str) -> None:
+    """One PING to ``url``, without redis-py's retries; raise :class:`PoolUnavailable` saying why
+    it failed. A command that needs Redis says so in one line at once, before anything it does
+    would meet the outage (a producer routing a request reads breakers and quotas there)."""
+    import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    from aipool.pool_location import describe_redis
+
+    s = settings()
+    client = redis.Redis.from_url(
+        url,
+        socket_connect_timeout=s.redis_connect_timeout_s,
+        socket_timeout=s.redis_socket_timeout_s,
+        retry=Retry(NoBackoff(), 0),
+    )
+    try:
+        client.ping()
+    except redis.TimeoutError:
+        why = (
+            f"no answer within {s.redis_connect_timeout_s:g} s "
+            "(AIPOOL_REDIS_CONNECT_TIMEOUT, AIPOOL_REDIS_SOCKET_TIMEOUT)"
+        )
+        raise PoolUnavailable(f"cannot reach Redis at {describe_redis(url)}: {why}") from None
+    except redis.RedisError as exc:
+        why = " ".join(str(exc).split()) or type(exc).__name__
+        raise PoolUnavailable(f"cannot reach Redis at {describe_redis(url)}: {why}") from None
+    finally:
+        client.close()
 
 
 def optional_redis_url() -> str | None:
-    """The pool's Redis when there is one, else ``None`` (for commands that only peek)."""
+    """The pool's Redis when there is one, else ``None`` (for commands that only peek: nothing is
+    asked of it here)."""
     from aipool.errors import NoRedis
+    from aipool.redis_url import redis_url as pool_redis_url
 
     try:
-        return redis_url()
+        return pool_redis_url()
     except NoRedis:
         return None
 
@@ -46,39 +82,33 @@ def ledger_url() -> str:
 
 
 def ledger_engine(url: str) -> Any:
-    """An engine on an existing ledger; raises ``PoolUnavailable`` when it has no tables yet
-    (a SQLite file that does not exist is not created)."""
-    from sqlalchemy import inspect
-    from sqlalchemy.engine import make_url
+    """An engine on an existing ledger (:func:`aipool.pool_report.ledger_engine`); raises
+    ``PoolUnavailable`` when it has no tables yet."""
+    from aipool.pool_report import ledger_engine as existing_ledger
 
-    from aipool.ledger.db import make_engine
-    from aipool.pool_location import describe_database
-
-    parsed = make_url(url)
-    sqlite_file = parsed.database if parsed.get_backend_name() == "sqlite" else None
-    if sqlite_file and not Path(sqlite_file).exists():
-        raise PoolUnavailable(
-            f"no ledger at {describe_database(url)}: nothing was recorded there; set "
-            "DATABASE_URL to the pool's ledger (or run `aipool migrate` to create this one)"
-        )
-    engine = make_engine(url)
-    if not inspect(engine).has_table("ai_usage_logs"):
-        engine.dispose()
-        raise PoolUnavailable(
-            f"the ledger at {describe_database(url)} has no tables yet: run `aipool migrate`"
-        )
-    return engine
+    return existing_ledger(url)
 
 
-def say_where(console: Console, redis: str | None, ledger: str | None) -> None:
+def say_where(console: Console, redis: str | None, ledger: str | None, lang: str = "en") -> None:
     """Print which Redis and which ledger a command read."""
+    from rich.cells import cell_len
+
     from aipool.pool_location import describe_database, describe_redis
+    from aipool.usage_words import words
+
+    w = words(lang)
+    width = max(cell_len(w["redis"]), cell_len(w["ledger"])) + 2
+
+    def padded(text: str) -> str:  # by screen cells: a CJK character takes two
+        return text + " " * (width - cell_len(text))
 
     if redis is not None:
-        console.print(f"[bold]Redis[/]   {describe_redis(redis)}", highlight=False, soft_wrap=True)
+        label = padded(w["redis"])
+        console.print(f"[bold]{label}[/]{describe_redis(redis)}", highlight=False, soft_wrap=True)
     if ledger is not None:
+        label = padded(w["ledger"])
         console.print(
-            f"[bold]Ledger[/]  {describe_database(ledger)}", highlight=False, soft_wrap=True
+            f"[bold]{label}[/]{describe_database(ledger)}", highlight=False, soft_wrap=True
         )
 
 
@@ -86,23 +116,20 @@ def pending_records(redis: str | None) -> int | None:
     """Usage records waiting in Redis to be drained into the ledger, ``None`` if unknown."""
     if redis is None:
         return None
-    from aipool.ledger.usage_log import UsageLog
+    from aipool.pool_report import pending_records as waiting
     from aipool.redis_url import connect
 
     client = connect(redis)
     try:
-        return UsageLog(client).pending()
-    except Exception:  # a peek: the numbers printed are right either way
-        return None
+        return waiting(client)
     finally:
         client.close()
 
 
-def say_pending(console: Console, pending: int | None) -> None:
+def say_pending(console: Console, pending: int | None, lang: str = "en") -> None:
     """Say that records still wait in Redis (beat drains them every 5 s), when some do."""
+    from aipool.usage_words import words
+
     if pending:
-        console.print(
-            f"[yellow]{pending:,} usage record(s) wait in Redis to be drained into the ledger "
-            "(beat's aipool.drain_ledger runs every 5 s); they are not counted above.[/]",
-            highlight=False,
-        )
+        line = words(lang)["pending"].format(n=f"{pending:,}")
+        console.print(f"[yellow]{line}[/]", highlight=False, soft_wrap=True)

@@ -10,7 +10,6 @@ from datetime import UTC, date, datetime
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from aipool.cli.lang import LangOption, chosen
 
@@ -58,14 +57,16 @@ def report(
         month = summarize_month_to(engine, chosen_day, zone)
     finally:
         engine.dispose()
-    console = Console()
-    say_where(console, None, url)
+    from aipool.cli.console import console as make_console
+
+    console = make_console()
+    say_where(console, None, url, language)
     w = words(language)
     render_summary(today, console, lang=language, title=f"{chosen_day} ({zone})")
     render_summary(
         month, console, lang=language, title=f"{w['month']} {chosen_day.strftime('%Y-%m')}"
     )
-    say_pending(console, pending_records(optional_redis_url()))
+    say_pending(console, pending_records(optional_redis_url()), language)
 
 
 def register(app: typer.Typer) -> None:

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from typer.core import TyperGroup
+
+from aipool.cli.console import console
 
 
 class _RouteGroup(TyperGroup):
@@ -45,7 +46,7 @@ def explain_command(text: Annotated[str, typer.Argument(help="A request text to 
     from aipool.routing.render import render_route
     from aipool.routing.router import explain
 
-    render_route(explain(text), Console(), text=text)
+    render_route(explain(text), console(), text=text)
 
 
 def _labelled_file(path: Path) -> Path:
@@ -67,7 +68,7 @@ def eval_command(
         rows = read_labelled(_labelled_file(file))
     except LabelledFileError as exc:
         raise typer.BadParameter(str(exc), param_hint="FILE") from None
-    render_evaluation(evaluate(rows), Console(), misses=misses)
+    render_evaluation(evaluate(rows), console(), misses=misses)
 
 
 @route_app.command("train")
@@ -94,12 +95,12 @@ def train_command(
     from aipool.routing.train import train_with
 
     written = train_with(extra, output, source=str(examples))
-    console = Console()
-    console.print(
+    out = console()
+    out.print(
         f"wrote {output}: {written['trained']['examples']} examples "
         f"({len(extra)} yours), {written['trained']['features']} features"
     )
-    console.print(
+    out.print(
         f"point the workers and producers at it: AIPOOL_ROUTING_MODEL_FILE={output.resolve()}"
     )
 

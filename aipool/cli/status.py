@@ -1,135 +1,97 @@
 """``aipool status``: the pool right now, and which Redis and ledger that was read from.
 
 Breaker state and quota use per provider (Redis), today's calls, failures, skips, p95 latency and
-cost per provider (the ledger), and the messages waiting per queue (the broker). It only reads:
-it never starts a Redis, and without one it says how to get one.
+cost per provider and the month's cost against the budget (the ledger), and the messages waiting
+per queue (the broker): one reading (:func:`aipool.pool_report.read_snapshot`), printed as tables
+in one language (English unless ``--lang zh-TW``), as JSON (``--json``), or served
+(``--serve``: ``GET /api/v1/health/ai-usage`` answers the same JSON). It only reads: it never
+starts a Redis, and without one it says how to get one.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from aipool.cli.lang import LangOption, chosen
-
-
-def today_in_ledger(ledger: str) -> tuple[str, list[Any]] | None:
-    """Today's local day and its per-provider summary, ``None`` when there is no ledger yet."""
-    from aipool.cli.pool import ledger_engine
-    from aipool.errors import PoolUnavailable
-    from aipool.ledger.summary import summarize_day
-    from aipool.periods import local_day, pool_zone
-
-    try:
-        engine = ledger_engine(ledger)
-    except PoolUnavailable:
-        return None
-    try:
-        day = local_day(datetime.now(UTC), pool_zone())
-        return day.isoformat(), summarize_day(engine, day)
-    finally:
-        engine.dispose()
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """Everything ``status`` read, and where from."""
-
-    redis: str
-    ledger: str
-    breakers: dict[str, Any]
-    depths: dict[str, int]
-    today: tuple[str, list[Any]] | None
-    pending: int | None
+from aipool.pool_report import Snapshot
 
 
 def status(
     as_json: Annotated[bool, typer.Option("--json", help="Print the raw JSON.")] = False,
     serve: Annotated[
-        bool, typer.Option(help="Serve GET /api/v1/health/ai-usage instead of printing once.")
+        bool,
+        typer.Option(
+            help="Serve the same JSON at GET /api/v1/health/ai-usage instead of printing once."
+        ),
     ] = False,
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port for --serve.")] = 8088,
-    host: Annotated[str, typer.Option(help="Interface for --serve.")] = "0.0.0.0",
+    host: Annotated[
+        str, typer.Option(help="Interface for --serve (0.0.0.0: every interface).")
+    ] = "127.0.0.1",
     lang: LangOption = None,
 ) -> None:
-    """Breakers, quotas, today's usage per provider and queue depths, and where they were read."""
-    from aipool.cli.pool import ledger_url, pending_records, redis_url
+    """Breakers, quotas, today's usage and cost, the month's budget, queue depths, and where
+    they were read."""
+    from aipool.cli.pool import ledger_url, redis_url
+    from aipool.health import required_token
     from aipool.health import serve as serve_health
-    from aipool.health import usage_report
+    from aipool.pool_report import read_snapshot
     from aipool.redis_url import connect
 
-    url = redis_url()
     if serve:
-        serve_health(host, port, url)
+        from aipool.redis_url import redis_url as unchecked_redis_url
+
+        token = required_token()  # no login: refused before anything else
+        # Not pinged: the server must start while Redis is down, and answer /healthz 503.
+        serve_health(host, port, unchecked_redis_url(), ledger_url(), token)
         return
+    url = redis_url()
+    ledger = ledger_url()
+    from workers.app import app
+
     client = connect(url)
     try:
-        breakers = usage_report(client)
+        snapshot = read_snapshot(client, redis_url=url, ledger_url=ledger, app=app)
     finally:
         client.close()
-    from aipool.pool_state import broker_queue_depths
-    from celeryconfig import QUEUES
-    from workers.app import app
-    from workers.default_queue import CELERY_DEFAULT_QUEUE
-
-    ledger = ledger_url()
-    snapshot = Snapshot(
-        redis=url,
-        ledger=ledger,
-        breakers=breakers,
-        depths=broker_queue_depths(app, (*QUEUES, CELERY_DEFAULT_QUEUE)),
-        today=today_in_ledger(ledger),
-        pending=pending_records(url),
-    )
     if as_json:
-        _print_json(snapshot)
+        from aipool.cli.console import console
+
+        console().print_json(json.dumps(snapshot.to_json(), ensure_ascii=False))
     else:
         _print_tables(snapshot, chosen(lang))
 
 
-def _print_json(snap: Snapshot) -> None:
-    from aipool.pool_location import describe_database, describe_redis
-
-    body = {
-        "redis": describe_redis(snap.redis),
-        "ledger": describe_database(snap.ledger),
-        "providers": snap.breakers,
-        "queues": snap.depths,
-        "today": None
-        if snap.today is None
-        else {
-            "day": snap.today[0],
-            "providers": [
-                {**asdict(s), "failed": s.failed, "cost_usd": str(s.cost_usd)}
-                for s in snap.today[1]
-            ],
-        },
-        "pending_records": snap.pending,
-    }
-    Console().print_json(json.dumps(body, ensure_ascii=False))
-
-
 def _print_tables(snap: Snapshot, lang: str) -> None:
+    from aipool.cli.console import console
     from aipool.cli.pool import say_pending, say_where
     from aipool.periods import pool_zone
     from aipool.status_view import render_queues, render_status, render_summary
     from aipool.usage_words import words
 
-    console = Console()
-    say_where(console, snap.redis, snap.ledger)
-    render_status(snap.breakers, console)
+    out = console()
+    w = words(lang)
+    say_where(out, snap.redis, snap.ledger, lang)
+    render_status(snap.providers, out, lang=lang)
     if snap.today is None:
-        console.print("no ledger yet: nothing recorded today", highlight=False)
+        out.print(w["no_ledger"], highlight=False)
     else:
-        title = f"{words(lang)['today']} {snap.today[0]} ({pool_zone()})"
-        render_summary(snap.today[1], console, lang=lang, title=title)
-    render_queues(snap.depths, console, lang=lang)
-    say_pending(console, snap.pending)
+        title = f"{w['today']} {snap.today[0]} ({pool_zone()})"
+        render_summary(snap.today[1], out, lang=lang, title=title)
+    if snap.budget is not None:
+        b = snap.budget
+        line = w["budget"].format(
+            month=b.month,
+            cost=f"{b.cost_usd:.4f}",
+            budget=b.budget_usd,
+            percent=f"{b.used * 100:.0f}",
+        )
+        out.print(line, highlight=False, soft_wrap=True)
+    render_queues(snap.queues, out, lang=lang)
+    say_pending(out, snap.pending, lang)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,8 +1,8 @@
 """``aipool submit``: one request through the pool, checked before it is sent.
 
-The request is validated and routed here; before anything is enqueued, the command asks the
-workers (for about a second) whether one consumes the queue the request goes to, and says how to
-start one if none does. The message expires with ``--timeout``, so a request nobody answered in
+The request is validated here; the command asks the workers (for about a second) which queues
+they consume, then routes the request (its ``latency_ms`` starts there, so it does not include
+that second) and says how to start a worker if none consumes the queue it goes to. The message expires with ``--timeout``, so a request nobody answered in
 time is not answered minutes later by a worker that starts afterwards.
 """
 
@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
+from aipool.cli.console import console
 from aipool.errors import NoAnswer, NoWorker
 
 #: Seconds the workers have to say which queues they consume.
@@ -54,9 +54,10 @@ def consumed_queues(app: Any, timeout_s: float = INSPECT_TIMEOUT_S) -> set[str]:
     return {q.get("name", "") for queues in replies.values() for q in queues or ()}
 
 
-def require_worker(app: Any, queue: str, where: str) -> None:
-    """Raise :class:`NoWorker`, saying how to start one, unless a worker consumes ``queue``."""
-    if queue in consumed_queues(app):
+def require_worker(queue: str, consumed: set[str], where: str) -> None:
+    """Raise :class:`NoWorker`, saying how to start one, unless ``queue`` is among the
+    ``consumed`` ones (:func:`consumed_queues`)."""
+    if queue in consumed:
         return
     from celeryconfig import QUEUES
 
@@ -101,8 +102,11 @@ def submit(
     from tasks.client import route, send
     from workers.app import app
 
+    # Asked before routing: the request's clock (latency_ms, deadline_s) starts when it is routed,
+    # and the workers take about a second to answer.
+    consumed = consumed_queues(app)
     dispatch = route(request)
-    require_worker(app, dispatch.queue, where)
+    require_worker(dispatch.queue, consumed, where)
     result = send(dispatch, app=app, expires=timeout)
     try:
         answer = result.get(timeout=timeout)
@@ -111,7 +115,7 @@ def submit(
             f"no answer within {timeout:g} s for request {dispatch.task_id} (sent to queue "
             f"{dispatch.queue!r} on {where}); it has expired, so no worker will answer it later"
         ) from None
-    Console().print_json(json.dumps(answer, ensure_ascii=False))
+    console().print_json(json.dumps(answer, ensure_ascii=False))
     if answer.get("status") not in ANSWERED:
         raise typer.Exit(1)
 

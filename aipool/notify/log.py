@@ -10,17 +10,14 @@ log = logging.getLogger("aipool.alerts")
 
 
 class LogNotifier:
-    """Writes the notification to the ``aipool.alerts`` logger (WARNING for firing alerts)."""
+    """Writes the notification to the ``aipool.alerts`` logger: WARNING for an alert firing or
+    resolving (its end is news as much as its start), INFO for reports."""
 
     name = "log"
 
     def send(self, notification: Notification) -> None:
         """Log ``notification``; never raises."""
-        level = (
-            logging.WARNING
-            if notification.status == "firing" and notification.severity != "info"
-            else logging.INFO
-        )
+        level = logging.WARNING if notification.severity != "info" else logging.INFO
         log.log(
             level,
             "[%s/%s] %s %s",

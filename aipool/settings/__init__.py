@@ -14,6 +14,7 @@ read when the environment changes, not when they do.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -88,13 +89,20 @@ def _explain(error: Any, origins: dict[Path, str]) -> str:
     """One validation error as the operator wrote it: ``NAME=value: what is wrong``."""
     path = tuple(str(part) for part in error["loc"])
     message = str(error["msg"]).removeprefix("Value error, ")
-    value = "<secret>" if path in _SECRET_PATHS else error.get("input")
+    value = "<secret>" if path in _SECRET_PATHS else _without_password(error.get("input"))
     origin = origins.get(path, "")
     if origin.startswith("environment "):
         return f"{origin.removeprefix('environment ')}={value}: {message}"
     if origin.startswith("file "):
         return f"{origin.removeprefix('file ')} = {value!r}: {message}"
     return f"{NAME_OF.get(path, '.'.join(path))}: {message}"
+
+
+def _without_password(value: Any) -> Any:
+    """A URL's password replaced by ``***`` (``redis://:pw@host`` is still shown as typed)."""
+    if isinstance(value, str):
+        return re.sub(r"(://[^/@:]*:)[^/@]*@", r"\1***@", value)
+    return value
 
 
 _lock = threading.Lock()

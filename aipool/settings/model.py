@@ -59,6 +59,30 @@ VISIBILITY_MARGIN_S = 60
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
+#: How a Redis URL is written, for messages.
+REDIS_URL_FORMS = "redis://[:password@]host:6379/0, rediss://… (TLS) or unix:///path/to/redis.sock"
+
+
+def check_redis_url(value: str) -> str:
+    """``value`` if redis-py can connect by it; else ``ValueError`` saying how it is written."""
+    from urllib.parse import urlsplit
+
+    from redis.connection import parse_url
+
+    if value.startswith("redis+socket://"):
+        raise ValueError(
+            "redis+socket:// is how Celery producers spell a socket; write unix:// here"
+        )
+    try:
+        parse_url(value)
+        path = urlsplit(value).path.strip("/")
+    except ValueError as exc:
+        why = "no redis://, rediss:// or unix:// scheme" if "scheme" in str(exc) else str(exc)
+        raise ValueError(f"is not a Redis URL ({why}); write {REDIS_URL_FORMS}") from None
+    if not value.startswith("unix://") and path and not path.isdigit():
+        raise ValueError(f"names database {path!r}, not a number; write {REDIS_URL_FORMS}")
+    return value
+
 
 class ProviderSettings(BaseModel):
     """Where a provider is, which model it serves by default, and how much it may be used."""
@@ -160,8 +184,11 @@ class Settings(BaseSettings):
     # with reasoning off (NVIDIA's model card), and it is much faster.
     nemotron_system_prefix: str = "detailed thinking off"
     log_prompts: bool = False
-    #: Bearer token the usage report (``aipool status --serve``) asks for; none: served to anyone.
+    #: Bearer token the usage report (``aipool status --serve``) asks for.
     health_token: SecretStr | None = None
+    #: Let Flower and the usage report serve without a login (``AIPOOL_ALLOW_ANONYMOUS=1``);
+    #: off, each refuses to start without one (:mod:`aipool.serving`).
+    allow_anonymous: bool = False
     metrics_port: int = Field(default=9808, ge=1, le=65535)
     prometheus_multiproc_dir: Path | None = None
     secrets_dir: Path = Path("/run/secrets")
@@ -204,6 +231,32 @@ class Settings(BaseSettings):
         hard = info.data.get("task_time_limit_s")
         if value is not None and hard is not None and value > hard:
             raise ValueError(f"must not exceed the hard limit AIPOOL_TASK_TIME_LIMIT ({hard} s)")
+        return value
+
+    @field_validator("redis_url", "celery_result_backend")
+    @classmethod
+    def _redis_url(cls, value: str | None) -> str | None:
+        # A URL redis-py cannot read would fail every command and worker later, with a traceback
+        # far from the variable that caused it (`redis//host` read as "internal error").
+        if value is None:
+            return value
+        return check_redis_url(value)
+
+    @field_validator("database_url")
+    @classmethod
+    def _database_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        try:
+            make_url(value)
+        except ArgumentError:
+            raise ValueError(
+                "is not a database URL (e.g. postgresql+psycopg://user:password@host:5432/aipool "
+                "or sqlite:///var/aipool.db)"
+            ) from None
         return value
 
     @field_validator("timezone")

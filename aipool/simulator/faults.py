@@ -12,7 +12,9 @@ calls, then the provider is healthy again; without it the fault lasts until heal
 - ``rate_limit``: HTTP 429 with a ``Retry-After`` header of ``retry_after`` seconds (default 1).
 - ``overloaded``: the provider's "overloaded" answer: 529 for Anthropic, 503 for the others (what
   each real service sends); ``status`` overrides the code.
-- ``hang``: hold the request ``seconds`` (default 30), longer than any client timeout, then answer.
+- ``hang``: hold the request until the provider is healed (or for ``seconds``), then answer. By
+  default it outlasts every timeout of the pool (a provider's, a request's deadline, the task's
+  time limit), so the pool sees a hang, never a slow answer.
 - ``slow``: answer correctly after ``ms`` milliseconds (default 500).
 - ``trickle``: answer correctly, but send the body one byte every ``ms`` milliseconds (default
   500): every socket read gets data in time, so only a bound on the whole call ends it.
@@ -96,7 +98,8 @@ class Fault:
     kind: str
     times: int | None = None
     retry_after: float = 1.0
-    seconds: float = 30.0
+    #: ``hang``: how long to hold a request; ``None``: until healed.
+    seconds: float | None = None
     ms: float = 500.0
     status: int | None = None
     body: str = "json"
@@ -129,8 +132,8 @@ def make_fault(kind: str, **options: Any) -> Fault | None:
         fields["retry_after"] = _non_negative(
             "retry_after", options.get("retry_after", options.get("seconds", 1.0))
         )
-    elif kind == "hang":
-        fields["seconds"] = _non_negative("seconds", options.get("seconds", 30.0))
+    elif kind == "hang" and options.get("seconds") is not None:
+        fields["seconds"] = _non_negative("seconds", options["seconds"])
     elif kind in ("slow", "trickle"):
         fields["ms"] = _non_negative("ms", options.get("ms", 500.0))
     elif kind == "overloaded" and options.get("status") is not None:

@@ -108,8 +108,9 @@ class ProviderState:
                 "last_requests": list(self._recent),
             }
 
-    def hold(self, seconds: float) -> bool:
-        """Block the calling handler up to ``seconds``; false if let go early (heal, reset, stop)."""
+    def hold(self, seconds: float | None) -> bool:
+        """Block the calling handler up to ``seconds`` (``None``: until let go); false if let go
+        early (heal, reset, stop)."""
         with self._lock:
             release = self._release
         return not release.wait(seconds)

@@ -97,3 +97,35 @@ def test_an_unknown_route_table_key_stops_a_command_with_a_suggestion(tmp_path: 
     done = run_aipool(["route", "hi"], env, tmp_path)
     assert done.returncode == 1
     assert "unknown key 'providr' (did you mean 'provider'?)" in done.stderr
+
+
+def test_config_shows_the_redis_and_ledger_in_force_when_their_variables_are_unset(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from aipool.embedded_redis import EmbeddedRedis
+
+    # Given a fresh shell: no REDIS_URL, no DATABASE_URL, no embedded Redis
+    runtime = tmp_path / "runtime"
+    env = fresh_env(runtime)
+    # When config runs
+    rows = _rows(run_aipool(["config", "--json"], env, tmp_path).stdout)
+    # Then it shows the ledger the commands would use, and why, rather than "(unset)"
+    assert rows["DATABASE_URL"]["value"] == "sqlite:///var/aipool.db"
+    assert (
+        rows["DATABASE_URL"]["source"] == "default: DATABASE_URL unset, a SQLite file under ./var"
+    )
+    assert rows["REDIS_URL"]["value"] == "(none)"
+    assert "`aipool redis`" in rows["REDIS_URL"]["source"]
+    assert rows["CELERY_BROKER_URL"]["value"] == "(REDIS_URL)"
+    # Given an embedded Redis running (as `aipool redis` runs one), with its ledger
+    ledger = f"sqlite:///{tmp_path / 'embedded.db'}"
+    monkeypatch.setenv("AIPOOL_RUNTIME_DIR", str(runtime))
+    with EmbeddedRedis(tmp_path / "redis", owner="aipool redis", database_url=ledger) as running:
+        rows = _rows(run_aipool(["config", "--json"], env, tmp_path).stdout)
+    # Then config shows that server and its ledger as the ones in force
+    assert rows["REDIS_URL"]["value"] == running.redis_url
+    assert rows["REDIS_URL"]["source"].startswith(
+        "REDIS_URL unset: the embedded Redis of `aipool redis`"
+    )
+    assert rows["DATABASE_URL"]["value"] == ledger
+    assert rows["DATABASE_URL"]["source"].startswith("DATABASE_URL unset: the ledger of")

@@ -32,6 +32,9 @@ def _one_line(err: str) -> str:
         (["route", ""], "the text is empty"),
         (["status", "--port", "0"], "--port"),
         (["no-such-command"], "No such command"),
+        (["demo", "--out", "/proc/aipool-demo"], "cannot make the folder /proc/aipool-demo"),
+        (["submit", "hi", "--timeout", "abc"], "Invalid value for '--timeout'"),
+        (["cost-estimate", "extra"], "unexpected extra argument"),
     ],
 )
 def test_a_user_mistake_is_one_line_and_exit_code_2(args, says, capsys):
@@ -107,3 +110,101 @@ def test_the_console_script_is_the_cli_entry_point():
 
     scripts = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"]
     assert scripts["scripts"]["aipool"] == "aipool.cli:main"
+
+
+def _closed_port() -> int:
+    from tests.support.services import free_port
+
+    return free_port()  # nothing listens there once the probe socket is closed
+
+
+@pytest.mark.parametrize("args", [["submit", "hi"], ["status"], ["status", "--json"]])
+def test_an_unreachable_redis_is_one_line_at_once(args, tmp_path):
+    import time
+
+    # Given a REDIS_URL where no Redis listens
+    url = f"redis://127.0.0.1:{_closed_port()}/0"
+    env = fresh_env(tmp_path / "runtime", REDIS_URL=url)
+    # When a command that needs it runs
+    started = time.monotonic()
+    done = run_aipool(args, env, tmp_path)
+    elapsed = time.monotonic() - started
+    # Then it says in one line which Redis it could not reach and why, without retrying for
+    # seconds first (it took 7.3 s and printed three tracebacks)
+    assert done.returncode == 1
+    line = _one_line(done.stderr)
+    assert line.startswith(f"aipool: cannot reach Redis at {url}: ")
+    assert "Connection refused" in line
+    assert elapsed < 5, elapsed
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "says"),
+    [
+        ("REDIS_URL", "redis//127.0.0.1:6379/0", "is not a Redis URL (no redis://, rediss://"),
+        ("REDIS_URL", "redis://127.0.0.1:63a9/0", "is not a Redis URL (Port could not be cast"),
+        ("REDIS_URL", "redis://127.0.0.1:6379/zero", "names database 'zero', not a number"),
+        ("REDIS_URL", "redis+socket:///tmp/redis.sock", "redis+socket:// is how Celery"),
+        ("DATABASE_URL", "postgres//db", "is not a database URL"),
+    ],
+)
+@pytest.mark.parametrize("args", [["submit", "hi"], ["status"], ["report"]])
+def test_a_malformed_url_is_one_line_naming_the_variable(args, variable, value, says, tmp_path):
+    env = fresh_env(tmp_path / "runtime", **{variable: value})
+    done = run_aipool(args, env, tmp_path)
+    assert done.returncode == 1
+    line = _one_line(done.stderr)
+    assert f"{variable}={value}: {says}" in line
+    assert "internal error" not in line
+
+
+def test_a_malformed_url_never_shows_its_password(tmp_path):
+    env = fresh_env(tmp_path / "runtime", REDIS_URL="redis://:s3cr3t-pw@127.0.0.1:99999/0")
+    done = run_aipool(["status"], env, tmp_path)
+    line = _one_line(done.stderr)
+    assert "s3cr3t-pw" not in line and "redis://:***@127.0.0.1:99999/0" in line
+
+
+def test_what_the_package_logs_during_a_command_is_one_line_each(monkeypatch, capsys):
+    import logging
+
+    from aipool.cli import config
+
+    # Given a part of the package that logs a failure with its exception while a command runs
+    # (as the ledger observer did when a hop's outcome was refused)
+    def logs_a_failure() -> None:
+        try:
+            raise ValueError("unknown outcome 'x'\nsecond line")
+        except ValueError:
+            logging.getLogger("aipool.hop").exception("observer failed for request_id=r1")
+
+    monkeypatch.setattr(config, "refuse_invalid_settings", logs_a_failure)
+    # When the command runs
+    code = run(["route", "What is a pod?"])
+    # Then the log record is one line, with the exception's type and message but no traceback
+    err = capsys.readouterr().err
+    assert code == 0
+    assert err.splitlines() == [
+        "aipool: observer failed for request_id=r1 (ValueError: unknown outcome 'x' second line)"
+    ]
+
+
+def test_a_server_whose_port_is_taken_says_which_address_in_one_line(tmp_path, monkeypatch):
+    import socket
+
+    # Given the port the usage report would listen on, taken
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = fresh_env(
+            tmp_path / "runtime", AIPOOL_HEALTH_TOKEN="t", REDIS_URL="redis://127.0.0.1:1/0"
+        )
+        # When it starts
+        done = run_aipool(["status", "--serve", "--port", str(port)], env, tmp_path)
+    # Then it says which address it could not take
+    assert done.returncode == 1
+    assert (
+        _one_line(done.stderr)
+        == f"aipool: cannot listen on 127.0.0.1:{port}: Address already in use"
+    )

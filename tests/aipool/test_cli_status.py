@@ -115,3 +115,183 @@ def test_report_and_status_count_calls_apart_from_skipped_hops_in_the_same_words
         row = _claude_usage_row(out)
         assert row[1:5] == ["5", "1 (timeout 1)", "breaker 4", "4"], row
     assert f"Ledger  {claude_day}" in report
+
+
+def _serve(tmp_path, **env: str):  # type: ignore[no-untyped-def]
+    import subprocess
+    import sys
+
+    from tests.conftest import TEST_REDIS_URL
+    from tests.support.services import free_port
+
+    port = free_port()
+    command = [sys.executable, "-c", "from aipool.cli import main; main()"]
+    environment = fresh_env(tmp_path / "runtime", **{"REDIS_URL": TEST_REDIS_URL, **env})
+    for name in ("AIPOOL_HEALTH_TOKEN", "AIPOOL_ALLOW_ANONYMOUS"):
+        if name not in env:
+            environment.pop(name, None)
+    process = subprocess.Popen(
+        [*command, "status", "--serve", "--port", str(port)],
+        env=environment,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    return process, port
+
+
+def test_status_serve_without_a_token_refuses_to_start_in_one_line(tmp_path):
+    # Given no AIPOOL_HEALTH_TOKEN and no AIPOOL_ALLOW_ANONYMOUS
+    process, _ = _serve(tmp_path)
+    # When the usage report is served
+    _, err = process.communicate(timeout=30)
+    # Then it does not start, and says how to give it a login or serve it to anyone on purpose
+    assert process.returncode == 1
+    assert err.splitlines() == [
+        "aipool: the usage report has no login and would serve the pool to anyone who reaches "
+        "it: set AIPOOL_HEALTH_TOKEN (or AIPOOL_HEALTH_TOKEN_FILE) to the bearer token it asks "
+        "for, or set AIPOOL_ALLOW_ANONYMOUS=1 to serve it without one"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("env", "said"),
+    [
+        ({"AIPOOL_HEALTH_TOKEN": "t0ken"}, "(login required)"),
+        ({"AIPOOL_ALLOW_ANONYMOUS": "1"}, "WITHOUT a login (AIPOOL_ALLOW_ANONYMOUS=1)"),
+    ],
+)
+def test_status_serve_listens_on_loopback_and_says_where(tmp_path, env, said):
+    import httpx
+
+    from tests.support.listening import listening_addresses
+    from tests.support.waiting import eventually
+
+    process, port = _serve(tmp_path, **env)
+    try:
+        # When it has started: its first line says where the report and the probe are
+        assert process.stderr is not None
+        line = process.stderr.readline().strip()
+        base = f"http://127.0.0.1:{port}"
+        assert line == (
+            f"aipool: the usage report serving on {base}/api/v1/health/ai-usage "
+            f"(probes: {base}/healthz) {said}"
+        )
+        # Then it listens on loopback only, and asks for the token when one is set
+        assert listening_addresses(port) == {"127.0.0.1"}
+        answer = eventually(
+            lambda: httpx.get(f"{base}/api/v1/health/ai-usage", timeout=5), 10, "an answer"
+        )
+        assert answer.status_code == (401 if "AIPOOL_HEALTH_TOKEN" in env else 200)
+    finally:
+        process.terminate()
+        process.communicate(timeout=10)
+
+
+def _status_env(tmp_path, **extra: str):  # type: ignore[no-untyped-def]
+    from tests.conftest import TEST_REDIS_URL
+
+    ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
+    migrate(ledger)
+    env = fresh_env(tmp_path / "runtime", REDIS_URL=TEST_REDIS_URL, DATABASE_URL=ledger, **extra)
+    env.pop("COLUMNS", None)
+    return env
+
+
+_CJK = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")
+
+
+def test_status_speaks_english_by_default_and_zh_tw_when_asked_never_both(tmp_path):
+    # Given the alerts' language set to zh-TW (the commands do not follow it)
+    env = _status_env(tmp_path, AIPOOL_ALERT_LANG="zh-TW")
+    # When status runs without --lang
+    english = run_aipool(["status"], env, tmp_path)
+    # Then every heading is English
+    assert english.returncode == 0, english.stderr
+    assert not _CJK.search(english.stdout), english.stdout
+    for heading in ("Breakers and quotas", "Provider", "Calls", "Queue", "Waiting", "Budget"):
+        assert heading in english.stdout
+    # When it runs with --lang zh-TW
+    chinese = run_aipool(["status", "--lang", "zh-TW"], env, tmp_path)
+    # Then no English heading is left
+    assert chinese.returncode == 0, chinese.stderr
+    for heading in (
+        "Breakers",
+        "quota",
+        "Provider",
+        "Calls",
+        "Queue",
+        "Waiting",
+        "Ledger",
+        "today",
+    ):
+        assert heading not in chinese.stdout, heading
+    assert "斷路器與配額" in chinese.stdout and "預算" in chinese.stdout
+
+
+def test_status_tables_do_not_wrap_when_printed_to_a_pipe(tmp_path):
+    # Given status printed to a pipe (no terminal, no COLUMNS: Rich would assume 80 columns)
+    done = run_aipool(["status"], _status_env(tmp_path), tmp_path)
+    assert done.returncode == 0, done.stderr
+    # Then each provider's row of the breakers table is one line holding all six cells
+    rows = [line for line in done.stdout.splitlines() if line.startswith("│ gemini ")]
+    assert rows and all(line.count("│") == 7 for line in rows[:1]), done.stdout
+    assert "0 / 2,000,000" in rows[0]
+    # and no line is a heading cut in two
+    assert "┃ quota: monthly tokens ┃" in done.stdout
+
+
+def test_the_usage_endpoint_serves_what_status_json_prints(tmp_path):
+    import json
+
+    import httpx
+
+    env = _status_env(tmp_path, AIPOOL_HEALTH_TOKEN="t0ken")
+    # Given the usage report served beside status --json, on the same pool
+    process, port = _serve(tmp_path, **{k: env[k] for k in ("DATABASE_URL", "AIPOOL_HEALTH_TOKEN")})
+    try:
+        assert process.stderr is not None
+        process.stderr.readline()  # serving
+        served = httpx.get(
+            f"http://127.0.0.1:{port}/api/v1/health/ai-usage",
+            headers={"Authorization": "Bearer t0ken"},
+            timeout=10,
+        )
+    finally:
+        process.terminate()
+        process.communicate(timeout=10)
+    printed = run_aipool(["status", "--json"], env, tmp_path)
+    assert printed.returncode == 0, printed.stderr
+    body, status_json = served.json(), json.loads(printed.stdout)
+    # Then the endpoint has everything status --json has: cost, budget, queues, records waiting
+    assert set(body) == set(status_json) >= {"providers", "queues", "today", "budget"}
+    assert set(body) >= {"pending_records", "redis", "ledger"}
+    assert body["budget"] == status_json["budget"]
+    assert body["budget"]["budget_usd"] == "10"
+    assert body["queues"].keys() == status_json["queues"].keys()
+    assert body["today"]["day"] == status_json["today"]["day"]
+    assert body["providers"].keys() == status_json["providers"].keys()
+
+
+def test_status_serve_starts_while_redis_is_down_and_its_probe_says_so(tmp_path):
+    import httpx
+
+    from tests.support.services import free_port
+    from tests.support.waiting import eventually
+
+    # Given a Redis that does not answer
+    down = f"redis://127.0.0.1:{free_port()}/0"
+    process, port = _serve(tmp_path, REDIS_URL=down, AIPOOL_HEALTH_TOKEN="t0ken")
+    try:
+        # When the server starts, then it serves (a restart would not bring Redis back)
+        assert process.stderr is not None
+        assert "serving on" in process.stderr.readline()
+        probe = eventually(
+            lambda: httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10), 10, ""
+        )
+        # and its probe says Redis is not there
+        assert probe.status_code == 503
+    finally:
+        process.terminate()
+        process.communicate(timeout=10)

@@ -331,3 +331,39 @@ def test_given_a_request_when_its_estimate_is_asked_often_then_the_text_is_read_
     assert totals == {inputs + 100}
     assert inputs == 2_500 + 4
     assert reads == []
+
+
+@pytest.mark.parametrize(
+    ("request_body", "says"),
+    [
+        (
+            {"prompt": "Production is down", "prioirty": "critical"},
+            "'prioirty' is not a request field (did you mean 'priority'?)",
+        ),
+        (
+            {"promt": "Production is down"},
+            "'promt' is not a request field (did you mean 'prompt'?)",
+        ),
+        ({"prompt": "hi", "deadline": 5}, "(did you mean 'deadline_s'?)"),
+        (
+            {"prompt": "hi", "customer": "acme"},
+            "'customer' is not a request field; the fields are messages, prompt, system, tools, "
+            "max_tokens, temperature, intent, priority, deadline_s, user_id, metadata, and data of "
+            "your own goes in 'metadata'",
+        ),
+        # odd producer text is not repeated back
+        (
+            {"prompt": "hi", "a\u202eb": 1, "zz": 2},
+            "a key that is not a request field (1 more unknown)",
+        ),
+    ],
+)
+def test_given_an_unknown_key_when_parsed_then_it_is_refused_naming_the_closest_field(
+    request_body: dict[str, object], says: str
+) -> None:
+    # When a request carries a key the contract does not have
+    with pytest.raises(InvalidRequest) as refused:
+        parse_request(request_body)
+    # Then it is refused, not served as if the key were absent
+    assert refused.value.code == "unknown_field"
+    assert says in str(refused.value)

@@ -73,6 +73,10 @@ MALFORMED = [
         "tool_without_schema",
     ),
     ([{"prompt": "hi"}], "invalid_request"),
+    # a misspelt field is refused, never served as if it were absent
+    ({"prompt": "Production is down", "prioirty": "critical"}, "unknown_field"),
+    ({"promt": "Production is down"}, "unknown_field"),
+    ({"prompt": "hi", "customer": "acme"}, "unknown_field"),
 ]
 
 
@@ -172,3 +176,39 @@ def test_every_kind_of_result_the_pool_returns_is_valid_for_the_schema(
     for body in results:
         result_validator.validate(json.loads(json.dumps(body)))
     assert not result_validator.is_valid({**results[0], "status": "maybe"})
+
+
+def test_the_schema_and_the_workers_know_the_same_request_fields(
+    validator: jsonschema.Draft202012Validator,
+) -> None:
+    from aipool.contract import REQUEST_FIELDS
+
+    schema = json.loads(COMMITTED.read_text(encoding="utf-8"))
+    request = schema["$defs"]["Request"]
+    assert set(request["properties"]) == set(REQUEST_FIELDS)
+    assert request["additionalProperties"] is False
+
+
+def test_extra_keys_inside_messages_and_tools_are_accepted_by_both(
+    validator: jsonschema.Draft202012Validator,
+) -> None:
+    # Given a conversation turn and a tool in a vendor's shape, with keys the contract does not name
+    request = {
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "hello", "refusal": None, "annotations": []},
+            {"role": "user", "content": "restart it"},
+        ],
+        "tools": [{"name": "restart", "parameters": {"type": "object"}, "strict": True}],
+    }
+    # Then both accept it: those keys change nothing the pool does
+    validator.validate({"request": request})
+    parse_request(request)
+
+
+def test_the_readme_says_unknown_request_keys_are_refused_and_nested_ones_ignored() -> None:
+    section = README.split("### Request", 1)[1].split("## Running in production", 1)[0]
+    flat = " ".join(section.split())
+    assert "is refused (`unknown_field`) naming the closest field" in flat
+    assert "(did you mean 'priority'?)" in flat
+    assert "keys the contract does not name are ignored" in flat

@@ -26,7 +26,8 @@ def demo(tmp_path_factory) -> dict[str, Any]:
     """One demo run: its exit code, output, report and the mark of every process it started."""
     home = tmp_path_factory.mktemp("newcomer")
     # TMPDIR: the kept data directory lands in the test's own folder.
-    env = fresh_env(home / "runtime", COLUMNS="160", TMPDIR=str(home))
+    env = fresh_env(home / "runtime", TMPDIR=str(home))
+    env.pop("COLUMNS", None)  # printed to a pipe, as a newcomer's `make demo | tee` would
     done = run_aipool(["demo", "--keep"], env, home, timeout=DEMO_TIMEOUT_S)
     out = home / "aipool-demo"
     report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else {}
@@ -38,6 +39,14 @@ def test_every_step_behaves_as_the_story_says(demo):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert [c for c in demo["report"]["checks"] if not c["ok"]] == []
     assert "every step behaved as ADR-006 says" in done.stdout
+
+
+def test_its_tables_do_not_wrap_when_printed_to_a_pipe(demo):
+    # Each provider's row of the usage table is one line with every column (Rich assumed 80
+    # columns outside a terminal and cut every cell)
+    rows = [line for line in demo["done"].stdout.splitlines() if line.startswith("│ ollama ")]
+    assert rows and all(line.count("│") == 10 for line in rows), rows
+    assert "…" not in demo["done"].stdout
 
 
 def test_the_report_adds_up_to_the_requests_sent(demo):

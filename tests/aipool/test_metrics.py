@@ -44,7 +44,7 @@ def _all_failures(provider: str) -> float:
     return sum(
         sample.value
         for family in REGISTRY.collect()
-        if family.name == "aipool_provider_failures"
+        if family.name == "ai_requests_failed"
         for sample in family.samples
         if sample.name.endswith("_total") and sample.labels["provider"] == provider
     )
@@ -53,7 +53,7 @@ def _all_failures(provider: str) -> float:
 def test_given_timeouts_and_deadline_skips_when_observed_then_only_timeouts_are_failures() -> None:
     # Given
     route = Route("CHAT", 1, (Hop("ollama", "llama3.2:3b"), Hop("static", "static")), "test")
-    timeouts = _sample("aipool_provider_failures_total", provider="ollama", code="timeout")
+    timeouts = _sample("ai_requests_failed_total", provider="ollama", code="timeout")
     failures = _all_failures("ollama")
     skips = _sample("aipool_requests_total", provider="ollama", outcome="deadline")
 
@@ -67,8 +67,6 @@ def test_given_timeouts_and_deadline_skips_when_observed_then_only_timeouts_are_
     for _ in range(5):
         observe_attempt(event("deadline", "deadline of 0.001s passed"))
     # Then: the skips are hops, not failures
-    assert _sample("aipool_provider_failures_total", provider="ollama", code="timeout") == (
-        timeouts + 2
-    )
+    assert _sample("ai_requests_failed_total", provider="ollama", code="timeout") == (timeouts + 2)
     assert _all_failures("ollama") == failures + 2
     assert _sample("aipool_requests_total", provider="ollama", outcome="deadline") == skips + 5

@@ -1,8 +1,8 @@
 """The PrometheusRule of k8s/monitoring, rendered from the plain rules file it must carry.
 
-``python -m tests.deploy.prometheus_rule`` rewrites ``k8s/monitoring/ai-usage-alerts.yaml`` after
-an edit of ``k8s/monitoring/prometheus/aipool-rules.yml``; ``test_alert_rules`` fails while the two
-differ.
+``python -m tests.deploy.prometheus_rule`` rewrites ``k8s/monitoring/prometheusrule.yaml`` after
+an edit of ``k8s/monitoring/prometheus/ai-usage-alerts.yaml`` (the rule file ADR-006 names);
+``test_alert_rules`` fails while the two differ.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 MONITORING = ROOT / "k8s" / "monitoring"
-RULES_FILE = MONITORING / "prometheus" / "aipool-rules.yml"
-PROMETHEUS_RULE_FILE = MONITORING / "ai-usage-alerts.yaml"
+RULES_FILE = MONITORING / "prometheus" / "ai-usage-alerts.yaml"
+PROMETHEUS_RULE_FILE = MONITORING / "prometheusrule.yaml"
 
 HEADER = """\
-# GENERATED from k8s/monitoring/prometheus/aipool-rules.yml by `python -m tests.deploy.prometheus_rule`:
+# GENERATED from k8s/monitoring/prometheus/ai-usage-alerts.yaml by `python -m tests.deploy.prometheus_rule`:
 # edit that file (it has the comments), then regenerate this one. The same groups as a
 # PrometheusRule for the Prometheus Operator; what each alert means, who sends it and what to do is
 # in docs/operations.md ("Alerts").

@@ -27,7 +27,7 @@ from celeryconfig import QUEUES
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
-ALERT_RULES = ROOT / "k8s/monitoring/ai-usage-alerts.yaml"
+ALERT_RULES = ROOT / "k8s/monitoring/prometheusrule.yaml"
 
 #: The key file each cloud queue's worker needs (compose secret names = /run/secrets/<name>).
 OWN_KEY = {"gemini": "gemini_api_key", "claude": "anthropic_api_key", "nemotron": "nvidia_api_key"}
@@ -336,8 +336,9 @@ def test_given_prometheus_when_started_then_it_loads_exactly_the_pools_alert_rul
     config = yaml.safe_load((ROOT / mounted["/etc/prometheus/prometheus.yml"]).read_text())
     # Then the rule file it loads is the one the Kubernetes PrometheusRule is generated from
     assert config["rule_files"] == ["/etc/prometheus/rules/*.yml"]
-    rules = mounted["/etc/prometheus/rules/aipool.rules.yml"]
-    assert rules == "./k8s/monitoring/prometheus/aipool-rules.yml"
+    rules = mounted["/etc/prometheus/rules/ai-usage-alerts.yml"]
+    # the file ADR-006 names
+    assert rules == "./k8s/monitoring/prometheus/ai-usage-alerts.yaml"
     (rule,) = [d for d in yaml.safe_load_all(ALERT_RULES.read_text(encoding="utf-8")) if d]
     assert yaml.safe_load((ROOT / rules).read_text(encoding="utf-8")) == rule["spec"]
     # and it scrapes every worker's metrics port, keeping the metrics' own queue label

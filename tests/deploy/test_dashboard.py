@@ -34,7 +34,8 @@ FOREIGN = {
 
 def _panels() -> list[dict[str, Any]]:
     dashboard = json.loads(DASHBOARD.read_text(encoding="utf-8"))
-    return [p for p in dashboard["panels"] if p["type"] != "row"]
+    # rows group panels; the text panel maps ADR-006's names (tests/deploy/test_adr_names.py)
+    return [p for p in dashboard["panels"] if p["type"] not in ("row", "text")]
 
 
 def _samples(text: str) -> dict[str, set[str]]:
@@ -92,7 +93,7 @@ def test_given_real_requests_when_scraped_then_the_answers_and_the_failure_show(
     assert [a["outcome"] for a in second["attempts"]] == ["error", "ok"]
     assert second["provider"] == "gemini"
     text = scraped["providers"]
-    assert _value(text, "aipool_provider_failures_total", provider="ollama", code="server_error")
+    assert _value(text, "ai_requests_failed_total", provider="ollama", code="server_error")
     assert _value(text, "aipool_requests_total", provider="gemini", outcome="ok") == 1
 
 

@@ -95,7 +95,11 @@ DEFAULT_OK: dict[str, str] = {
     "AIPOOL_ALERT_WEBHOOK_URL": "an optional alert channel",
     "AIPOOL_SMTP_PASSWORD": "an optional alert channel",
     "AIPOOL_HEALTH_TOKEN": "the usage report's bearer token: the aipool-health Secret on k8s, the "
-    "aipool_health_token secret file in compose (empty: served to whoever may reach it)",
+    "aipool_health_token secret file in compose (empty: the usage report does not start)",
+    "FLOWER_ADDRESS": "loopback; compose and k8s give Flower --address=0.0.0.0 (tests/deploy/test_servers.py)",
+    "FLOWER_PORT": "5555; compose and k8s give --port",
+    "FLOWER_AUTH": "OAuth instead of FLOWER_BASIC_AUTH, optional",
+    "AIPOOL_ALLOW_ANONYMOUS": "off: Flower and the usage report refuse to start without a login",
 }
 #: Families of names the code builds from a prefix (``AIPOOL_TIMEOUT_<PROVIDER>``): all optional.
 OPTIONAL_PREFIXES = ("AIPOOL_TIMEOUT_", "AIPOOL_MODEL_", "AIPOOL_SMTP_")

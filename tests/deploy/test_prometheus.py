@@ -1,7 +1,7 @@
 """A real Prometheus server scrapes a worker and the maintenance worker and evaluates the rules.
 
 Deadline skips at Ollama (Ollama never called) fire nothing; an Ollama outage driven through the
-simulator puts OllamaDown in Prometheus's alerts, pending or firing.
+simulator puts OllamaConsecutiveFailures in Prometheus's alerts, pending or firing.
 """
 
 from __future__ import annotations
@@ -43,14 +43,14 @@ def prometheus(monitored_pool: MonitoredPool) -> Iterator[PrometheusServer]:
 
 
 def _evaluated_after(server: PrometheusServer, moment: str) -> bool:
-    return server.last_evaluation("aipool-alerts") > moment
+    return server.last_evaluation("ai-usage-alerts") > moment
 
 
 def _settled(server: PrometheusServer) -> None:
     """Wait until the alert rules were evaluated on what Prometheus holds now."""
-    moment = server.last_evaluation("aipool-alerts")
+    moment = server.last_evaluation("ai-usage-alerts")
     eventually(lambda: _evaluated_after(server, moment), 10, "a rule evaluation", interval=0.1)
-    moment = server.last_evaluation("aipool-alerts")
+    moment = server.last_evaluation("ai-usage-alerts")
     eventually(lambda: _evaluated_after(server, moment), 10, "a rule evaluation", interval=0.1)
 
 
@@ -92,9 +92,13 @@ def test_given_an_ollama_outage_when_evaluated_then_ollama_down_is_pending_or_fi
             answers.append(pool.producer.send(QUESTION).get(timeout=30))
         # When
         alerts = eventually(
-            lambda: [a for a in prometheus.alerts() if a["labels"]["alertname"] == "OllamaDown"],
+            lambda: [
+                a
+                for a in prometheus.alerts()
+                if a["labels"]["alertname"] == "OllamaConsecutiveFailures"
+            ],
             20,
-            "OllamaDown in Prometheus's alerts",
+            "OllamaConsecutiveFailures in Prometheus's alerts",
             interval=0.2,
         )
     finally:

@@ -26,7 +26,13 @@ from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
 from aipool.breaker import breakers_for
-from aipool.contract import MAX_DEPTH, MAX_METADATA_SIZE, MAX_USER_ID_LENGTH, parse_request
+from aipool.contract import (
+    MAX_DEPTH,
+    MAX_METADATA_SIZE,
+    MAX_USER_ID_LENGTH,
+    REQUEST_FIELDS,
+    parse_request,
+)
 from aipool.errors import InvalidRequest
 from aipool.health import usage_report
 from aipool.ledger.usage_log import DEAD_KEY, PENDING_KEY
@@ -277,23 +283,7 @@ def mutated(draw: st.DrawFn) -> dict[str, Any]:
         if strings and draw(st.booleans()):
             place = draw(st.sampled_from(strings))
         else:
-            key = draw(
-                st.sampled_from(
-                    [
-                        "prompt",
-                        "messages",
-                        "system",
-                        "tools",
-                        "max_tokens",
-                        "temperature",
-                        "intent",
-                        "priority",
-                        "deadline_s",
-                        "user_id",
-                        "metadata",
-                    ]
-                )
-            )
+            key = draw(st.sampled_from(REQUEST_FIELDS))
             payload.setdefault(key, None)
             place = (key,)
         value = draw(_weighted((1, texts), (1, anything)))

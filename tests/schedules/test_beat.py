@@ -34,3 +34,43 @@ def test_given_the_schedule_when_read_then_the_cadences_follow_the_design() -> N
     )
     assert beat_schedule["daily-budget-report"]["schedule"] == crontab(hour=9, minute=0)
     assert beat_schedule["sweep-abandoned-attempts"]["schedule"] == crontab(minute="*")
+
+
+def test_given_beat_without_a_schedule_option_when_it_runs_then_its_file_is_under_var(
+    tmp_path,
+) -> None:  # type: ignore[no-untyped-def]
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import worker_env
+    from tests.support.pool import ROOT
+    from tests.support.services import RedisServer
+    from tests.support.waiting import eventually
+
+    # Given beat started as the README starts it, in a fresh directory with no var/
+    server = RedisServer().start()
+    env = worker_env(
+        REDIS_URL=server.url,
+        CELERY_BROKER_URL=server.url,
+        CELERY_RESULT_BACKEND=server.url,
+        PYTHONPATH=str(ROOT),
+    )
+    beat = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "workers.app", "beat"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        # When it has written its schedule
+        eventually(lambda: list((tmp_path / "var").glob("celerybeat-schedule*")), 30, "schedule")
+    finally:
+        beat.send_signal(signal.SIGTERM)
+        beat.communicate(timeout=15)
+        server.stop()
+    # Then the file is under var/ (git-ignored) and nothing landed beside it
+    assert [p.name for p in tmp_path.iterdir()] == ["var"]
+    ignored = (ROOT / ".gitignore").read_text().splitlines()
+    assert "/var/" in ignored and "celerybeat-schedule*" in ignored

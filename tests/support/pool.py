@@ -71,6 +71,9 @@ class Worker:
         raise TimeoutError(f"worker {self.name} not ready: {self.log()}")
 
     def log(self) -> str:
+        """The end of the worker's log (empty once stopped: :meth:`stop` removes it)."""
+        if not self.log_path.exists():
+            return ""
         return self.log_path.read_text(errors="replace")[-4000:]
 
     @property
@@ -136,7 +139,8 @@ class Worker:
         return self.process.poll() is None
 
     def stop(self) -> None:
-        """Warm shutdown (SIGTERM), then SIGKILL of the whole group if it takes over 15 s."""
+        """Warm shutdown (SIGTERM), then SIGKILL of the whole group if it takes over 15 s; the
+        log file is removed."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -147,3 +151,5 @@ class Worker:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
         self._log.close()
+        # Nor its log the run: a failure has quoted the log's end already (``log()``).
+        self.log_path.unlink(missing_ok=True)

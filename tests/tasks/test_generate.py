@@ -194,6 +194,8 @@ def test_a_passed_deadline_skips_every_model(healthy, broker) -> None:  # type: 
         ({"prompt": "hi", "tools": [{"name": "t"}]}, "tool_without_schema"),
         ({"prompt": "hi", "max_tokens": "many"}, "invalid_max_tokens"),
         ("just a string", "invalid_request"),
+        # misspelt, it used to be answered by Ollama as if it were absent
+        ({"prompt": "Production is down", "prioirty": "critical"}, "unknown_field"),
     ],
 )
 def test_bad_input_comes_back_as_a_structured_error(broker, healthy, request_body, code) -> None:  # type: ignore[no-untyped-def]

@@ -104,3 +104,64 @@ def test_given_a_run_time_when_tasks_compute_today_then_it_is_the_taipei_day(
 
     monkeypatch.setattr(maintenance, "datetime", _Clock)
     assert maintenance._today().isoformat() == "2026-03-15"
+
+
+def test_given_beat_and_the_maintenance_worker_when_routines_run_then_flower_sees_no_event_of_them(
+    tmp_path,
+) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    from celery import Celery
+
+    from aipool.ledger.db import migrate
+    from schedules.beat import beat_schedule
+    from tests.conftest import worker_env
+    from tests.support.beat import Beat
+    from tests.support.pool import Worker
+    from tests.support.services import RedisServer
+    from tests.support.waiting import eventually
+
+    # Given beat and a maintenance worker on a Redis of their own, and a listener to the task
+    # events Flower would get
+    server = RedisServer().start()
+    ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
+    migrate(ledger)
+    env = worker_env(
+        REDIS_URL=server.url,
+        CELERY_BROKER_URL=server.url,
+        CELERY_RESULT_BACKEND=server.url,
+        DATABASE_URL=ledger,
+    )
+    producer = Celery("events-listener", broker=server.url, backend=server.url)
+    events: list[dict[str, object]] = []
+    worker = Worker(env, queues=("maintenance", "router"), concurrency=1)
+    beat = None
+    try:
+        worker.wait_ready(producer)
+        with producer.connection() as connection:
+            receiver = producer.events.Receiver(connection, handlers={"*": events.append})
+            listening = threading.Thread(target=receiver.capture, kwargs={"limit": None})
+            listening.start()
+            try:
+                beat = Beat(env)
+                # When the drain has run a few times (every 5 s)
+                eventually(lambda: worker.log().count("aipool.drain_ledger") >= 2, 30, "drain runs")
+                # and a task that is not a routine runs too (the listener hears task events)
+                producer.send_task("ai.ping", queue="router").get(timeout=10)
+                eventually(lambda: any(e["type"] == "task-succeeded" for e in events), 10, "ping")
+            finally:
+                receiver.should_stop = True
+                listening.join(timeout=10)
+    finally:
+        if beat is not None:
+            beat.stop()
+        worker.stop()
+        producer.close()
+        server.stop()
+    # Then no task event names a routine of beat's: Flower's task list holds the ping only
+    routines = {entry["task"] for entry in beat_schedule.values()}
+    named = {str(e.get("name")) for e in events if str(e["type"]).startswith("task-")}
+    assert "ai.ping" in named
+    assert not named & routines, named & routines
+    task_ids = {e.get("uuid") for e in events if str(e["type"]).startswith("task-")}
+    assert len(task_ids) == 1, events

@@ -58,7 +58,7 @@ def test_calls_tokens_and_cost_appear_on_the_metrics_endpoint(
     assert (
         _sample(
             body,
-            'aipool_tokens_total{direction="output",model="claude-sonnet-5",provider="claude"}',
+            'ai_tokens_total{direction="output",model="claude-sonnet-5",provider="claude"}',
         )
         > 0
     )

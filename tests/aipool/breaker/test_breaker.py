@@ -288,3 +288,21 @@ def test_state_lives_under_the_provider_prefix(client, clock):
     # Then its keys are the documented ones
     keys = sorted(k.decode() for k in client.keys("*"))
     assert keys == ["aipool:breaker:gemini:state", "aipool:breaker:gemini:trials"]
+
+
+def test_the_logging_listener_warns_when_a_breaker_closes_again(client, clock, caplog):
+    # Given an open breaker with the logging listener
+    breaker = Breaker(client, "ollama", SETTINGS, clock=clock, listeners=[log_transition])
+    open_breaker(breaker)
+    clock.advance(SETTINGS.recovery_timeout)
+    caplog.clear()
+    # When its trial succeeds
+    with caplog.at_level(logging.INFO, logger="aipool.breaker"):
+        breaker.record_success(breaker.acquire())
+    # Then the recovery is a warning, as the opening was (a worker logs at WARNING by default);
+    # the half-open trial in between is information
+    levels = [(r.getMessage(), r.levelname) for r in caplog.records if r.name == "aipool.breaker"]
+    assert levels == [
+        ("breaker ollama: open -> half_open (recovery timeout passed)", "INFO"),
+        ("breaker ollama: half_open -> closed (trial call succeeded)", "WARNING"),
+    ]

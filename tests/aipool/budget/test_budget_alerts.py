@@ -339,3 +339,34 @@ def test_given_a_budget_below_a_cent_when_it_is_crossed_then_the_message_shows_t
     body = json.dumps(http_sink.bodies("/slack")[0], ensure_ascii=False)
     assert "AI monthly cost reached $0.001 (50% of budget)" in body
     assert "Cost this month $0.0012, monthly budget $0.002" in body
+
+
+def test_given_pool_alerts_when_sent_then_their_alertname_is_the_one_prometheus_fires(
+    engine: Engine, http_sink: Any
+) -> None:
+    # Given the generic webhook (Alertmanager's body) as the only channel
+    notifiers = notifiers_from_env({"AIPOOL_ALERT_WEBHOOK_URL": f"{http_sink.url}/hook"})
+    ledger = Ledger(engine)
+    day = datetime(2026, 3, 14, 10, tzinfo=TAIPEI)
+    # When Gemini's daily tokens pass 70%, Gemini is called 350 times (70% of its daily
+    # requests), the month's cost passes half the budget, and Ollama's and Claude's breakers open
+    ledger.use("gemini", 200, day, times=350)
+    ledger.use("claude", 1_000, day, cost_usd=Decimal("6"))
+    run_budget_checks(engine, notifiers, now=day, tz=TAIPEI, lang="zh-TW")
+    notify_breaker_opened("ollama", failures=3, engine=engine, notifiers=notifiers, now=day)
+    notify_breaker_opened("claude", failures=5, engine=engine, notifiers=notifiers, now=day)
+    # Then each alert is labelled with the name the Prometheus rules give the same condition:
+    # ADR-006's where it names one, the generic one elsewhere
+    names = {
+        (a["labels"]["rule"], a["labels"]["provider"]): a["labels"]["alertname"]
+        for body in http_sink.bodies("/hook")
+        for a in body["alerts"]
+    }
+    assert names == {
+        ("daily_tokens", "gemini"): "GeminiDailyUsageWarning",
+        ("daily_requests", "gemini"): "AipoolQuotaWarning",
+        ("monthly_cost", "*"): "MonthlyAIBudgetWarning",
+        ("breaker_open", "ollama"): "OllamaConsecutiveFailures",
+        ("breaker_open", "claude"): "AipoolBreakerOpen",
+    }
+    assert {b["groupLabels"]["alertname"] for b in http_sink.bodies("/hook")} == set(names.values())

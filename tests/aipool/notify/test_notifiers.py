@@ -101,3 +101,25 @@ def test_given_a_broken_channel_when_dispatched_then_others_deliver_and_no_secre
     assert len(delivered) == 1
     assert "SECRET" not in str(result)
     assert elapsed < 1.5
+
+
+def test_given_an_alert_when_it_resolves_then_the_log_channel_warns_as_when_it_fired(
+    caplog: Any,
+) -> None:
+    import logging
+    from dataclasses import replace
+
+    from aipool.notify.log import LogNotifier
+
+    # When an alert fires, then resolves, and a report is sent
+    with caplog.at_level(logging.INFO, logger="aipool.alerts"):
+        LogNotifier().send(ALERT)
+        LogNotifier().send(replace(ALERT, status="resolved", summary="已恢復：" + ALERT.summary))
+        LogNotifier().send(replace(ALERT, severity="info", summary="daily report"))
+    # Then the end of the alert is a warning too (a worker's default level shows it); the report
+    # is information
+    assert [(r.levelname, r.getMessage().split("] ")[0]) for r in caplog.records] == [
+        ("WARNING", "[firing/warning"),
+        ("WARNING", "[resolved/warning"),
+        ("INFO", "[firing/info"),
+    ]

@@ -159,3 +159,27 @@ def test_a_hung_request_blocks_neither_other_requests_nor_shutdown() -> None:
     assert time.monotonic() - started < 1.5
     caller.join(timeout=2)
     assert len(outcome) == 1 and isinstance(outcome[0], httpx.HTTPError)
+
+
+def test_a_default_hang_holds_each_request_until_healed(sim: Simulator) -> None:
+    # Given a hang with no duration (what `aipool simulate fault ollama hang` sets)
+    state = sim.set_fault("ollama", "hang")
+    assert state["fault"] == {"kind": "hang", "times": None, "seconds": None, "remaining": None}
+    url = sim.base_urls["ollama"] + "/api/chat"
+    body = {"model": "m", "stream": False, "messages": [{"role": "user", "content": "hi"}]}
+    answers: list[int] = []
+    caller = threading.Thread(
+        target=lambda: answers.append(httpx.post(url, json=body, timeout=60).status_code),
+        daemon=True,
+    )
+    started = time.monotonic()
+    caller.start()
+    # When 3 s pass, a request is still held (it used to be answered after 30 s, exactly
+    # Ollama's timeout: a hang the pool saw as a slow answer); it outlasts every timeout
+    caller.join(timeout=3)
+    assert caller.is_alive() and answers == []
+    # Then healing lets it go, answered
+    sim.heal("ollama")
+    caller.join(timeout=5)
+    assert answers == [200]
+    assert time.monotonic() - started >= 3

@@ -1,0 +1,170 @@
+"""The pool at a glance: what ``aipool status`` shows and ``GET /api/v1/health/ai-usage`` serves.
+
+One reading (:func:`read_snapshot`) builds both, so the endpoint (ADR-006 §7) and the command never
+disagree: where the state was read, each provider's breaker and quota use beside its limits
+(Redis), the messages waiting per queue (the broker), today's usage per provider and the month's
+cost against the monthly budget (the ledger), and the usage records still waiting in Redis to be
+drained into the ledger. It only reads: no breaker trial slot is taken, no quota reserved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from aipool.errors import PoolUnavailable
+from aipool.ledger.summary import ProviderSummary
+
+
+@dataclass(frozen=True)
+class MonthBudget:
+    """The month's cost so far, all providers, against ``AIPOOL_MONTHLY_BUDGET_USD``."""
+
+    month: str
+    cost_usd: Decimal
+    budget_usd: Decimal
+
+    @property
+    def used(self) -> float:
+        """The fraction of the budget spent (1.0: all of it)."""
+        return float(self.cost_usd / self.budget_usd) if self.budget_usd else 0.0
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One reading of the pool, and where it was read from. ``today`` and ``budget`` are ``None``
+    while the ledger has no tables; ``pending`` is ``None`` when it could not be read."""
+
+    redis: str
+    ledger: str
+    providers: dict[str, Any]
+    queues: dict[str, int]
+    today: tuple[str, list[ProviderSummary]] | None
+    budget: MonthBudget | None
+    pending: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The reading as JSON data (``aipool status --json``, the usage endpoint)."""
+        from aipool.pool_location import describe_database, describe_redis
+
+        return {
+            "redis": describe_redis(self.redis),
+            "ledger": describe_database(self.ledger),
+            "providers": self.providers,
+            "queues": self.queues,
+            "today": None
+            if self.today is None
+            else {
+                "day": self.today[0],
+                "providers": [
+                    {**asdict(s), "failed": s.failed, "cost_usd": str(s.cost_usd)}
+                    for s in self.today[1]
+                ],
+                "cost_usd": str(sum((s.cost_usd for s in self.today[1]), Decimal(0))),
+            },
+            "budget": None
+            if self.budget is None
+            else {
+                "month": self.budget.month,
+                "cost_usd": str(self.budget.cost_usd),
+                "budget_usd": str(self.budget.budget_usd),
+                "used": round(self.budget.used, 6),
+            },
+            "pending_records": self.pending,
+        }
+
+
+def ledger_engine(url: str) -> Any:
+    """An engine on an existing ledger; raises :class:`PoolUnavailable` when it has no tables yet
+    (a SQLite file that does not exist is not created)."""
+    from sqlalchemy import inspect
+    from sqlalchemy.engine import make_url
+
+    from aipool.ledger.db import make_engine
+    from aipool.pool_location import describe_database
+
+    parsed = make_url(url)
+    sqlite_file = parsed.database if parsed.get_backend_name() == "sqlite" else None
+    if sqlite_file and not Path(sqlite_file).exists():
+        raise PoolUnavailable(
+            f"no ledger at {describe_database(url)}: nothing was recorded there; set "
+            "DATABASE_URL to the pool's ledger (or run `aipool migrate` to create this one)"
+        )
+    engine = make_engine(url)
+    if not inspect(engine).has_table("ai_usage_logs"):
+        engine.dispose()
+        raise PoolUnavailable(
+            f"the ledger at {describe_database(url)} has no tables yet: run `aipool migrate`"
+        )
+    return engine
+
+
+def pending_records(redis_client: Any) -> int | None:
+    """Usage records waiting in Redis to be drained into the ledger, ``None`` if unknown."""
+    from aipool.ledger.usage_log import UsageLog
+
+    try:
+        return int(UsageLog(redis_client).pending())
+    except Exception:  # a peek: the numbers beside it are right either way
+        return None
+
+
+def pool_queues() -> tuple[str, ...]:
+    """The queues a reading counts: the pool's six and Celery's default one."""
+    from celeryconfig import QUEUES
+    from workers.default_queue import CELERY_DEFAULT_QUEUE
+
+    return (*QUEUES, CELERY_DEFAULT_QUEUE)
+
+
+def read_snapshot(
+    redis_client: Any,
+    *,
+    redis_url: str,
+    ledger_url: str,
+    app: Any,
+    queues: Iterable[str] | None = None,
+    engine: Callable[[str], Any] = ledger_engine,
+    now: datetime | None = None,
+) -> Snapshot:
+    """Read the pool: Redis through ``redis_client`` (at ``redis_url``), the broker of Celery
+    ``app``, the ledger at ``ledger_url`` (opened with ``engine``, which raises
+    :class:`PoolUnavailable` when there is no ledger yet)."""
+    from aipool.budget.usage import budget_usage
+    from aipool.health import usage_report
+    from aipool.ledger.summary import summarize_day
+    from aipool.periods import local_day, pool_zone
+    from aipool.pool_state import broker_queue_depths
+    from aipool.settings import settings
+
+    moment = now or datetime.now(UTC)
+    zone = pool_zone()
+    providers = usage_report(redis_client, tz=zone)
+    depths = broker_queue_depths(app, pool_queues() if queues is None else queues)
+    today: tuple[str, list[ProviderSummary]] | None = None
+    budget: MonthBudget | None = None
+    try:
+        ledger = engine(ledger_url)
+    except PoolUnavailable:
+        ledger = None
+    if ledger is not None:
+        try:
+            day = local_day(moment, zone)
+            today = day.isoformat(), summarize_day(ledger, day, zone)
+            month_cost = budget_usage(ledger, moment, zone).month_cost
+            budget = MonthBudget(day.strftime("%Y-%m"), month_cost, settings().monthly_budget_usd)
+        finally:
+            ledger.dispose()
+    return Snapshot(
+        redis=redis_url,
+        ledger=ledger_url,
+        providers=providers,
+        queues=depths,
+        today=today,
+        budget=budget,
+        pending=pending_records(redis_client),
+    )

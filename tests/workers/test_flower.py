@@ -1,0 +1,129 @@
+"""Flower as the pool runs it (``celery -A workers.app flower``, the README's, compose's and
+Kubernetes' command), started for real: no login refused unless anonymity is asked for, loopback
+unless an address is given, and the address it serves said at start."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import worker_env
+from tests.support.listening import listening_addresses
+from tests.support.pool import ROOT
+from tests.support.services import free_port
+from tests.support.waiting import eventually
+
+pytestmark = pytest.mark.integration
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = worker_env(**extra)
+    for name in ("FLOWER_BASIC_AUTH", "FLOWER_AUTH", "FLOWER_ADDRESS", "AIPOOL_ALLOW_ANONYMOUS"):
+        if name not in extra:
+            env.pop(name, None)
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)  # Flower is one process (as deployed)
+    return env
+
+
+@contextmanager
+def _flower(
+    tmp_path: Path, *args: str, **env: str
+) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
+    log = tmp_path / "flower.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "workers.app", "flower", *args],
+            cwd=ROOT,
+            env=_env(**env),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        yield process, log
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+def _serving(process: subprocess.Popen[bytes], log: Path, port: int) -> bool:
+    if process.poll() is not None:
+        raise RuntimeError(f"flower exited: {log.read_text(errors='replace')}")
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/healthcheck", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def test_given_no_login_when_flower_starts_then_it_refuses_in_one_line(tmp_path: Path) -> None:
+    # Given no FLOWER_BASIC_AUTH, no FLOWER_AUTH and no AIPOOL_ALLOW_ANONYMOUS
+    port = free_port()
+    started = time.monotonic()
+    with _flower(tmp_path, f"--port={port}") as (process, log):
+        # When Flower starts
+        code = process.wait(timeout=30)
+    # Then it stops at once, saying why and both ways out, and never listened
+    assert code == 1
+    lines = log.read_text().strip().splitlines()
+    assert lines == [
+        "aipool: Flower has no login and would serve the pool to anyone who reaches it: set "
+        "FLOWER_BASIC_AUTH=user:password in its environment (or FLOWER_AUTH for OAuth), or set "
+        "AIPOOL_ALLOW_ANONYMOUS=1 to serve it without one"
+    ]
+    assert listening_addresses(port) == set()
+    assert time.monotonic() - started < 20
+
+
+def test_given_a_login_and_no_address_when_flower_starts_then_it_serves_loopback_and_says_so(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    with _flower(tmp_path, f"--port={port}", FLOWER_BASIC_AUTH="ops:pw") as (process, log):
+        eventually(lambda: _serving(process, log, port), 30, "flower serving", interval=0.1)
+        # Then it listens on loopback only, and its first line says where, with a login
+        assert listening_addresses(port) == {"127.0.0.1"}
+        text = log.read_text()
+        assert text.startswith(
+            f"aipool: Flower serving on http://127.0.0.1:{port}/ (login required)\n"
+        )
+        assert f"Visit me at http://127.0.0.1:{port}" in text
+        assert httpx.get(f"http://127.0.0.1:{port}/tasks", timeout=5).status_code == 401
+
+
+def test_given_an_address_when_flower_starts_then_it_serves_there(tmp_path: Path) -> None:
+    # Given the address compose and Kubernetes give it (their ports are guarded elsewhere)
+    port = free_port()
+    with _flower(tmp_path, "--address=0.0.0.0", f"--port={port}", FLOWER_BASIC_AUTH="ops:pw") as (
+        process,
+        log,
+    ):
+        eventually(lambda: _serving(process, log, port), 30, "flower serving", interval=0.1)
+        assert listening_addresses(port) == {"0.0.0.0"}
+        assert f"aipool: Flower serving on http://0.0.0.0:{port}/ (login required)" in (
+            log.read_text()
+        )
+
+
+def test_given_anonymity_asked_for_when_flower_starts_then_it_serves_anyone_and_says_so(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    with _flower(tmp_path, f"--port={port}", AIPOOL_ALLOW_ANONYMOUS="1") as (process, log):
+        eventually(lambda: _serving(process, log, port), 30, "flower serving", interval=0.1)
+        assert httpx.get(f"http://127.0.0.1:{port}/tasks", timeout=5).status_code == 200
+        assert listening_addresses(port) == {"127.0.0.1"}
+        assert "WITHOUT a login (AIPOOL_ALLOW_ANONYMOUS=1)" in log.read_text()

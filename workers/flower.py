@@ -1,0 +1,61 @@
+"""Flower, as the pool runs it (``celery -A workers.app flower``): with a login, on loopback unless
+told otherwise, its address said at start.
+
+Flower 2.2 with no login serves every page (tasks, their arguments and results) to anyone, and
+listens on every interface; only its ``/api/*`` asks for a login. Celery loads the ``-A`` app
+inside its command group, once it knows the subcommand and before Flower reads its options, so
+the app applies the pool's defaults here (:mod:`aipool.serving`): no ``FLOWER_BASIC_AUTH`` (or
+``FLOWER_AUTH``) and no ``AIPOOL_ALLOW_ANONYMOUS=1`` stops it in one line; no ``--address`` and no
+``FLOWER_ADDRESS`` means ``FLOWER_ADDRESS=127.0.0.1``, which Flower then reads from the
+environment like any of its ``FLOWER_*`` options.
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping, Sequence
+
+import click
+
+from aipool.serving import LOOPBACK, announce, require_login
+
+#: Flower's port when none is given (Flower's own default).
+DEFAULT_PORT = "5555"
+
+
+def running_flower() -> bool:
+    """Whether this process is ``celery ... flower`` (asked of Celery's command line, which is
+    loading the app when this runs)."""
+    ctx = click.get_current_context(silent=True)
+    return ctx is not None and ctx.invoked_subcommand == "flower"
+
+
+def _options(argv: Sequence[str]) -> dict[str, str]:
+    """Flower's ``--name=value`` options on the command line (tornado takes only that form)."""
+    after = list(argv)[list(argv).index("flower") + 1 :] if "flower" in argv else []
+    found = {}
+    for arg in after:
+        if arg.startswith("--") and "=" in arg:
+            name, _, value = arg[2:].partition("=")
+            found[name.replace("-", "_")] = value
+    return found
+
+
+def secure_defaults(argv: Sequence[str], environ: MutableMapping[str, str]) -> str:
+    """Apply the pool's defaults to the Flower about to start from ``argv`` and ``environ``;
+    return the address it will serve. Raises :class:`~aipool.errors.NoLogin` when it has no
+    login and anonymous access was not asked for."""
+    options = _options(argv)
+    given = (environ.get("FLOWER_BASIC_AUTH"), environ.get("FLOWER_AUTH"))
+    has_login = any(given) or bool(options.get("basic_auth") or options.get("auth"))
+    login = require_login(
+        "Flower",
+        has_login,
+        "set FLOWER_BASIC_AUTH=user:password in its environment (or FLOWER_AUTH for OAuth)",
+    )
+    address = options.get("address") or environ.get("FLOWER_ADDRESS")
+    if not address:
+        address = environ["FLOWER_ADDRESS"] = LOOPBACK
+    port = options.get("port") or environ.get("FLOWER_PORT") or DEFAULT_PORT
+    url = f"http://{address}:{port}/"
+    announce("Flower", url, login)
+    return url
