@@ -14,8 +14,9 @@ pool's promises are checked:
 - only provider faults count against a breaker, and any success ends a run of failures.
 
 ``make test`` runs a bounded number of interleavings; ``make soak-model`` (or
-``AIPOOL_TEST_MODEL_EXAMPLES``) runs more. Failing examples hypothesis found are kept in
-``model_examples/`` (committed) and replayed first on every run.
+``AIPOOL_TEST_MODEL_EXAMPLES``) runs more. Failing examples found while the pool's scripts were
+being written (and broken on purpose, to see the model catch it) are kept in ``model_examples/``
+and replayed first on every run; a run saves new failures in ``.hypothesis/`` only.
 """
 
 from __future__ import annotations
@@ -29,7 +30,11 @@ from typing import Any
 import hypothesis.strategies as st
 import redis
 from hypothesis import HealthCheck, settings
-from hypothesis.database import DirectoryBasedExampleDatabase
+from hypothesis.database import (
+    DirectoryBasedExampleDatabase,
+    MultiplexedDatabase,
+    ReadOnlyDatabase,
+)
 from hypothesis.stateful import (
     Bundle,
     RuleBasedStateMachine,
@@ -363,7 +368,12 @@ AttemptLifecycle.TestCase.settings = settings(
     max_examples=EXAMPLES,
     stateful_step_count=STEPS,
     deadline=None,
-    database=DirectoryBasedExampleDatabase(str(EXAMPLES_DIR)),
+    # The committed corpus is replayed, never rewritten by a run; new failures are saved in the
+    # run's own .hypothesis/ (copy one into model_examples/ to keep it).
+    database=MultiplexedDatabase(
+        ReadOnlyDatabase(DirectoryBasedExampleDatabase(str(EXAMPLES_DIR))),
+        DirectoryBasedExampleDatabase(".hypothesis/examples"),
+    ),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 TestAttemptLifecycle = AttemptLifecycle.TestCase
