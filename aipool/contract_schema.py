@@ -280,8 +280,8 @@ class Route(BaseModel):
 
 
 class Attempt(BaseModel):
-    """One hop of the request. ``outcome``: ok, error, circuit_open, quota_exceeded, deadline,
-    guard_unavailable, skipped, fallback or refused."""
+    """One hop of the request. ``outcome``: ok, error, abandoned, circuit_open, quota_exceeded,
+    deadline, context_too_long, guard_unavailable, skipped, fallback or refused."""
 
     provider: str
     model: str

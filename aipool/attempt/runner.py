@@ -43,6 +43,7 @@ from aipool.errors import InvalidJourney, ProviderError, ProviderTimeout, as_pro
 from aipool.journey import Attempt, Journey, Route
 from aipool.observers import usage_row
 from aipool.providers import Provider, get_provider
+from aipool.routing.windows import CONTEXT_TOO_LONG, fits, skip_reason
 from aipool.scrub import scrub
 from aipool.settings import settings
 
@@ -94,14 +95,25 @@ def _provider_timeout(provider: str) -> float:
 
 @dataclass
 class Visit:
-    """One hop's view of a request: what it asks, whose it is, where it has been."""
+    """One hop's view of a request: what it asks, whose it is, where it has been.
+
+    ``skips``: the hops of its chain it can be known now never to fit (a prompt longer than the
+    model's context window), by position, with the code they are passed over with.
+    """
 
     request: Request
     request_id: str
     journey: Journey
     header: Header = field(init=False)
+    skips: dict[int, str] = field(init=False)
 
     def __post_init__(self) -> None:
+        chain = self.journey.route.chain
+        self.skips = {
+            position: CONTEXT_TOO_LONG
+            for position, hop in enumerate(chain)
+            if not hop.terminal and not fits(self.request, hop)
+        }
         self.header = Header(
             journey_id=self.journey.id,
             request_id=self.request_id,
@@ -154,7 +166,7 @@ class HopRunner:
         """
         visit = Visit(request, request_id, Journey(id=journey_id, route=route))
         try:
-            routed = self.book.route(visit.header)
+            routed = self.book.route(visit.header, visit.skips)
         except RedisError as exc:
             step = self._unguarded(visit, 0, exc)
         else:
@@ -180,6 +192,7 @@ class HopRunner:
                 owner=owner,
                 bound_s=bound,
                 abandoned_row=lambda start: self._abandoned_row(visit, position, start),
+                skips=visit.skips,
             )
         except RedisError as exc:
             return self._answer_if_terminal(visit, self._unguarded(visit, position, exc))
@@ -322,7 +335,12 @@ class HopRunner:
         while True:
             try:
                 reply = self.book.finish(
-                    visit.header, position, call, ledger_row=row.to_json(), **outcome
+                    visit.header,
+                    position,
+                    call,
+                    ledger_row=row.to_json(),
+                    skips=visit.skips,
+                    **outcome,
                 )
                 break
             except RedisError:
@@ -451,6 +469,9 @@ class HopRunner:
         detail = passed.detail
         if passed.code == "deadline":
             return f"deadline of {visit.request.deadline_s:g}s passed"
+        if passed.code == CONTEXT_TOO_LONG:
+            hop = visit.journey.route.chain[passed.position]
+            return skip_reason(visit.request, hop) or CONTEXT_TOO_LONG
         if passed.code == "circuit_open" and self._guarded(provider):
             state = BreakerState(detail[1]) if len(detail) > 1 else BreakerState.OPEN
             retry_at = float(detail[0]) if detail and detail[0] else None

@@ -11,7 +11,7 @@ from typing import Any
 
 #: Every value ``UsageRecord.outcome`` may take. ``fallback`` is the static answer, ``refused`` the
 #: tool chain's refusal; ``abandoned`` a call whose worker stopped before it ended (billed at its
-#: estimate); the last five are hops that never reached the provider.
+#: estimate); the last six are hops that never reached the provider.
 OUTCOMES = (
     "ok",
     "error",
@@ -21,6 +21,7 @@ OUTCOMES = (
     "circuit_open",
     "quota_exceeded",
     "deadline",
+    "context_too_long",
     "guard_unavailable",
     "skipped",
 )

@@ -28,6 +28,8 @@ SKIP_REASONS = {
     "circuit_open": "breaker",
     "quota_exceeded": "quota",
     "deadline": "deadline",
+    "context_too_long": "context",
+    "guard_unavailable": "guards",
     "skipped": "other",
 }
 #: Outcomes of the chain's terminal hop: it answers, it calls nobody.
@@ -126,6 +128,10 @@ def _count(s: ProviderSummary, outcome: str, error: str | None, count: int) -> N
         s.calls += count
         reason = failure_reason(error)
         s.failures[reason] = s.failures.get(reason, 0) + count
+    elif outcome == "abandoned":
+        # A call whose worker stopped before it ended: made, and failed as far as anyone knows.
+        s.calls += count
+        s.failures["abandoned"] = s.failures.get("abandoned", 0) + count
     elif outcome in TERMINAL_OUTCOMES:
         s.answered += count
     else:

@@ -188,3 +188,31 @@ def test_an_error_echoing_the_api_key_is_scrubbed_from_the_attempts(
     assert errors and all(planted not in e for e in errors)
     assert errors[0].startswith("server_error: gemini HTTP 500")
     forget_configured_secrets()
+
+
+def test_a_prompt_longer_than_a_models_window_skips_it_before_any_call(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given a route starting at Ollama (an 8,192-token window in the route table) and a prompt of
+    # about 12,000 tokens
+    ollama, events = Provider(), []
+    runner = _runner(redis_client, {"ollama": ollama}, events)
+    raw = {"prompt": "word " * 12_000}
+    route = Route(
+        intent="SUMMARY",
+        complexity=3,
+        chain=(Hop("ollama", "llama3.2:3b"), *ROUTE.chain),
+        reason="test",
+    )
+    # When the request is routed
+    step = runner.start(parse_request(raw), "req-long", journey_id("req-long", raw), route)
+    # Then Ollama is passed over without a call, saying why in numbers, and Gemini takes it
+    assert isinstance(step, Forward) and step.queue == "gemini"
+    (skipped,) = step.journey.attempts
+    assert (skipped.provider, skipped.outcome) == ("ollama", "context_too_long")
+    assert (
+        skipped.error
+        and "8192-token context window" in skipped.error
+        and "word" not in skipped.error
+    )
+    assert ollama.calls == 0
