@@ -14,10 +14,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from aipool.chains import PROVIDERS, REFUSE, TERMINALS, Hop, build_chain
+from aipool.chains import Hop
 from aipool.errors import InvalidJourney
+from aipool.ledger.record import OUTCOMES
 from aipool.routing.router import Route
-from aipool.routing.table import RouteTable, load_table
 
 __all__ = ["Attempt", "Journey", "Route"]
 
@@ -95,42 +95,60 @@ class Journey:
         )
 
     @classmethod
-    def verified(cls, data: Any, journey_id: str, table: RouteTable | None = None) -> Journey:
-        """The journey a message carries, if the router (or ``submit()``) could have produced it.
+    def received(
+        cls, data: Any, journey_id: str, route: Route, queue: str | None = None
+    ) -> Journey:
+        """The journey a message carries, re-anchored on the route this worker computes itself.
 
-        Any producer can write a journey, so it is trusted only as far as it matches what routing
-        builds: the first hop is one a rule (or the default) starts at, the rest of the chain is
-        the ADR order that follows it, and the position is on the chain. Anything else would let a
-        message pick any model at any price, or jump to the static answer: it raises
-        :class:`InvalidJourney`, and no call is made. ``journey_id`` is the name the pool gives
-        this request (its task id and request digested): a journey naming another is refused, so
-        no message can reach another request's attempts; one naming none (sent before journeys
-        were named) takes it.
+        Any producer can write a journey, so nothing in it decides what is called or recorded:
+        the route (intent, complexity, reason, chain and its models) is ``route``, the one this
+        worker's own table gives the request, so a producer with another table (a rolling change
+        of a model name) loses nothing and a forged one gains nothing. What the message keeps is
+        which hop it is for, and that hop must be the queue it arrived on (``queue``, when the
+        broker says it) and on ``route``'s chain: a message cannot make a worker call a provider
+        it does not serve, or one the request's chain never reaches. Attempts it lists survive
+        only where they fit that chain (a provider before this hop, the chain's model, an outcome
+        the pool records); ``received_at`` only where it is a finite time (the route record in
+        Redis is what the deadline counts from). ``journey_id`` is the name the pool gives this
+        request (its task id and request digested): a journey naming another is refused, so no
+        message reaches another request's attempts. Anything else raises
+        :class:`InvalidJourney`, and no call is made.
         """
         try:
-            journey = cls.from_dict(data)
+            sent = cls.from_dict(data)
+            hop = sent.route.chain[sent.position]
+            if sent.position < 0:
+                raise IndexError(sent.position)
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
             raise InvalidJourney("the journey field is malformed") from exc
-        if journey.id and journey.id != journey_id:
+        if sent.id and sent.id != journey_id:
             raise InvalidJourney("the journey names another request")
-        journey.id = journey_id
-        if journey.received_at is not None and not math.isfinite(journey.received_at):
+        if sent.received_at is not None and not math.isfinite(sent.received_at):
             raise InvalidJourney("the journey's received_at is not a finite time")
-        chain = journey.route.chain
-        if not chain or not 0 <= journey.position < len(chain):
-            raise InvalidJourney(f"position {journey.position} is not on the route's chain")
-        first = chain[0]
-        if first.provider not in PROVIDERS or chain[-1].provider not in TERMINALS:
-            raise InvalidJourney("the route does not start at a provider and end in a terminal hop")
-        expected = build_chain(first, tools=chain[-1].provider == REFUSE)
-        if chain != expected or first not in _first_hops(table or load_table()):
-            raise InvalidJourney("the route is not one the pool's route table produces")
-        return journey
+        if queue is not None and not hop.terminal and queue != hop.provider:
+            raise InvalidJourney(f"a hop for {hop.provider} arrived on the {queue} queue")
+        if hop.terminal:
+            # The terminal answer is the route's own, whatever the message names.
+            position = len(route.chain) - 1
+        else:
+            try:
+                position = route.index(hop.provider)
+            except ValueError:
+                raise InvalidJourney(f"{hop.provider} is not on this request's chain") from None
 
+        def plausible(attempt: Attempt) -> bool:
+            at = route.index_or_none(attempt.provider)
+            return (
+                at is not None
+                and at < position
+                and attempt.model == route.chain[at].model
+                and attempt.outcome in OUTCOMES
+            )
 
-def _first_hops(table: RouteTable) -> set[Hop]:
-    """Every hop a route can start at: each rule's first hop and the chains' defaults."""
-    starts = {rule.first_hop() for rule in table.rules}
-    for tools in (False, True):
-        starts.add(build_chain(None, tools=tools)[0])
-    return starts
+        return cls(
+            route=route,
+            position=position,
+            attempts=[a for a in sent.attempts if plausible(a)],
+            received_at=sent.received_at,
+            id=journey_id,
+        )

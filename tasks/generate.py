@@ -100,7 +100,8 @@ def generate(self: Task, *args: Any, request: Any = None, journey: Any = None, *
         )
     try:
         parsed = parse_request(request)
-        step = _hop(request_id, parsed, journey_id(request_id, request), journey)
+        queue = (self.request.delivery_info or {}).get("routing_key")
+        step = _hop(request_id, parsed, journey_id(request_id, request), journey, queue)
     except InvalidRequest as exc:
         return result.error(request_id, exc.code, exc.message)
     except InvalidJourney as exc:
@@ -122,11 +123,24 @@ def generate(self: Task, *args: Any, request: Any = None, journey: Any = None, *
     return _forward(self, request, step)
 
 
-def _hop(request_id: str, parsed: Request, name: str, journey: Any) -> Done | Forward | Drop:
+def _hop(
+    request_id: str, parsed: Request, name: str, journey: Any, queue: str | None
+) -> Done | Forward | Drop:
     runner = hop_runner()
+    # The route is this worker's own: what a message says of it decides nothing.
+    route = decide(parsed)
     if journey is None:
-        return runner.start(parsed, request_id, name, decide(parsed))
-    return runner.run(parsed, request_id, Journey.verified(journey, name))
+        return runner.start(parsed, request_id, name, route)
+    try:
+        received = Journey.received(journey, name, route, queue)
+    except InvalidJourney as exc:
+        log.warning("request_id=%s refused on queue %s: %s", request_id, queue, exc)
+        raise
+    if received.hop.terminal:
+        # A message positioned at the terminal answer: the route record (made when the pool first
+        # saw the request) says whether every provider was passed over; a forged one is routed.
+        return runner.start(parsed, request_id, name, route)
+    return runner.run(parsed, request_id, received)
 
 
 def _forward(task: Task, request: Any, step: Forward) -> Any:

@@ -17,12 +17,12 @@
 --   ARGV[3] the request id the record belongs to    ARGV[4] how long records are kept (s)
 --   ARGV[5] the request's deadline_s ('' for none), counted from when the pool first saw the
 --           request: the route record's time, never a producer's clock
---   ARGV[6] the tokens a call may use (the estimate)    ARGV[7] the terminal hop's position
+--   ARGV[6] the tokens a call may use (the estimate)    ARGV[7] the terminal hop's name
 --   ARGV[8] when the message says the pool first saw the request, used only when the route
 --           record is gone (a Redis restarted empty), and never later than now
 --   ARGV[9] n, the number of candidate hops after this one    ARGV[10 .. 9 + n] their configs
 --   ARGV[10 + n ..] the op's own arguments (below)
--- A hop's config is JSON: {pos, p (provider), skip ('' or a code decided before the script),
+-- A hop's config is JSON: {p (provider), skip ('' or a code decided before the script),
 --   b: [recovery_timeout, half_open_max_calls, trial_timeout, failure_threshold],
 --   lim (1 when the quota counts), q: [rpm, daily_requests, daily_tokens, monthly_tokens] (-1 =
 --   unlimited), d: [day label, day start, day end, day counters' expiry], m: [month label,
@@ -108,23 +108,24 @@ local function blocked(cfg, k, deadline_at)
   return nil
 end
 
--- The first candidate that can take the call now (its position, or the terminal's), and the
--- trail of those passed over: [[position, code, details...]].
+-- The first candidate that can take the call now (its provider, or the terminal's name), and the
+-- trail of those passed over: [[provider, code, details...]]. Hops are named by provider (a chain
+-- holds each once), so workers whose route tables order a chain differently still agree.
 local function decide(deadline_at)
   local trail = {}
   for i = 1, n do
     local cfg = candidates[i]
     local why = blocked(cfg, guard_keys(cand_base + 5 * (i - 1)), deadline_at)
     if not why then
-      return cfg.pos, trail
+      return cfg.p, trail
     end
-    local entry = {cfg.pos}
+    local entry = {cfg.p}
     for _, v in ipairs(why) do
       entry[#entry + 1] = v
     end
     trail[#trail + 1] = entry
   end
-  return tonumber(ARGV[7]), trail
+  return ARGV[7], trail
 end
 
 -- When the request's latency budget ends, on Redis's clock, or nil for none.
@@ -160,10 +161,10 @@ local function ended(state, code, detail, nxt, trail)
   if nxt then
     return {'ended', NOW, enc(events), state, code, detail, nxt, trail}
   end
-  local pos, passed = decide(deadline_at_abs())
+  local nxt_hop, passed = decide(deadline_at_abs())
   local t = enc(passed)
-  redis.call('HSET', KEYS[1], 'next', pos, 'trail', t)
-  return {'ended', NOW, enc(events), state, code, detail, tostring(pos), t}
+  redis.call('HSET', KEYS[1], 'next', nxt_hop, 'trail', t)
+  return {'ended', NOW, enc(events), state, code, detail, nxt_hop, t}
 end
 
 if op == 'begin' then
@@ -327,11 +328,11 @@ if op == 'advance' then
   if ARGV[5] ~= '' then
     deadline_at = now + tonumber(ARGV[5])
   end
-  local pos, passed = decide(deadline_at)
+  local first, passed = decide(deadline_at)
   local t = enc(passed)
-  redis.call('HSET', KEYS[1], 'rid', ARGV[3], 'next', pos, 'trail', t, 'received', NOW)
+  redis.call('HSET', KEYS[1], 'rid', ARGV[3], 'next', first, 'trail', t, 'received', NOW)
   redis.call('EXPIRE', KEYS[1], ARGV[4])
-  return {'next', NOW, '[]', tostring(pos), t, NOW}
+  return {'next', NOW, '[]', first, t, NOW}
 end
 
 if op == 'sweep' then

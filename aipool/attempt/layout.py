@@ -26,14 +26,15 @@ LEASES_KEY = "aipool:attempt:leases"
 BEGIN, FINISH, ADVANCE, SWEEP = "begin", "finish", "advance", "sweep"
 
 
-def record_key(journey_id: str, position: int) -> str:
-    """The record of one attempt: its state, owner, lease, charge and what came after it."""
-    return f"aipool:attempt:{journey_id}:{position}"
+def record_key(journey_id: str, provider: str) -> str:
+    """The record of one attempt (a journey's hop, named by its provider: a chain holds each
+    once): its state, owner, lease, charge and what came after it."""
+    return f"aipool:attempt:{journey_id}:{provider}"
 
 
-def answer_key(journey_id: str, position: int) -> str:
+def answer_key(journey_id: str, provider: str) -> str:
     """The answer an attempt got, kept while a message of it can still arrive."""
-    return f"aipool:attempt:{journey_id}:{position}:answer"
+    return f"aipool:attempt:{journey_id}:{provider}:answer"
 
 
 def route_key(journey_id: str) -> str:
@@ -46,20 +47,20 @@ def route_key(journey_id: str) -> str:
 
 @dataclass(frozen=True)
 class Passed:
-    """A hop passed over without a call: its position, why (a code of the attempt vocabulary),
+    """A hop passed over without a call: its provider, why (a code of the attempt vocabulary),
     and the script's details (a retry time, a limit and its figures)."""
 
-    position: int
+    provider: str
     code: str
     detail: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class Decision:
-    """Where the request goes after an attempt (or after routing): the position of the next hop
-    (a provider, or the terminal answer) and the hops passed over on the way."""
+    """Where the request goes after an attempt (or after routing): the next hop (a provider, or
+    the terminal answer's name) and the hops passed over on the way."""
 
-    next: int
+    next: str
     passed: tuple[Passed, ...] = ()
 
 
@@ -148,12 +149,12 @@ def _detail(raw: Any) -> tuple[str, ...]:
     return tuple(str(v) for v in json.loads(text(raw) or "[]"))
 
 
-def _decision(next_position: Any, trail: Any) -> Decision:
+def _decision(next_hop: Any, trail: Any) -> Decision:
     passed = tuple(
-        Passed(int(entry[0]), str(entry[1]), tuple(str(v) for v in entry[2:]))
+        Passed(str(entry[0]), str(entry[1]), tuple(str(v) for v in entry[2:]))
         for entry in json.loads(text(trail) or "[]")
     )
-    return Decision(int(text(next_position)), passed)
+    return Decision(text(next_hop), passed)
 
 
 def read_reply(raw: Sequence[Any]) -> tuple[Any, list[Transition]]:
@@ -236,13 +237,10 @@ class HopConfigs:
             self._static[provider] = part
         return part
 
-    def config(self, hop: Hop, position: int, now: float, skip: str = "") -> str:
-        """The config JSON of ``hop`` at ``position`` for the periods holding ``now``."""
+    def config(self, hop: Hop, now: float, skip: str = "") -> str:
+        """The config JSON of ``hop`` for the periods holding ``now``."""
         part = self.periods(now, hop.provider)[2]
-        return (
-            f'{{"pos":{position},"skip":{json.dumps(skip)},{self._static_part(hop.provider)},'
-            f"{part}}}"
-        )
+        return f'{{"skip":{json.dumps(skip)},{self._static_part(hop.provider)},{part}}}'
 
     def keys(self, provider: str, now: float) -> list[str]:
         """The five guard keys of ``provider`` for the periods holding ``now``."""
@@ -291,7 +289,7 @@ def header_args(
         record_keep,
         "" if header.deadline_s is None else repr(header.deadline_s),
         header.tokens,
-        len(header.chain) - 1,
+        header.chain[-1].provider,
         "" if header.received is None else repr(header.received),
         len(configs),
         *configs,

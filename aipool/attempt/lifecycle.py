@@ -197,23 +197,23 @@ class AttemptBook:
         an earlier delivery left (see the table). ``abandoned_row(start)`` is the ledger row to
         book if the call is abandoned (its estimate)."""
         hop = header.chain[position]
-        member = f"{header.journey_id}:{position}"
+        member = f"{header.journey_id}:{hop.provider}"
 
         def build(now: float) -> tuple[list[str], list[Any]]:
             keys, configs = self._candidates(header, position, now, skips)
-            first = record_key(header.journey_id, position)
+            first = record_key(header.journey_id, hop.provider)
             own_skip = (skips or {}).get(position, "")
             args = [
                 *self._header(BEGIN, header, configs),
                 owner,
                 member,
-                self.configs.config(hop, position, now, own_skip),
+                self.configs.config(hop, now, own_skip),
                 repr(float(bound_s)),
                 repr(float(self.lease_grace)),
                 abandoned_row(now),
             ]
             return [
-                *header_keys(first, header.journey_id, answer_key(header.journey_id, position)),
+                *header_keys(first, header.journey_id, answer_key(header.journey_id, hop.provider)),
                 *self.configs.keys(hop.provider, now),
                 *keys,
             ], args
@@ -246,7 +246,7 @@ class AttemptBook:
 
         def build(now: float) -> tuple[list[str], list[Any]]:
             keys, configs = self._candidates(header, position, now, skips)
-            first = record_key(header.journey_id, position)
+            first = record_key(header.journey_id, hop.provider)
             args = [
                 *self._header(FINISH, header, configs),
                 owner,
@@ -258,11 +258,11 @@ class AttemptBook:
                 ledger_row,
                 code,
                 # The call is charged to the day and month it began in.
-                self.configs.config(hop, position, call.now),
+                self.configs.config(hop, call.now),
                 json.dumps(list(detail), ensure_ascii=False),
             ]
             return [
-                *header_keys(first, header.journey_id, answer_key(header.journey_id, position)),
+                *header_keys(first, header.journey_id, answer_key(header.journey_id, hop.provider)),
                 *self.configs.keys(hop.provider, call.now),
                 *keys,
             ], args
@@ -302,7 +302,7 @@ class AttemptBook:
         for position in candidates(header.chain, after):
             hop = header.chain[position]
             keys.extend(self.configs.keys(hop.provider, now))
-            configs.append(self.configs.config(hop, position, now, (skips or {}).get(position, "")))
+            configs.append(self.configs.config(hop, now, (skips or {}).get(position, "")))
         return keys, configs
 
     def _run(

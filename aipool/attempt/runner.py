@@ -365,7 +365,8 @@ class HopRunner:
         """An attempt that ended without an answer, now or on an earlier delivery."""
         hop = visit.journey.route.chain[position]
         if ended.state == "skipped":
-            message = self._why(visit, Passed(position, ended.code, ended.detail), ended.now)
+            provider = visit.journey.route.chain[position].provider
+            message = self._why(visit, Passed(provider, ended.code, ended.detail), ended.now)
             self._record(visit, position, ended.code, message, at=ended.now)
         elif ended.state == "abandoned":
             self._record(
@@ -387,11 +388,11 @@ class HopRunner:
 
     def _follow(self, visit: Visit, decision: Decision, now: float) -> Forward:
         """Record the hops ``decision`` passed over; position the journey at its next hop."""
+        journey = visit.journey
         for passed in decision.passed:
             message = self._why(visit, passed, now)
-            self._record(visit, passed.position, passed.code, message, at=now)
-        journey = visit.journey
-        journey.position = decision.next
+            self._record(visit, journey.route.index(passed.provider), passed.code, message, at=now)
+        journey.position = journey.route.index(decision.next)
         hop = journey.hop
         return Forward(queue="router" if hop.terminal else hop.provider, journey=journey)
 
@@ -465,12 +466,12 @@ class HopRunner:
 
     def _why(self, visit: Visit, passed: Passed, now: float) -> str:
         """The message of a hop passed over, from the script's code and details."""
-        provider = visit.journey.route.chain[passed.position].provider
+        provider = passed.provider
         detail = passed.detail
         if passed.code == "deadline":
             return f"deadline of {visit.request.deadline_s:g}s passed"
         if passed.code == CONTEXT_TOO_LONG:
-            hop = visit.journey.route.chain[passed.position]
+            hop = visit.journey.route.chain[visit.journey.route.index(provider)]
             return skip_reason(visit.request, hop) or CONTEXT_TOO_LONG
         if passed.code == "circuit_open" and self._guarded(provider):
             state = BreakerState(detail[1]) if len(detail) > 1 else BreakerState.OPEN
@@ -574,11 +575,10 @@ class HopRunner:
                 log.exception("observer %r failed for request_id=%s", observer, event.request_id)
 
 
-def _next_provider(visit: Visit, position: int) -> int:
+def _next_provider(visit: Visit, position: int) -> str:
     chain = visit.journey.route.chain
-    return next(
-        (p for p in range(position + 1, len(chain)) if not chain[p].terminal), len(chain) - 1
-    )
+    later = (hop.provider for hop in chain[position + 1 :] if not hop.terminal)
+    return next(later, chain[-1].provider)
 
 
 def completion_to_json(completion: Completion) -> str:

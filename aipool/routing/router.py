@@ -72,6 +72,20 @@ class Route:
         """The hop routing chose; the rest of the chain is ADR order."""
         return self.chain[0]
 
+    def index(self, provider: str) -> int:
+        """The position of ``provider``'s hop (a chain holds each provider once)."""
+        position = self.index_or_none(provider)
+        if position is None:
+            raise ValueError(f"{provider} is not on the chain")
+        return position
+
+    def index_or_none(self, provider: str) -> int | None:
+        """The position of ``provider``'s hop, or ``None`` when the chain does not reach it."""
+        for position, hop in enumerate(self.chain):
+            if hop.provider == provider:
+                return position
+        return None
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe form for task kwargs and results."""
         return {

@@ -51,3 +51,28 @@ def test_without_redis_url_submit_uses_the_running_embedded_redis(tmp_path, monk
             assert client.llen("ollama") == 1
         finally:
             client.close()
+
+
+def test_a_producer_with_another_model_name_loses_no_request_during_a_rolling_change(
+    healthy, celery_app, pool
+):  # type: ignore[no-untyped-def]
+    # Given a service that still names Claude's previous model (a rolling change of
+    # AIPOOL_MODEL_CLAUDE reached the workers first)
+    from celery.result import AsyncResult
+
+    from tests.conftest import worker_env
+
+    code = (
+        "from tasks.client import submit\n"
+        "r = submit({'prompt': 'Summarise the incident', 'priority': 'critical'})\n"
+        "print(r.id)\n"
+    )
+    env = {**worker_env(), "AIPOOL_MODEL_CLAUDE": "claude-sonnet-4-0-retired"}
+    # When it submits a critical request (routed locally, to Claude, with the old model)
+    done = _python(code, env)
+    assert done.returncode == 0, done.stderr
+    answer = AsyncResult(done.stdout.strip(), app=celery_app).get(timeout=60)
+    # Then the worker serves it with the model it has, priced as what it ran
+    assert (answer["status"], answer["provider"]) == ("ok", "claude")
+    assert answer["model"] != "claude-sonnet-4-0-retired"
+    assert answer["cost_usd"] > 0

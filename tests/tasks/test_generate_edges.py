@@ -63,9 +63,18 @@ def test_positional_arguments_get_an_error_not_a_failure(producer) -> None:  # t
     assert answer["error"]["code"] == "positional_arguments"
 
 
-def _journey(change: Any) -> Any:
-    request = parse_request({"prompt": "Summarise the incident", "priority": "critical"})
-    journey = Journey(route=decide(request)).to_dict()
+CRITICAL = {"prompt": "Summarise the incident", "priority": "critical"}
+TOOLS = [
+    {
+        "name": "restart_pod",
+        "description": "Restart a pod",
+        "parameters": {"type": "object", "properties": {"pod": {"type": "string"}}},
+    }
+]
+
+
+def _journey(change: Any, request: dict[str, Any] = CRITICAL) -> Any:
+    journey = Journey(route=decide(parse_request(request))).to_dict()
     return change(journey)
 
 
@@ -73,10 +82,9 @@ def _at(position: int) -> Any:
     return lambda j: {**j, "position": position}
 
 
-def _claude_with(model: str) -> Any:
+def _chain_of(*providers: str) -> Any:
     def change(j: dict[str, Any]) -> dict[str, Any]:
-        chain = [dict(hop) for hop in j["route"]["chain"]]
-        chain[0]["model"] = model
+        chain = [{"provider": p, "model": "any-model"} for p in providers]
         return {**j, "route": {**j["route"], "chain": chain}, "position": 0}
 
     return change
@@ -92,37 +100,89 @@ def _first_provider(provider: str) -> Any:
 
 
 @pytest.mark.parametrize(
-    "forge",
+    ("forge", "request_", "queue"),
     [
-        _at(99),
-        _at(-1),
-        _claude_with("claude-opus-9-ultra"),
-        _first_provider("openai"),
-        lambda j: {**j, "route": "claude"},
-        lambda j: None,
+        (_at(99), CRITICAL, "claude"),
+        (_at(-1), CRITICAL, "claude"),
+        (_first_provider("openai"), CRITICAL, "claude"),
+        (lambda j: {**j, "route": "claude"}, CRITICAL, "claude"),
+        # a hop for Claude sent to Ollama's queue: that worker holds no Claude key
+        (_at(0), CRITICAL, "ollama"),
+        # a general request on a chain starting at Nemotron, which routing never builds
+        (_chain_of("nemotron", "gemini", "claude", "static"), CRITICAL, "nemotron"),
+        # a tool request put on the general chain (it would end in the static answer)
+        (_chain_of("ollama", "gemini", "claude", "static"), {**CRITICAL, "tools": TOOLS}, "ollama"),
     ],
-    ids=["past-the-end", "negative", "unrouted-model", "unknown-provider", "garbage", "null"],
+    ids=[
+        "past-the-end",
+        "negative",
+        "unknown-provider",
+        "garbage",
+        "another-providers-queue",
+        "general-chain-at-nemotron",
+        "tools-on-the-general-chain",
+    ],
 )
-def test_a_forged_journey_is_refused_before_any_call(producer, healthy, forge) -> None:  # type: ignore[no-untyped-def]
+def test_a_forged_journey_is_refused_before_any_call(
+    producer, healthy, forge, request_, queue
+) -> None:  # type: ignore[no-untyped-def]
     app, _ = producer
-    journey = _journey(forge)
-    request = {"prompt": "Summarise the incident", "priority": "critical"}
-    # When a message arrives on claude's queue with a journey routing never produced
+    # When a message arrives with a journey routing never produced, or on another provider's queue
     sent = app.send_task(
         "ai.generate",
-        kwargs={"request": request, "journey": journey},
-        queue="claude",
-        routing_key="claude",
+        kwargs={"request": request_, "journey": _journey(forge, request_)},
+        queue=queue,
+        routing_key=queue,
     )
     answer = sent.get(timeout=TIMEOUT)
-    # Then it is refused with invalid_journey (a null journey is simply a new request)
-    if journey is None:
-        assert answer["status"] == "ok"
-        return
+    # Then it is refused with invalid_journey
     assert answer["status"] == "error", answer["attempts"]
     assert answer["error"]["code"] == "invalid_journey"
-    # And no provider was called for it
+    # And no provider was called for it, and no breaker counted anything
     assert sum(healthy.calls(p) for p in ("ollama", "nemotron", "gemini", "claude")) == 0
+    assert not any(True for _ in producer[1].scan_iter("aipool:breaker:*"))
+
+
+def test_what_a_producer_forges_of_the_route_decides_nothing(producer, healthy) -> None:  # type: ignore[no-untyped-def]
+    app, _ = producer
+
+    def forge(j: dict[str, Any]) -> dict[str, Any]:
+        chain = [dict(hop) for hop in j["route"]["chain"]]
+        chain[0]["model"] = "claude-opus-9-ultra"
+        route = {**j["route"], "chain": chain, "intent": "FORGED", "reason": "forged reason"}
+        fake = {"provider": "gemini", "model": "x", "outcome": "ok", "error": "forged"}
+        return {**j, "route": route, "position": 0, "attempts": [fake]}
+
+    # When a message for Claude names a model, an intent and a reason routing never gave it, and
+    # attempts that never happened
+    answer = app.send_task(
+        "ai.generate",
+        kwargs={"request": CRITICAL, "journey": _journey(forge)},
+        queue="claude",
+        routing_key="claude",
+    ).get(timeout=TIMEOUT)
+    # Then Claude answers with the pool's own model, and the result carries the pool's route
+    expected = decide(parse_request(CRITICAL))
+    assert (answer["status"], answer["provider"]) == ("ok", "claude")
+    assert answer["model"] == expected.first.model
+    assert (answer["route"]["intent"], answer["route"]["reason"]) == (
+        expected.intent,
+        expected.reason,
+    )
+    assert [a["provider"] for a in answer["attempts"]] == ["claude"]
+
+
+def test_a_message_positioned_at_the_static_answer_is_routed_as_the_pool_would(
+    producer, healthy
+) -> None:  # type: ignore[no-untyped-def]
+    app, _ = producer
+    # When a message claims every provider was passed over (positioned at the static answer)
+    journey = _journey(lambda j: {**j, "position": len(j["route"]["chain"]) - 1})
+    answer = app.send_task(
+        "ai.generate", kwargs={"request": CRITICAL, "journey": journey}, queue="router"
+    ).get(timeout=TIMEOUT)
+    # Then the pool routes it itself: Claude answers
+    assert (answer["status"], answer["provider"]) == ("ok", "claude")
 
 
 def test_redispatch_keeps_the_producers_options_and_shows_no_prompt(producer, healthy) -> None:  # type: ignore[no-untyped-def]

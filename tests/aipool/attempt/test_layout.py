@@ -22,11 +22,11 @@ SAMPLES = {
         "failed",
         "timeout",
         '["timeout: x"]',
-        "2",
-        '[[1,"deadline","9.0"]]',
+        "static",
+        '[["claude","deadline","9.0"]]',
     ],
-    "done": ["1.5", "[]", "failed", "timeout", "[]", "2", "[]"],
-    "next": ["1.5", "[]", "0", "[]", "1.5"],
+    "done": ["1.5", "[]", "failed", "timeout", "[]", "static", "[]"],
+    "next": ["1.5", "[]", "gemini", "[]", "1.5"],
     "missing": ["1.5", "[]"],
     "foreign": ["1.5", "[]"],
     "clock": ["1.5", "[]"],
@@ -42,8 +42,10 @@ def test_every_reply_kind_the_script_gives_is_read() -> None:
     for kind, rest in SAMPLES.items():
         reply, events = read_reply([kind.encode(), *rest])
         assert reply is not None
-    _, events = read_reply([b"ended", *SAMPLES["ended"]])
+    ended, events = read_reply([b"ended", *SAMPLES["ended"]])
     assert events == [("closed", "open", 3)]
+    assert ended.decision.next == "static"
+    assert ended.decision.passed[0].provider == "claude"
 
 
 def test_the_lifecycle_table_in_docs_is_the_one_in_the_code() -> None:

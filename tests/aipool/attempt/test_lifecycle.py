@@ -82,7 +82,7 @@ def test_an_answer_no_longer_kept_is_never_taken_for_a_failure(pool: SimulatedPo
     h = header()
     call = begin(worker, h, owner="owner")
     answered(worker, h, 0, call, "owner")
-    pool.client.delete(f"{record_key(h.journey_id, 0)}:answer")
+    pool.client.delete(f"{record_key(h.journey_id, 'gemini')}:answer")
     # When a very late duplicate arrives
     late = begin(worker, h, owner="late")
     # Then it is told the attempt was answered (no call, no next hop), and nothing changes
@@ -122,7 +122,7 @@ def test_a_call_whose_worker_died_is_abandoned_billed_at_its_estimate(pool: Simu
     # And the message, redelivered, moves on to Claude without calling Gemini again
     again = begin(worker, h, owner="redelivery")
     assert isinstance(again, Ended) and again.state == "abandoned"
-    assert again.decision.next == 1
+    assert again.decision.next == "claude"
 
 
 def test_a_late_answer_after_abandonment_replaces_the_estimate(pool: SimulatedPool) -> None:
@@ -148,7 +148,7 @@ def test_a_redelivered_failed_attempt_forwards_where_the_first_delivery_did(
     h = header()
     call = begin(worker, h, owner="owner")
     first = failed(worker, h, 0, call, "owner")
-    assert isinstance(first, Ended) and first.decision.next == 1
+    assert isinstance(first, Ended) and first.decision.next == "claude"
     # When Claude's breaker opens, and then the first message is redelivered (a crash before its ack)
     pool.client.hset(
         "aipool:breaker:claude:state",
@@ -291,7 +291,7 @@ def test_a_skip_is_kept_so_every_delivery_forwards_alike(pool: SimulatedPool) ->
     h = header()
     first = begin(worker, h, owner="one")
     assert isinstance(first, Ended) and (first.state, first.code) == ("skipped", "circuit_open")
-    assert first.decision.next == 1
+    assert first.decision.next == "claude"
     # When the breaker half-opens and the same message arrives again
     pool.time.advance(120)
     again = begin(worker, h, owner="two")

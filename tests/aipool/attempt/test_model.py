@@ -265,7 +265,8 @@ class AttemptLifecycle(RuleBasedStateMachine):
         # The model learns which were abandoned from the records (the script decides by lease).
         for (request, position), attempt in self.model.attempts.items():
             if attempt.state == "calling":
-                key = f"aipool:attempt:{self.requests[request].header.journey_id}:{position}"
+                h = self.requests[request].header
+                key = f"aipool:attempt:{h.journey_id}:{h.chain[position].provider}"
                 if self.client.hget(key, "state") == b"abandoned":
                     attempt.state = "abandoned"
 
@@ -334,8 +335,9 @@ class AttemptLifecycle(RuleBasedStateMachine):
     def _worker(self, index: int) -> AttemptBook:
         return self.workers[index % len(self.workers)]
 
-    def _forward(self, request: int, position: int) -> Any:
+    def _forward(self, request: int, provider: str) -> Any:
         chain = self.requests[request].header.chain
+        position = next(p for p, hop in enumerate(chain) if hop.provider == provider)
         if chain[position].terminal:
             return multiple()
         return (request, position)
