@@ -11,6 +11,7 @@ ledger say what was called.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -34,7 +35,8 @@ from tests.support.accounting import (
     quota_charges,
     trail,
 )
-from tests.support.pool import Worker
+from tests.support.figures import record_figure
+from tests.support.pool import ALL_QUEUES, Worker
 from tests.support.private_pool import PrivatePool, private_pool, send
 from tests.support.producer import Producer
 from tests.support.requests import CRITICAL, QUESTION, TOOL_QUESTION
@@ -291,3 +293,87 @@ def test_a_call_killed_by_the_hard_time_limit_is_booked_at_its_estimate(
     rows = _accounted(client, ledger, [result.id])
     assert [(r.provider, r.outcome, r.estimated) for r in rows] == [("claude", "abandoned", True)]
     assert rows[0].input_tokens + rows[0].output_tokens > 0
+
+
+def test_a_redis_that_stalls_for_20_s_mid_call_costs_no_second_call(
+    providers: Simulator,
+    redis_server: Callable[..., RedisServer],
+    spawn_worker: Callable[..., Worker],
+    producer: Callable[[str], Producer],
+    ledger: Engine,
+) -> None:
+    # Given a worker with four critical requests in Claude calls that take 2 s
+    server = redis_server(appendonly=True)
+    client = server.client()
+    spawn_worker(server.url, concurrency=2, AIPOOL_TIMEOUT_CLAUDE="5", **NO_RPM)
+    send_ = producer(server.url)
+    providers.set_fault("claude", "slow", ms=2000)
+    sent = [send_.send(CRITICAL) for _ in range(4)]
+    eventually(lambda: providers.calls("claude") >= 2, 60, "calls in flight")
+    # When Redis stops answering for 20 s (SIGSTOP) while the calls end, then carries on
+    server.process.send_signal(signal.SIGSTOP)  # type: ignore[union-attr]
+    time.sleep(20)
+    server.process.send_signal(signal.SIGCONT)  # type: ignore[union-attr]
+    outcomes = send_.collect(sent, timeout=120)
+    # Then every request is answered by Claude, each with one call, and quota = ledger = calls
+    assert [o.answer and (o.answer["status"], o.answer["provider"]) for o in outcomes] == [
+        ("ok", "claude")
+    ] * 4
+    assert providers.calls("claude") == 4
+    _idle(client, ALL_QUEUES)
+    rows = _accounted(client, ledger, [o.task_id for o in outcomes])
+    assert [r.outcome for r in rows] == ["ok"] * 4
+    record_figure("Redis SIGSTOP 20 s mid-call", "Claude calls for 4 requests", 4)
+
+
+def _faketime_library() -> str:
+    found = sorted(Path("/usr/lib").glob("*/faketime/libfaketimeMT.so.1"))
+    assert found, "libfaketime is not installed (.ci/services installs it)"
+    return str(found[0])
+
+
+def test_a_worker_whose_clock_is_90_s_ahead_changes_nothing_the_pool_counts(
+    providers: Simulator,
+    redis_server: Callable[..., RedisServer],
+    spawn_worker: Callable[..., Worker],
+    producer: Callable[[str], Producer],
+    ledger: Engine,
+) -> None:
+    # Given two workers on one Redis, one of them with its host clock 90 s ahead, Ollama down
+    # and Gemini allowed 10 requests a minute
+    server = redis_server()
+    client = server.client()
+    limits = {"AIPOOL_GEMINI_RPM": "10", "AIPOOL_OLLAMA_RECOVERY_TIMEOUT": "120", **NO_RPM}
+    spawn_worker(server.url, concurrency=1, **limits)
+    spawn_worker(
+        server.url,
+        concurrency=1,
+        LD_PRELOAD=_faketime_library(),
+        FAKETIME="+90s",
+        FAKETIME_DONT_FAKE_MONOTONIC="1",
+        **limits,
+    )
+    providers.set_fault("ollama", "down")
+    send_ = producer(server.url)
+    # When 14 simple questions arrive within the minute
+    outcomes = send_.collect([send_.send(QUESTION) for _ in range(14)], timeout=120)
+    # Then all are answered; Gemini took exactly its 10 a minute, the rest went on to Claude
+    assert all(o.answer and o.answer["status"] == "ok" for o in outcomes)
+    assert providers.calls("gemini") == 10
+    # And every attempt called once, and quota = ledger = calls
+    gemini_attempts = sum(
+        1
+        for o in outcomes
+        for a in (o.answer or {})["attempts"]
+        if a["provider"] == "gemini" and a["outcome"] == "ok"
+    )
+    assert gemini_attempts == 10
+    _idle(client, ALL_QUEUES)
+    _accounted(client, ledger, [o.task_id for o in outcomes])
+    # And the RPM window was stamped on Redis's clock, not the fast worker's
+    now = client.time()[0]
+    stamps = [
+        score for _, score in client.zrange("aipool:quota:gemini:window", 0, -1, withscores=True)
+    ]
+    assert stamps and max(stamps) <= now + 1
+    record_figure("a worker 90 s ahead", "Gemini calls at rpm 10 for 14 requests", 10)

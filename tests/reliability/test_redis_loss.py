@@ -73,6 +73,7 @@ def test_redis_restarted_under_load_workers_reconnect_and_nothing_hangs(
     scenario = f"Redis killed, back after {DOWN_S:g} s ({mode})"
     # Given a worker that has answered four requests, their usage drained into the ledger
     empty_ledger(ledger)
+    claude_before = providers.calls("claude")
     server = redis_server(appendonly=appendonly)
     client = server.client()
     spawn_worker(server.url, concurrency=2, **WORKER_ENV)
@@ -142,6 +143,19 @@ def test_redis_restarted_under_load_workers_reconnect_and_nothing_hangs(
     assert (drained.duplicates, drained.dead) == (0, 0)
     if appendonly:
         assert statuses[2:] == ["ok"] * 6
+    # And with its data kept, no attempt called Claude twice: one call per attempt in the trails
+    # (without it, a record lost with Redis can let a redelivered hop call again: the documented
+    # limit of a Redis that keeps nothing)
+    attempts = sum(
+        1
+        for o in outcomes
+        for a in (o.answer or {}).get("attempts", [])
+        if a["provider"] == "claude" and a["outcome"] in ("ok", "error", "abandoned")
+    )
+    made = providers.calls("claude") - claude_before
+    record_figure(scenario, "Claude calls made / Claude attempts", f"{made}/{attempts}")
+    if appendonly:
+        assert made == attempts
     # Finally, nothing accepted before the restart is left on the broker to run a second time (the
     # last acknowledgements may trail the answers by a moment)
     try:
