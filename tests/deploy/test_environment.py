@@ -79,6 +79,7 @@ DEFAULT_OK: dict[str, str] = {
     "AIPOOL_LIMITS_FILE": "ADR-006 limits",
     "AIPOOL_PRICES_FILE": "the packaged price table",
     "AIPOOL_ROUTES_FILE": "the packaged route table",
+    "AIPOOL_ROUTING_MODEL_FILE": "the packaged intent model",
     "AIPOOL_MAX_PROMPT_TOKENS": "32000",
     "AIPOOL_MONTHLY_BUDGET_USD": "ADR-006's $10",
     "AIPOOL_ALERT_LANG": "zh-TW",
