@@ -45,6 +45,7 @@ REQUEST_FIELDS = (
     "priority",
     "deadline_s",
     "user_id",
+    "service",
     "metadata",
 )
 #: Intents a producer may name explicitly (the classifier's vocabulary, aipool.routing.intent).
@@ -53,6 +54,8 @@ INTENTS = ("ALERT_TRIAGE", "QUERY", "CODE_REVIEW", "SUMMARY", "CHAT", "TOOL_CALL
 MAX_DEPTH = 32
 #: Longest ``user_id``: the width of the ledger's ``user_id`` column, so it is stored whole.
 MAX_USER_ID_LENGTH = 128
+#: A service's name: what the route table declares it by (letters, digits, ``-``, ``_``, ``.``).
+SERVICE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 #: Largest ``metadata``, in characters of its JSON form.
 MAX_METADATA_SIZE = 16_384
 #: Integers a provider's JSON parser can hold (64 bits, signed or unsigned).
@@ -116,6 +119,9 @@ class Request:
     deadline_s: float | None = None
     user_id: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: The producing service as the request names it (``None``: it names none). What it is
+    #: counted as (a declared service, or ``other``) is the route table's to say.
+    service: str | None = None
 
     @property
     def wants_tools(self) -> bool:
@@ -463,6 +469,14 @@ def parse_request(payload: Any) -> Request:
             raise _fail(
                 "invalid_user_id", f"'user_id' is longer than {MAX_USER_ID_LENGTH} characters"
             )
+    service = payload.get("service")
+    if service is not None and (
+        not isinstance(service, str) or not SERVICE_NAME.fullmatch(service)
+    ):
+        raise _fail(
+            "invalid_service",
+            "'service' must be a name of 1 to 64 letters, digits, '-', '_' or '.'",
+        )
     metadata = payload.get("metadata")
     metadata = {} if metadata is None else metadata
     if not isinstance(metadata, dict):
@@ -483,6 +497,7 @@ def parse_request(payload: Any) -> Request:
         deadline_s=float(deadline_s) if deadline_s is not None else None,
         user_id=user_id,
         metadata=metadata,
+        service=service,
     )
     # Requests above this many estimated prompt tokens are refused before any provider sees them.
     max_prompt_tokens = settings().max_prompt_tokens

@@ -37,6 +37,7 @@ from aipool.contract import (
     MAX_TOOLS,
     MAX_USER_ID_LENGTH,
     PRIORITIES,
+    SERVICE_NAME,
 )
 from aipool.result import CONTRACT_VERSION
 
@@ -234,6 +235,13 @@ class Request(BaseModel):
         | int
         | None
     ) = Field(None, description="Recorded in the ledger.")
+    service: Annotated[str, Field(pattern=SERVICE_NAME.pattern)] | None = Field(
+        None,
+        description=(
+            "The producing service, as the route table declares it; an undeclared name is "
+            "counted as 'other'. Its budget, quota shares and priority ceiling apply."
+        ),
+    )
     metadata: JsonObject | None = Field(
         None,
         description=(
@@ -277,11 +285,16 @@ class Route(BaseModel):
     source: str = Field(
         default="", description="who decided the intent: explicit, tools, model or rules"
     )
+    service: str = Field(
+        default="other",
+        description="the service the request is counted as: declared in the route table, else other",
+    )
 
 
 class Attempt(BaseModel):
     """One hop of the request. ``outcome``: ok, error, abandoned, circuit_open, quota_exceeded,
-    deadline, context_too_long, guard_unavailable, skipped, fallback or refused."""
+    deadline, context_too_long, budget_exhausted, service_budget_exhausted, budget_saving,
+    guard_unavailable, skipped, fallback or refused."""
 
     provider: str
     model: str

@@ -25,8 +25,8 @@ __all__ = ["Attempt", "Journey", "Route"]
 @dataclass(frozen=True)
 class Attempt:
     """One hop's outcome: ``ok``, ``error``, ``abandoned``, ``circuit_open``, ``quota_exceeded``,
-    ``deadline``, ``context_too_long``, ``guard_unavailable``, ``skipped``, ``fallback`` or
-    ``refused``; ``error`` is a short code-and-reason, never a prompt."""
+    ``deadline``, ``context_too_long``, ``budget_exhausted``, ``service_budget_exhausted``,
+    ``budget_saving``, ``guard_unavailable``, ``skipped``, ``fallback`` or ``refused``; ``error`` is a short code-and-reason, never a prompt."""
 
     provider: str
     model: str

@@ -9,9 +9,10 @@
 --   KEYS[1] the attempt's record (hash; the route record for 'advance')
 --   KEYS[2] the attempt's kept answer       KEYS[3] live leases (sorted set: record -> lease end)
 --   KEYS[4] the ledger's pending records    KEYS[5] the request's route record (when the pool
---   first saw the request, and where routing sent it)    KEYS[6..10] the hop's own guard keys
---   ('begin', 'finish'), then five guard keys per candidate hop: breaker state, breaker trials,
---   quota window, quota day, quota month
+--   first saw the request, and where routing sent it)    KEYS[6] the month's spend (hash: all,
+--   svc:<service>; micro-dollars; the month the call began in, for 'finish')    KEYS[7..11] the
+--   hop's own guard keys ('begin', 'finish'), then five guard keys per candidate hop: breaker
+--   state, breaker trials, quota window, quota day, quota month
 --   ARGV[1] op: 'begin' | 'finish' | 'advance' | 'sweep'
 --   ARGV[2] '' (the time is Redis's own TIME) or epoch seconds (a test's clock)
 --   ARGV[3] the request id the record belongs to    ARGV[4] how long records are kept (s)
@@ -20,14 +21,21 @@
 --   ARGV[6] the tokens a call may use (the estimate)    ARGV[7] the terminal hop's name
 --   ARGV[8] when the message says the pool first saw the request, used only when the route
 --           record is gone (a Redis restarted empty), and never later than now
---   ARGV[9] n, the number of candidate hops after this one    ARGV[10 .. 9 + n] their configs
---   ARGV[10 + n ..] the op's own arguments (below)
+--   ARGV[9] the money rules, JSON: {svc (the service counted), cap (the pool's cap on paid
+--           spend a month), svc_budget (the service's), budget (the pool's monthly budget), save
+--           (the fraction of a daily limit or the budget from which this request stays off paid
+--           hops)}: amounts in micro-dollars, -1 for none
+--   ARGV[10] n, the number of candidate hops after this one    ARGV[11 .. 10 + n] their configs
+--   ARGV[11 + n ..] the op's own arguments (below)
 -- A hop's config is JSON: {p (provider), skip ('' or a code decided before the script),
 --   b: [recovery_timeout, half_open_max_calls, trial_timeout, failure_threshold],
 --   lim (1 when the quota counts), q: [rpm, daily_requests, daily_tokens, monthly_tokens] (-1 =
 --   unlimited), d: [day label, day start, day end, day counters' expiry], m: [month label,
---   month end, month counters' expiry]}: the periods are those of the caller's estimate of the
---   time; when Redis's time falls outside them, the op changes nothing and answers 'clock'.
+--   month end, month counters' expiry], c (what a call there may cost, micro-dollars), s
+--   ([tokens, requests] the service may use of the day's, -1 for no share; absent: none), sv (1
+--   when the money rules' save applies to this hop)}: the periods are those of the caller's
+--   estimate of the time; when Redis's time falls outside them, the op changes nothing and
+--   answers 'clock'.
 -- Every reply starts {kind, now, events}: events is JSON, the breaker transitions this op caused
 -- ([[from, to, consecutive failures]]), each seen by exactly one caller in the pool.
 
@@ -52,13 +60,18 @@ local function enc(t)
   return cjson.encode(t)
 end
 
-local n = tonumber(ARGV[9] or '0')
-local own_base = 6
-local cand_base = 6
+local n = tonumber(ARGV[10] or '0')
+local own_base = 7
+local cand_base = 7
 if op == 'begin' or op == 'finish' then
-  cand_base = 11
+  cand_base = 12
 end
-local args = 10 + n
+local args = 11 + n
+local money = {}
+if op ~= 'sweep' and ARGV[9] and ARGV[9] ~= '' then
+  money = cjson.decode(ARGV[9])
+end
+local SVC = money.svc or 'other'
 
 local function guard_keys(base)
   return {KEYS[base], KEYS[base + 1], KEYS[base + 2], KEYS[base + 3], KEYS[base + 4]}
@@ -66,7 +79,7 @@ end
 
 local candidates = {}
 for i = 1, n do
-  candidates[i] = cjson.decode(ARGV[9 + i])
+  candidates[i] = cjson.decode(ARGV[10 + i])
 end
 
 -- Whether Redis's time is inside the periods a config was built for.
@@ -84,6 +97,59 @@ end
 
 local function ttl(until_at)
   return math.max(1, math.ceil(until_at - now))
+end
+
+local function spent(field)
+  return tonumber(redis.call('HGET', KEYS[6], field) or '0') or 0
+end
+
+-- Why the money rules keep the request off a hop (a list: code, detail), or nil. Reads only.
+local function unaffordable(cfg, k)
+  local cost = cfg.c or 0
+  if cost > 0 then
+    if (money.cap or -1) >= 0 and spent('all') + cost > money.cap then
+      return {'budget_exhausted', 'cap'}
+    end
+    if (money.svc_budget or -1) >= 0 and spent('svc:' .. SVC) + cost > money.svc_budget then
+      return {'service_budget_exhausted', 'monthly_budget'}
+    end
+  end
+  local share = cfg.s
+  if share then
+    local used = redis.call('HMGET', k[4], 'svc:' .. SVC .. ':tokens', 'svc:' .. SVC .. ':requests')
+    if share[1] >= 0 and (tonumber(used[1]) or 0) + tonumber(ARGV[6]) > share[1] then
+      return {'service_budget_exhausted', 'daily_tokens'}
+    end
+    if share[2] >= 0 and (tonumber(used[2]) or 0) + 1 > share[2] then
+      return {'service_budget_exhausted', 'daily_requests'}
+    end
+  end
+  if cfg.sv == 1 and (money.save or -1) > 0 then
+    if cfg.q[3] >= 0 then
+      local tokens = tonumber(redis.call('HGET', k[4], 'tokens') or '0') or 0
+      if tokens >= money.save * cfg.q[3] then
+        return {'budget_saving', 'daily_tokens'}
+      end
+    end
+    if (money.budget or -1) > 0 and spent('all') >= money.save * money.budget then
+      return {'budget_saving', 'monthly_budget'}
+    end
+  end
+  return nil
+end
+
+-- Charge an admitted call to the month's spend and to its service's share of the day.
+local function charge(cfg, k, spend_until)
+  local cost = cfg.c or 0
+  if cost > 0 then
+    redis.call('HINCRBY', KEYS[6], 'all', cost)
+    redis.call('HINCRBY', KEYS[6], 'svc:' .. SVC, cost)
+    redis.call('EXPIRE', KEYS[6], ttl(spend_until))
+  end
+  if cfg.s then
+    redis.call('HINCRBY', k[4], 'svc:' .. SVC .. ':tokens', tonumber(ARGV[6]))
+    redis.call('HINCRBY', k[4], 'svc:' .. SVC .. ':requests', 1)
+  end
 end
 
 -- Why a hop cannot take the call now (a list: code, details...), or nil. Reads only.
@@ -105,7 +171,7 @@ local function blocked(cfg, k, deadline_at)
       return {'quota_exceeded', r[2], r[3], r[4], r[5]}
     end
   end
-  return nil
+  return unaffordable(cfg, k)
 end
 
 -- The first candidate that can take the call now (its provider, or the terminal's name), and the
@@ -222,17 +288,20 @@ if op == 'begin' then
       if a[2] == 'half_open' then
         trial = owner
       end
-      if own.lim == 1 then
+      local why = unaffordable(own, k)
+      if why then
+        code, detail = why[1], {why[2]}
+      elseif own.lim == 1 then
         local r = reserve({k[3], k[4], k[5]},
           {NOW, ARGV[6], own.q[1], own.q[2], own.q[3], own.q[4], own.d[3], own.m[2], member,
            ttl(own.d[4]), ttl(own.m[3])})
         if r[1] ~= 'reserved' then
           code, detail = 'quota_exceeded', {r[2], r[3], r[4], r[5]}
-          -- No call will happen: the trial slot goes back untouched.
-          if trial ~= '' then
-            redis.call('ZREM', k[2], trial)
-          end
         end
+      end
+      -- No call will happen: the trial slot goes back untouched.
+      if code and trial ~= '' then
+        redis.call('ZREM', k[2], trial)
       end
     end
   end
@@ -242,6 +311,7 @@ if op == 'begin' then
     redis.call('EXPIRE', KEYS[1], ARGV[4])
     return ended('skipped', code, d, nil, nil)
   end
+  charge(own, k, own.m[3])
   local limit = bound
   if deadline_at then
     limit = math.min(bound, deadline_at - now)
@@ -249,7 +319,8 @@ if op == 'begin' then
   local lease = now + limit + grace
   redis.call('HSET', KEYS[1], 'state', 'calling', 'rid', ARGV[3], 'owner', owner,
     'lease', fmt(lease), 'start', NOW, 'gen', gen, 'trial', trial, 'tokens', ARGV[6],
-    'lim', own.lim, 'member', member, 'provider', own.p, 'abandon', abandon_json)
+    'lim', own.lim, 'member', member, 'provider', own.p, 'abandon', abandon_json,
+    'cost', own.c or 0, 'svc', SVC, 'shared', own.s and 1 or 0)
   redis.call('EXPIRE', KEYS[1], ARGV[4])
   redis.call('ZADD', KEYS[3], lease, KEYS[1])
   return {'call', NOW, enc(events), gen, trial, fmt(limit), fmt(lease)}
@@ -260,8 +331,9 @@ if op == 'finish' then
   local booked, answer, keep = tonumber(ARGV[args + 3]), ARGV[args + 4], ARGV[args + 5]
   local ledger_json, code, own = ARGV[args + 6], ARGV[args + 7], cjson.decode(ARGV[args + 8])
   local detail = ARGV[args + 9] or '[]'
+  local cost = tonumber(ARGV[args + 10] or '0')
   local f = redis.call('HMGET', KEYS[1], 'state', 'owner', 'tokens', 'lim', 'member', 'gen',
-    'trial', 'next', 'trail', 'code', 'detail')
+    'trial', 'next', 'trail', 'code', 'detail', 'cost', 'svc', 'shared')
   local state = f[1]
   if not state then
     -- Redis lost the record (a restart without persistence): the call still happened, so the
@@ -286,7 +358,20 @@ if op == 'finish' then
   end
   redis.call('ZREM', KEYS[3], KEYS[1])
   local late = state == 'abandoned'
+  -- The month's spend and the service's share of the day follow what the call is charged.
+  local function settle_money()
+    local by = cost - (tonumber(f[12]) or 0)
+    if by ~= 0 and redis.call('EXISTS', KEYS[6]) == 1 then
+      redis.call('HINCRBY', KEYS[6], 'all', by)
+      redis.call('HINCRBY', KEYS[6], 'svc:' .. (f[13] or 'other'), by)
+    end
+    if f[14] == '1' and redis.call('EXISTS', k[4]) == 1 then
+      local field = 'svc:' .. (f[13] or 'other') .. ':tokens'
+      redis.call('HINCRBY', k[4], field, booked - tonumber(f[3]))
+    end
+  end
   if result == 'answered' then
+    settle_money()
     -- Late or not, the answer is kept and charged at its real usage (an abandoned call was
     -- charged its estimate): the ledger's row of the answer replaces the estimated one.
     if f[4] == '1' then
@@ -307,6 +392,7 @@ if op == 'finish' then
   if f[4] == '1' then
     adjust({k[4], k[5], k[3]}, {booked - tonumber(f[3]), '0', f[5]})
   end
+  settle_money()
   redis.call('HSET', KEYS[1], 'state', 'failed', 'tokens', booked, 'code', code, 'detail', detail)
   redis.call('LPUSH', KEYS[4], ledger_json)
   return ended('failed', code, detail, f[8], f[9])

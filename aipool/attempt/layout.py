@@ -237,10 +237,12 @@ class HopConfigs:
             self._static[provider] = part
         return part
 
-    def config(self, hop: Hop, now: float, skip: str = "") -> str:
-        """The config JSON of ``hop`` for the periods holding ``now``."""
+    def config(self, hop: Hop, now: float, skip: str = "", money: str = "") -> str:
+        """The config JSON of ``hop`` for the periods holding ``now``; ``money`` is the request's
+        part of it (``"c":...,"s":[...],"sv":...``), or empty."""
         part = self.periods(now, hop.provider)[2]
-        return f'{{"skip":{json.dumps(skip)},{self._static_part(hop.provider)},{part}}}'
+        extra = f",{money}" if money else ""
+        return f'{{"skip":{json.dumps(skip)},{self._static_part(hop.provider)},{part}{extra}}}'
 
     def keys(self, provider: str, now: float) -> list[str]:
         """The five guard keys of ``provider`` for the periods holding ``now``."""
@@ -267,6 +269,11 @@ class Header:
     deadline_s: float | None
     tokens: int
     received: float | None = None
+    #: The service the request is counted as, and the priority it is routed with.
+    service: str = "other"
+    priority: str = "normal"
+    #: What a call at each position of the chain may cost (micro-dollars, the estimate).
+    costs: tuple[int, ...] = ()
 
 
 def candidates(chain: Sequence[Hop], after: int) -> list[int]:
@@ -280,8 +287,10 @@ def header_args(
     header: Header,
     record_keep: int,
     configs: list[str],
+    money: str = "",
 ) -> list[Any]:
-    """ARGV[1 .. 9 + n]: the op, the time, the request and the candidate hops' configs."""
+    """ARGV[1 .. 10 + n]: the op, the time, the request, its money rules and the candidate hops'
+    configs."""
     return [
         op,
         "" if script_time is None else repr(script_time),
@@ -291,11 +300,26 @@ def header_args(
         header.tokens,
         header.chain[-1].provider,
         "" if header.received is None else repr(header.received),
+        money,
         len(configs),
         *configs,
     ]
 
 
-def header_keys(first: str, journey_id: str, answer: str | None = None) -> list[str]:
-    """KEYS[1 .. 5]: the record, its answer, the leases, the ledger's spool, the route record."""
-    return [first, answer or f"{first}:answer", LEASES_KEY, PENDING_KEY, route_key(journey_id)]
+def spend_key(month: str) -> str:
+    """A month's spend on paid calls, pool-wide and per service (micro-dollars): what the money
+    rules admit calls by; the ledger, from which the beat restores it, is the account."""
+    return f"aipool:spend:{month}"
+
+
+def header_keys(first: str, journey_id: str, month: str, answer: str | None = None) -> list[str]:
+    """KEYS[1 .. 6]: the record, its answer, the leases, the ledger's spool, the route record,
+    the month's spend."""
+    return [
+        first,
+        answer or f"{first}:answer",
+        LEASES_KEY,
+        PENDING_KEY,
+        route_key(journey_id),
+        spend_key(month),
+    ]

@@ -91,11 +91,13 @@ from aipool.attempt.layout import (
     record_key,
     route_key,
 )
+from aipool.attempt.money import MoneyRules
 from aipool.breaker import Breaker, BreakerState
 from aipool.ledger.usage_log import PENDING_KEY
 from aipool.quota import Quota
 from aipool.quota.storage import ADJUST, ROOM
 from aipool.redis_lua import LuaScripts, compose, source
+from aipool.routing.table import RouteTable, load_table
 from aipool.settings import settings
 
 _SCRIPTS = LuaScripts(
@@ -141,7 +143,8 @@ class AttemptBook:
     """The one owner of attempts' transitions, for every process of the pool.
 
     ``script_time``, when given, is the time the script uses instead of Redis's ``TIME`` (a
-    model test moves it by hand); ``clock`` is this process's estimate of that time.
+    model test moves it by hand); ``clock`` is this process's estimate of that time. ``money``
+    and ``table`` are the money rules and the route table (its services) calls are admitted by.
     """
 
     def __init__(
@@ -155,6 +158,8 @@ class AttemptBook:
         record_keep: int | None = None,
         answer_keep: int | None = None,
         lease_grace: float = LEASE_GRACE_S,
+        money: MoneyRules | None = None,
+        table: Callable[[], RouteTable] = load_table,
     ) -> None:
         self.client = client
         self.breakers = breakers
@@ -164,6 +169,8 @@ class AttemptBook:
         self.record_keep = record_keep if record_keep is not None else record_keep_s()
         self.answer_keep = answer_keep if answer_keep is not None else answer_keep_s()
         self.lease_grace = lease_grace
+        self.money = money if money is not None else MoneyRules.from_settings()
+        self.table = table
         self.configs = HopConfigs(breakers, quotas)
         self._script = _SCRIPTS.for_client(client)["attempt"]
 
@@ -175,7 +182,8 @@ class AttemptBook:
         def build(now: float) -> tuple[list[str], list[Any]]:
             keys, configs = self._candidates(header, -1, now, skips)
             first = route_key(header.journey_id)
-            return [*header_keys(first, header.journey_id), *keys], self._header(
+            month = self.configs.periods(now, header.chain[0].provider)[1].label
+            return [*header_keys(first, header.journey_id, month), *keys], self._header(
                 ADVANCE, header, configs
             )
 
@@ -207,13 +215,15 @@ class AttemptBook:
                 *self._header(BEGIN, header, configs),
                 owner,
                 member,
-                self.configs.config(hop, now, own_skip),
+                self.configs.config(hop, now, own_skip, self._money(header, position)),
                 repr(float(bound_s)),
                 repr(float(self.lease_grace)),
                 abandoned_row(now),
             ]
+            month = self.configs.periods(now, hop.provider)[1].label
+            answer = answer_key(header.journey_id, hop.provider)
             return [
-                *header_keys(first, header.journey_id, answer_key(header.journey_id, hop.provider)),
+                *header_keys(first, header.journey_id, month, answer),
                 *self.configs.keys(hop.provider, now),
                 *keys,
             ], args
@@ -236,12 +246,14 @@ class AttemptBook:
         ledger_row: str,
         code: str = "",
         detail: tuple[str, ...] = (),
+        cost: int = 0,
         skips: Mapping[int, str] | None = None,
     ) -> Recorded | Ended | Missing | Foreign:
         """Record how the owner's call ended (see the table): ``verdict`` is what the breaker
         hears (``success``, ``failure``, or ``release`` when the failure proves nothing about
         the provider); ``booked`` the tokens charged (the real usage, the estimate of a call
-        that may have been billed, or 0); ``ledger_row`` the call's row (JSON)."""
+        that may have been billed, or 0) and ``cost`` what they cost (micro-dollars);
+        ``ledger_row`` the call's row (JSON)."""
         hop = header.chain[position]
 
         def build(now: float) -> tuple[list[str], list[Any]]:
@@ -260,9 +272,12 @@ class AttemptBook:
                 # The call is charged to the day and month it began in.
                 self.configs.config(hop, call.now),
                 json.dumps(list(detail), ensure_ascii=False),
+                int(cost),
             ]
+            month = self.configs.periods(call.now, hop.provider)[1].label
+            answer_at = answer_key(header.journey_id, hop.provider)
             return [
-                *header_keys(first, header.journey_id, answer_key(header.journey_id, hop.provider)),
+                *header_keys(first, header.journey_id, month, answer_at),
                 *self.configs.keys(hop.provider, call.now),
                 *keys,
             ], args
@@ -289,7 +304,12 @@ class AttemptBook:
             header,
             self.record_keep,
             configs,
+            self.money.context(header, self.table()),
         )
+
+    def _money(self, header: Header, position: int) -> str:
+        hop = header.chain[position]
+        return self.money.hop_part(header, position, hop, self.quotas[hop.provider], self.table())
 
     def _script_time(self) -> str:
         return repr(self.script_time()) if self.script_time else ""
@@ -302,7 +322,8 @@ class AttemptBook:
         for position in candidates(header.chain, after):
             hop = header.chain[position]
             keys.extend(self.configs.keys(hop.provider, now))
-            configs.append(self.configs.config(hop, now, (skips or {}).get(position, "")))
+            skip = (skips or {}).get(position, "")
+            configs.append(self.configs.config(hop, now, skip, self._money(header, position)))
         return keys, configs
 
     def _run(

@@ -37,12 +37,14 @@ from aipool.attempt.layout import (
     Recorded,
 )
 from aipool.attempt.lifecycle import AttemptBook, new_owner
+from aipool.attempt.money import micro
 from aipool.breaker import BreakerState
 from aipool.contract import Completion, Request, ToolCall
 from aipool.errors import InvalidJourney, ProviderError, ProviderTimeout, as_provider_error
 from aipool.journey import Attempt, Journey, Route
 from aipool.observers import usage_row
 from aipool.providers import Provider, get_provider
+from aipool.routing.router import routed_priority
 from aipool.routing.windows import CONTEXT_TOO_LONG, fits, skip_reason
 from aipool.scrub import scrub
 from aipool.settings import settings
@@ -52,6 +54,12 @@ log = logging.getLogger("aipool.hop")
 #: How long an owner keeps trying to record its call's outcome while Redis does not answer, at
 #: most (its lease bounds it too): a Redis stalled for a while must not cost a paid answer.
 FINISH_RETRY_S = 30.0
+#: What each money rule's skip says (``what`` is the limit that held: aipool.attempt.money).
+_MONEY_SKIPS = {
+    "budget_exhausted": "{provider}: the pool's cap on paid spend this month is reached",
+    "service_budget_exhausted": "{provider}: the request's service has used its {what}",
+    "budget_saving": "{provider}: saving the rest of the {what} for higher-priority work",
+}
 #: How soon a delivery that found its call owned by another comes back to look again, at most.
 BUSY_RECHECK_S = 5.0
 
@@ -104,6 +112,7 @@ class Visit:
     request: Request
     request_id: str
     journey: Journey
+    pricing: Pricing = field(default=lambda *_: Decimal(0))
     header: Header = field(init=False)
     skips: dict[int, str] = field(init=False)
 
@@ -114,13 +123,21 @@ class Visit:
             for position, hop in enumerate(chain)
             if not hop.terminal and not fits(self.request, hop)
         }
+        estimate = (self.request.estimated_input_tokens(), self.request.max_tokens)
         self.header = Header(
             journey_id=self.journey.id,
             request_id=self.request_id,
-            chain=self.journey.route.chain,
+            chain=chain,
             deadline_s=self.request.deadline_s,
             tokens=self.request.estimated_total_tokens(),
             received=self.journey.received_at,
+            service=self.journey.route.service,
+            priority=routed_priority(self.request),
+            # What a call may cost at each hop: the money rules admit calls by it.
+            costs=tuple(
+                0 if hop.terminal else micro(self.pricing(hop.provider, hop.model, *estimate))
+                for hop in chain
+            ),
         )
 
 
@@ -164,7 +181,7 @@ class HopRunner:
         here, unless ``answer_terminal`` is false (a producer, which has no business answering):
         then the request is forwarded to the ``router`` queue positioned at its terminal hop.
         """
-        visit = Visit(request, request_id, Journey(id=journey_id, route=route))
+        visit = Visit(request, request_id, Journey(id=journey_id, route=route), self.pricing)
         try:
             routed = self.book.route(visit.header, visit.skips)
         except RedisError as exc:
@@ -178,7 +195,7 @@ class HopRunner:
 
     def run(self, request: Request, request_id: str, journey: Journey) -> Done | Forward | Drop:
         """Run the hop at ``journey.position`` (this worker serves its provider's queue)."""
-        visit = Visit(request, request_id, journey)
+        visit = Visit(request, request_id, journey, self.pricing)
         position = journey.position
         hop = journey.hop
         if hop.terminal:
@@ -197,7 +214,7 @@ class HopRunner:
         except RedisError as exc:
             return self._answer_if_terminal(visit, self._unguarded(visit, position, exc))
         if isinstance(begun, Call):
-            return self._call(visit, position, begun, owner, bound)
+            return self._answer_if_terminal(visit, self._call(visit, position, begun, owner, bound))
         if isinstance(begun, Kept):
             if not begun.answer:
                 return Drop(f"{hop.provider} answered this attempt long ago")
@@ -214,7 +231,7 @@ class HopRunner:
             return Forward(queue=hop.provider, journey=journey, delay_s=wait)
         if isinstance(begun, Foreign):
             raise InvalidJourney("the attempt's record belongs to another request")
-        return self._after(visit, position, begun)
+        return self._answer_if_terminal(visit, self._after(visit, position, begun))
 
     # -- the call -------------------------------------------------------------------------------
 
@@ -339,6 +356,7 @@ class HopRunner:
                     position,
                     call,
                     ledger_row=row.to_json(),
+                    cost=micro(event.cost_usd),
                     skips=visit.skips,
                     **outcome,
                 )
@@ -411,9 +429,9 @@ class HopRunner:
         visit.journey.position = len(chain) - 1
         return Forward(queue="router", journey=visit.journey)
 
-    def _answer_if_terminal(self, visit: Visit, step: Forward) -> Done | Forward:
+    def _answer_if_terminal(self, visit: Visit, step: Done | Forward) -> Done | Forward:
         """Answer a terminal hop in place: it needs no model, so it needs no queue hop."""
-        if step.journey.hop.terminal:
+        if isinstance(step, Forward) and step.journey.hop.terminal:
             return self._terminal(visit, step.journey.position)
         return step
 
@@ -470,6 +488,8 @@ class HopRunner:
         detail = passed.detail
         if passed.code == "deadline":
             return f"deadline of {visit.request.deadline_s:g}s passed"
+        if passed.code in _MONEY_SKIPS:
+            return _MONEY_SKIPS[passed.code].format(provider=provider, what=" ".join(detail))
         if passed.code == CONTEXT_TOO_LONG:
             hop = visit.journey.route.chain[visit.journey.route.index(provider)]
             return skip_reason(visit.request, hop) or CONTEXT_TOO_LONG

@@ -11,7 +11,7 @@ from typing import Any
 
 #: Every value ``UsageRecord.outcome`` may take. ``fallback`` is the static answer, ``refused`` the
 #: tool chain's refusal; ``abandoned`` a call whose worker stopped before it ended (billed at its
-#: estimate); the last six are hops that never reached the provider.
+#: estimate); the last nine are hops that never reached the provider.
 OUTCOMES = (
     "ok",
     "error",
@@ -22,6 +22,9 @@ OUTCOMES = (
     "quota_exceeded",
     "deadline",
     "context_too_long",
+    "budget_exhausted",
+    "service_budget_exhausted",
+    "budget_saving",
     "guard_unavailable",
     "skipped",
 )

@@ -29,6 +29,9 @@ SKIP_REASONS = {
     "quota_exceeded": "quota",
     "deadline": "deadline",
     "context_too_long": "context",
+    "budget_exhausted": "budget",
+    "service_budget_exhausted": "service budget",
+    "budget_saving": "saving",
     "guard_unavailable": "guards",
     "skipped": "other",
 }

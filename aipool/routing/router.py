@@ -43,12 +43,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from aipool.chains import Hop, build_chain
-from aipool.contract import Message, Request
+from aipool.contract import PRIORITIES, Message, Request
 from aipool.routing.complexity import score
 from aipool.routing.features import read
 from aipool.routing.intent import Intent, IntentDecision, classify
 from aipool.routing.model import IntentModel, load_model
-from aipool.routing.table import RouteTable, load_table
+from aipool.routing.table import OTHER_SERVICE, RouteTable, load_table
 from aipool.routing.tiers import choose_rule, tier_of_rule
 
 
@@ -66,6 +66,8 @@ class Route:
     tier: str = ""
     #: Who decided the intent: ``explicit``, ``tools``, ``model`` or ``rules``.
     source: str = ""
+    #: The service the request is counted as (declared in the route table, else ``other``).
+    service: str = OTHER_SERVICE
 
     @property
     def first(self) -> Hop:
@@ -97,6 +99,7 @@ class Route:
             "rule": self.rule,
             "tier": self.tier,
             "source": self.source,
+            "service": self.service,
         }
 
     @classmethod
@@ -111,6 +114,7 @@ class Route:
             rule=str(data.get("rule", "")),
             tier=str(data.get("tier", "")),
             source=str(data.get("source", "")),
+            service=str(data.get("service") or OTHER_SERVICE),
         )
 
 
@@ -190,11 +194,13 @@ def decide(
     intent = choose_intent(request, model)
     complexity = score(request)
     has_tools = bool(request.tools)
+    service = table.service_of(request.service)
+    priority = routed_priority(request, table)
     chosen = choose_rule(
         table,
         intent=intent.intent,
         complexity=complexity.score,
-        priority=request.priority,
+        priority=priority,
         has_tools=has_tools,
     )
     tools_chain = has_tools or (chosen is not None and chosen.chain == "tools")
@@ -207,6 +213,8 @@ def decide(
         f"complexity {complexity.score}: {', '.join(complexity.reasons)}; "
         f"rule {rule_name} → {chain[0]} [{tier}]" + (" (tool chain)" if tools_chain else "")
     )
+    if priority != request.priority:
+        reason += f"; priority {request.priority} held to {service}'s {priority}"
     return Route(
         intent=intent.intent,
         complexity=complexity.score,
@@ -216,7 +224,18 @@ def decide(
         rule=rule_name,
         tier=tier,
         source=intent.source,
+        service=service,
     )
+
+
+def routed_priority(request: Request, table: RouteTable | None = None) -> str:
+    """The priority ``request`` is routed with: its own, held to its service's ceiling."""
+    table = table if table is not None else load_table()
+    service = table.services.get(table.service_of(request.service))
+    if service is None or service.max_priority is None:
+        return request.priority
+    ceiling = PRIORITIES.index(service.max_priority)
+    return PRIORITIES[min(PRIORITIES.index(request.priority), ceiling)]
 
 
 def explain(text: str, table: RouteTable | None = None, model: IntentModel | None = None) -> Route:

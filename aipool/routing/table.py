@@ -13,11 +13,13 @@ import difflib
 import os
 import tomllib
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from aipool.chains import PROVIDERS, TOOL_CHAIN, Hop, default_model
+from aipool.contract import PRIORITIES, SERVICE_NAME
 from aipool.routing.intent import Intent
 from aipool.routing.tiers import TIERS
 
@@ -71,6 +73,32 @@ class Rule:
         return self.provider in TOOL_CAPABLE
 
 
+#: What a request naming no declared service is counted as: one label, never a new one per name.
+OTHER_SERVICE = "other"
+#: The per-provider daily limits a service may be given a share of.
+SHARE_KEYS = ("daily_tokens", "daily_requests")
+_SERVICE_KEYS = ("name", "owner", "monthly_budget_usd", "max_priority", "shares")
+
+
+@dataclass(frozen=True)
+class Service:
+    """A producing service declared in the route table, and its optional limits.
+
+    ``monthly_budget_usd``: what its paid calls may cost a month, whatever the pool's budget;
+    ``shares``: per provider, the fraction of a daily limit it may use (``{"gemini":
+    {"daily_tokens": 0.1}}``); ``max_priority``: the highest priority its requests are routed
+    with (``normal``: its requests never start at Claude as ``critical`` would). ``owner`` is who
+    its budget alerts go to (an e-mail address or a webhook URL).
+    """
+
+    key: str
+    name: str
+    owner: str | None = None
+    monthly_budget_usd: Decimal | None = None
+    max_priority: str | None = None
+    shares: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class RouteTable:
     """Rules in evaluation order, and the file they came from."""
@@ -79,6 +107,12 @@ class RouteTable:
     source: str
     #: Context windows in tokens, by ``"provider:model"`` or by provider (``aipool.routing.windows``).
     context_windows: dict[str, int] = field(default_factory=dict)
+    #: The services that share the pool, by name (``[services.<name>]``).
+    services: dict[str, Service] = field(default_factory=dict)
+
+    def service_of(self, named: str | None) -> str:
+        """What a request naming ``named`` is counted as: a declared service, else ``other``."""
+        return named if named is not None and named in self.services else OTHER_SERVICE
 
 
 def _rule(raw: Any, index: int) -> Rule:
@@ -151,11 +185,10 @@ def _not_a_key(key: str, valid: tuple[str, ...] = tuple(sorted(_KEYS))) -> str:
 
 def parse_table(data: dict[str, Any], source: str = "<data>") -> RouteTable:
     """Build a table from parsed TOML (``{"rules": [...]}``); raise :class:`RouteTableError`."""
-    extra = sorted(set(data) - {"rules", "context_windows"})
+    sections = ("rules", "context_windows", "services")
+    extra = sorted(set(data) - set(sections))
     if extra:
-        raise RouteTableError(
-            f"{source}: {'; '.join(_not_a_key(key, ('rules', 'context_windows')) for key in extra)}"
-        )
+        raise RouteTableError(f"{source}: {'; '.join(_not_a_key(key, sections) for key in extra)}")
     raw_rules = data.get("rules")
     if not isinstance(raw_rules, list) or not raw_rules:
         raise RouteTableError(f"{source}: needs at least one [[rules]] entry")
@@ -168,7 +201,72 @@ def parse_table(data: dict[str, Any], source: str = "<data>") -> RouteTable:
         rules=rules,
         source=source,
         context_windows=_windows(data.get("context_windows", {}), source),
+        services=_services(data.get("services", {}), source),
     )
+
+
+def _services(raw: Any, source: str) -> dict[str, Service]:
+    """``[services.<name>]``: the services that share the pool, and their optional limits."""
+    if not isinstance(raw, dict):
+        raise RouteTableError(f"{source}: 'services' must be a table of [services.<name>]")
+    services = {}
+    for key, spec in raw.items():
+        where = f"{source}: service {key!r}"
+        if not SERVICE_NAME.fullmatch(key) or key == OTHER_SERVICE:
+            raise RouteTableError(
+                f"{where}: a name of letters, digits, '-', '_' or '.' (not {OTHER_SERVICE!r})"
+            )
+        if not isinstance(spec, dict):
+            raise RouteTableError(f"{where} must be a table")
+        unknown = sorted(set(spec) - set(_SERVICE_KEYS))
+        if unknown:
+            raise RouteTableError(
+                f"{where}: {'; '.join(_not_a_key(k, _SERVICE_KEYS) for k in unknown)}"
+            )
+        budget = spec.get("monthly_budget_usd")
+        if budget is not None:
+            try:
+                budget = Decimal(str(budget))
+            except InvalidOperation:
+                budget = None
+            if budget is None or not budget.is_finite() or budget <= 0:
+                raise RouteTableError(f"{where}: 'monthly_budget_usd' must be a positive amount")
+        ceiling = spec.get("max_priority")
+        if ceiling is not None and ceiling not in PRIORITIES:
+            raise RouteTableError(f"{where}: 'max_priority' must be one of {', '.join(PRIORITIES)}")
+        services[key] = Service(
+            key=key,
+            name=str(spec.get("name") or key),
+            owner=str(spec["owner"]) if spec.get("owner") else None,
+            monthly_budget_usd=budget,
+            max_priority=ceiling,
+            shares=_shares(spec.get("shares", {}), where),
+        )
+    return services
+
+
+def _shares(raw: Any, where: str) -> dict[str, dict[str, float]]:
+    if not isinstance(raw, dict):
+        raise RouteTableError(f"{where}: 'shares' must be a table of provider = {{limit = share}}")
+    shares: dict[str, dict[str, float]] = {}
+    for provider, limits in raw.items():
+        if provider not in PROVIDERS:
+            raise RouteTableError(
+                f"{where}: shares of {provider!r}: a provider, one of {', '.join(PROVIDERS)}"
+            )
+        if not isinstance(limits, dict) or not limits:
+            raise RouteTableError(f"{where}: shares.{provider} must name a limit and its share")
+        for limit, share in limits.items():
+            if limit not in SHARE_KEYS:
+                raise RouteTableError(
+                    f"{where}: shares.{provider}: {_not_a_key(limit, SHARE_KEYS)}"
+                )
+            if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
+                raise RouteTableError(
+                    f"{where}: shares.{provider}.{limit} must be a fraction in (0, 1]"
+                )
+        shares[provider] = {limit: float(share) for limit, share in limits.items()}
+    return shares
 
 
 def _windows(raw: Any, source: str) -> dict[str, int]:

@@ -177,6 +177,13 @@ class Settings(BaseSettings):
     routing_model_file: Path | None = None
     prices_file: Path | None = None
     monthly_budget_usd: Decimal = Field(default=Decimal(10), gt=0)
+    #: What paid calls may cost in a month, all services together; once reached, paid hops are
+    #: skipped (``budget_exhausted``) and requests go on to free ones. None (``unlimited``): no cap.
+    cloud_spend_cap_usd: Decimal | None = Field(default=None, gt=0)
+    #: From which fraction of a provider's daily tokens, or of the monthly budget, requests below
+    #: ``saving_below_priority`` stay off paid hops (``budget_saving``). None (``off``): never.
+    saving_threshold: float | None = Field(default=0.9, gt=0, le=1)
+    saving_below_priority: Literal["low", "normal", "high", "critical"] = "normal"
     max_prompt_tokens: PositiveInt = 32_000
     static_answer: str = STATIC_ANSWER_DEFAULT
     refusal_message: str = REFUSAL_DEFAULT
@@ -197,6 +204,18 @@ class Settings(BaseSettings):
     simulator_admin_url: str | None = None
     alerts: AlertSettings = AlertSettings()
     providers: dict[str, ProviderSettings]
+
+    @field_validator("cloud_spend_cap_usd", mode="before")
+    @classmethod
+    def _cap_unlimited(cls, value: Any) -> Any:
+        return None if no_limit_word(value) else value
+
+    @field_validator("saving_threshold", mode="before")
+    @classmethod
+    def _saving_off(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() in ("off", "none", "never"):
+            return None
+        return value
 
     @field_validator("task_soft_time_limit_s", mode="before")
     @classmethod

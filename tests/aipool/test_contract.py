@@ -348,7 +348,7 @@ def test_given_a_request_when_its_estimate_is_asked_often_then_the_text_is_read_
         (
             {"prompt": "hi", "customer": "acme"},
             "'customer' is not a request field; the fields are messages, prompt, system, tools, "
-            "max_tokens, temperature, intent, priority, deadline_s, user_id, metadata, and data of "
+            "max_tokens, temperature, intent, priority, deadline_s, user_id, service, metadata, and data of "
             "your own goes in 'metadata'",
         ),
         # odd producer text is not repeated back

@@ -15,11 +15,13 @@ from typing import Any
 from aipool.attempt.clock import RedisClock
 from aipool.attempt.layout import Call, Header
 from aipool.attempt.lifecycle import AttemptBook
+from aipool.attempt.money import MoneyRules
 from aipool.breaker import breakers_for
 from aipool.chains import Hop
 from aipool.ledger.record import UsageRecord
 from aipool.ledger.usage_log import PENDING_KEY
 from aipool.quota import quotas_for
+from aipool.routing.table import RouteTable, load_table
 from aipool.settings.provider_limits import ProviderLimits
 from tests.support.guards import Clock
 
@@ -42,11 +44,15 @@ class SimulatedPool:
         limits: dict[str, ProviderLimits] | None = None,
         now: float = BASE,
         answer_keep: int = 360,
+        money: MoneyRules | None = None,
+        table: RouteTable | None = None,
     ) -> None:
         self.client = client
         self.limits = limits
         self.time = Clock(now)
         self.answer_keep = answer_keep
+        self.money = money or MoneyRules(None, Decimal(10), None, "normal")
+        self.table = table or load_table()
 
     def worker(self, skew: float = 0.0) -> AttemptBook:
         """A worker whose host clock is ``skew`` seconds off the pool's."""
@@ -59,6 +65,8 @@ class SimulatedPool:
             clock=RedisClock(lambda: self.time.now + skew),
             script_time=lambda: self.time.now,
             answer_keep=self.answer_keep,
+            money=self.money,
+            table=lambda: self.table,
         )
 
 
@@ -69,8 +77,20 @@ def header(
     chain: tuple[Hop, ...] = CHAIN,
     deadline_s: float | None = None,
     tokens: int = 100,
+    service: str = "other",
+    priority: str = "normal",
+    costs: tuple[int, ...] = (),
 ) -> Header:
-    return Header(journey_id, request_id, chain, deadline_s, tokens)
+    return Header(
+        journey_id,
+        request_id,
+        chain,
+        deadline_s,
+        tokens,
+        service=service,
+        priority=priority,
+        costs=costs,
+    )
 
 
 def row(h: Header, position: int, outcome: str, tokens: int, *, estimated: bool = False) -> str:
@@ -105,9 +125,15 @@ def begin(
 
 
 def answered(
-    book: AttemptBook, h: Header, position: int, call: Call, owner: str, tokens: int = 42
+    book: AttemptBook,
+    h: Header,
+    position: int,
+    call: Call,
+    owner: str,
+    tokens: int = 42,
+    cost: int = 0,
 ) -> Any:
-    """The owner's call answered with ``tokens`` tokens."""
+    """The owner's call answered with ``tokens`` tokens costing ``cost`` micro-dollars."""
     return book.finish(
         h,
         position,
@@ -118,6 +144,7 @@ def answered(
         booked=tokens,
         answer=json.dumps({"text": f"answer of {h.journey_id}", "model": h.chain[position].model}),
         ledger_row=row(h, position, "ok", tokens),
+        cost=cost,
     )
 
 
@@ -147,6 +174,7 @@ def failed(
         ledger_row=row(h, position, "error", booked, estimated=billed),
         code=code,
         detail=(f"{code}: test",),
+        cost=(h.costs[position] if billed and position < len(h.costs) else 0),
     )
 
 

@@ -88,6 +88,7 @@ CHAINS = (
         Hop("static", "static"),
     ),
 )
+PAID = ("gemini", "claude")
 #: 23:58:00 on 2026-11-30 in Taipei: the first minutes of the run cross a day and a month.
 START = 1_796_054_280.0
 
@@ -105,6 +106,7 @@ class Attempt:
     calls: int = 0
     state: str = "new"  # new, calling, answered, failed, abandoned, skipped
     charged: int = 0  # tokens the quota should hold for it
+    spent: int = 0  # micro-dollars the month's spend should hold for it
     answered_late: bool = False
 
 
@@ -156,7 +158,17 @@ class AttemptLifecycle(RuleBasedStateMachine):
     ) -> None:
         self.workers = [self.pool.worker(skew) for skew in skews]
         for i, (deadline, chain) in enumerate(zip(deadlines, chains, strict=True)):
-            h = Header(uuid.uuid4().hex, f"request-{i}", CHAINS[chain], deadline, 100 + 50 * i)
+            chain_hops = CHAINS[chain]
+            # A paid hop costs 10 micro-dollars a token of its estimate.
+            costs = tuple(10 * (100 + 50 * i) if hop.provider in PAID else 0 for hop in chain_hops)
+            h = Header(
+                uuid.uuid4().hex,
+                f"request-{i}",
+                chain_hops,
+                deadline,
+                100 + 50 * i,
+                costs=costs,
+            )
             self.requests.append(Request(h))
 
     # -- rules ------------------------------------------------------------------------------
@@ -191,6 +203,7 @@ class AttemptLifecycle(RuleBasedStateMachine):
             attempt.calls += 1
             attempt.state = "calling"
             attempt.charged = h.tokens if self._limited(h, position) else 0
+            attempt.spent = h.costs[position]
             return InFlight(worker, request, position, reply, owner)
         if isinstance(reply, Kept):
             assert attempt.state == "answered"
@@ -211,13 +224,17 @@ class AttemptLifecycle(RuleBasedStateMachine):
         """The owner's call answers with ``tokens`` tokens."""
         h = self.requests[call.request].header
         attempt = self.model.of(call.request, call.position)
-        reply = answered(self._worker(call.worker), h, call.position, call.call, call.owner, tokens)
+        cost = 10 * tokens if h.costs[call.position] else 0
+        reply = answered(
+            self._worker(call.worker), h, call.position, call.call, call.owner, tokens, cost
+        )
         assert isinstance(reply, Recorded | Missing), reply
         self.failures[h.chain[call.position].provider] = 0
         if attempt.state == "abandoned":
             attempt.answered_late = True
         attempt.state = "answered"
         attempt.charged = tokens if self._limited(h, call.position) else 0
+        attempt.spent = cost
 
     @rule(
         target=messages,
@@ -247,6 +264,7 @@ class AttemptLifecycle(RuleBasedStateMachine):
         if attempt.state == "calling":
             attempt.state = "failed"
             attempt.charged = h.tokens if (billed and self._limited(h, call.position)) else 0
+            attempt.spent = h.costs[call.position] if billed else 0
         return self._forward(call.request, reply.decision.next)
 
     @rule(call=consumes(calls))
@@ -311,6 +329,15 @@ class AttemptLifecycle(RuleBasedStateMachine):
                     assert mine.tokens == attempt.charged, (mine, attempt)
             elif attempt.state in ("new", "skipped"):
                 assert mine is None
+
+    @invariant()
+    def the_months_spend_is_what_the_calls_cost(self) -> None:
+        # The pool's and each service's spend hold every call's estimate while it runs (and
+        # after, when it may have been billed or was abandoned), its cost once answered.
+        spent = 0
+        for key in self.client.scan_iter("aipool:spend:*"):
+            spent += int(self.client.hget(key, "all") or 0)
+        assert spent == sum(a.spent for a in self.model.attempts.values())
 
     @invariant()
     def an_answered_request_is_not_sent_on(self) -> None:

@@ -216,3 +216,18 @@ def test_a_prompt_longer_than_a_models_window_skips_it_before_any_call(
         and "word" not in skipped.error
     )
     assert ollama.calls == 0
+
+
+def test_the_last_provider_failing_answers_the_terminal_hop_in_place(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given Claude, the last provider of the chain, failing
+    claude, events = Provider(ProviderServerError("claude HTTP 500")), []
+    runner = _runner(redis_client, {"claude": claude}, events)
+    # When its hop runs (and when its message is delivered again)
+    first = _run(runner, position=1)
+    again = _run(runner, position=1)
+    # Then the static answer is given right there: the request is never sent back to routing
+    assert isinstance(first, Done) and first.result["status"] == "fallback"
+    assert isinstance(again, Done) and again.result["status"] == "fallback"
+    assert claude.calls == 1

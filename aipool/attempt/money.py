@@ -1,0 +1,99 @@
+"""The money rules a call is admitted by: the pool's cap on paid spend, each service's budget and
+share of a provider's day, and the saving mode that keeps low-priority work off paid hops once a
+day's quota or the month's budget runs low.
+
+They ride in the attempt's own script (one round trip, atomic with the quota): Redis keeps a
+month's spend per service (``aipool:spend:{month}``, micro-dollars, charged at the estimate when a
+call begins and settled to its cost when it ends) and each service's use of a provider's day
+beside that day's counters. These are admission figures; the ledger is the account, and the beat
+restores them from it after Redis lost them (:mod:`aipool.ledger.totals`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from decimal import Decimal
+
+from aipool.attempt.layout import Header
+from aipool.chains import Hop
+from aipool.contract import PRIORITIES
+from aipool.quota import Quota
+from aipool.routing.table import RouteTable
+from aipool.settings import settings
+
+NONE = -1
+
+
+def micro(usd: Decimal | float) -> int:
+    """Dollars as whole micro-dollars, rounded up (an admission never under-counts)."""
+    return math.ceil(Decimal(str(usd)) * 1_000_000)
+
+
+@dataclass(frozen=True)
+class MoneyRules:
+    """The pool's money settings, as the script reads them."""
+
+    #: What paid calls may cost the pool in a month, all services together (None: no cap).
+    cap_usd: Decimal | None
+    #: The monthly budget (ADR-006's $10): what the saving mode's fraction is of.
+    budget_usd: Decimal
+    #: From which fraction of a daily limit or of the budget low-priority work stays off paid
+    #: hops (None: never).
+    save_from: float | None
+    #: Requests below this priority are the ones the saving mode keeps off paid hops.
+    save_below: str
+
+    @classmethod
+    def from_settings(cls) -> MoneyRules:
+        s = settings()
+        return cls(
+            cap_usd=s.cloud_spend_cap_usd,
+            budget_usd=s.monthly_budget_usd,
+            save_from=s.saving_threshold,
+            save_below=s.saving_below_priority,
+        )
+
+    def context(self, header: Header, table: RouteTable) -> str:
+        """ARGV[9]: the request's service and the amounts it is held to."""
+        service = table.services.get(header.service)
+        budget = service.monthly_budget_usd if service is not None else None
+        return json.dumps(
+            {
+                "svc": header.service,
+                "cap": NONE if self.cap_usd is None else micro(self.cap_usd),
+                "svc_budget": NONE if budget is None else micro(budget),
+                "budget": micro(self.budget_usd),
+                "save": NONE if self.save_from is None else self.save_from,
+            },
+            separators=(",", ":"),
+        )
+
+    def hop_part(
+        self, header: Header, position: int, hop: Hop, quota: Quota, table: RouteTable
+    ) -> str:
+        """A hop's config, the request's part: its cost, the service's share, whether to save."""
+        cost = header.costs[position] if position < len(header.costs) else 0
+        parts = [f'"c":{cost}']
+        service = table.services.get(header.service)
+        shares = service.shares.get(hop.provider) if service is not None else None
+        if shares:
+            limits = quota.limits
+            tokens, requests = (
+                _share(shares.get("daily_tokens"), limits.daily_tokens),
+                _share(shares.get("daily_requests"), limits.daily_requests),
+            )
+            if (tokens, requests) != (NONE, NONE):
+                parts.append(f'"s":[{tokens},{requests}]')
+        below = PRIORITIES.index(header.priority) < PRIORITIES.index(self.save_below)
+        if cost > 0 and self.save_from is not None and below:
+            parts.append('"sv":1')
+        return ",".join(parts)
+
+
+def _share(fraction: float | None, limit: int | None) -> int:
+    """A service's share of a daily limit, in the limit's unit (-1: no share of it)."""
+    if fraction is None or limit is None:
+        return NONE
+    return int(fraction * limit)
