@@ -128,16 +128,25 @@ def test_given_gemini_usage_rising_when_checked_then_one_message_per_threshold_p
     assert "即將觸發限流" in http_sink.bodies("/slack")[1]["text"]
     assert len(mailbox.messages) == 2
 
-    # When: the next local day, usage climbs past 70% again
+    # When: the next local day begins
     day2 = datetime(2026, 3, 15, 0, 0, 1, tzinfo=TAIPEI)
-    assert check(day2) == []
+    ended = check(day2)
+    # Then: the day's two alerts are resolved, once each, ending when the day ended
+    assert [(s.threshold, s.state) for s in ended] == [("70%", "resolved"), ("90%", "resolved")]
+    resolved = [b["alerts"][0] for b in http_sink.bodies("/hook")[2:]]
+    assert [a["status"] for a in resolved] == ["resolved", "resolved"]
+    assert {a["endsAt"] for a in resolved} == {"2026-03-14T16:00:00+00:00"}
+    assert all(a["startsAt"] < a["endsAt"] for a in resolved)
+    assert "2026-03-14 已結束" in http_sink.bodies("/slack")[2]["blocks"][1]["text"]["text"]
+    assert check(day2 + timedelta(minutes=1)) == []
+    # When: usage climbs past 70% again
     ledger.use("gemini", 75_000, day2)
     fresh = check(day2 + timedelta(minutes=5))
     # Then: the new day starts fresh
     assert [(s.threshold, s.state) for s in fresh] == [("70%", "firing")]
     with engine.connect() as conn:
         periods = conn.execute(select(AlertEvent.period).order_by(AlertEvent.id)).scalars().all()
-    assert periods == ["2026-03-14", "2026-03-14", "2026-03-15"]
+    assert periods == ["2026-03-14", "2026-03-14", "2026-03-14", "2026-03-14", "2026-03-15"]
 
 
 def test_given_a_dead_webhook_when_alerting_then_email_still_arrives(
