@@ -82,3 +82,19 @@ def test_a_worker_with_a_misspelt_price_key_exits_naming_the_file_and_key(tmp_pa
         assert "Traceback" not in worker.log()
     finally:
         worker.stop()
+
+
+def test_a_worker_whose_redis_keeps_nothing_on_disk_warns_once(celery_app) -> None:  # type: ignore[no-untyped-def]
+    # Given: the test Redis, which runs with --save "" --appendonly no
+    worker = Worker(worker_env(), queues=("gemini",), concurrency=1)
+    try:
+        # When the worker starts, then its log says once what a restart of that Redis loses
+        worker.wait_ready(celery_app)
+        deadline = time.monotonic() + 10
+        while "keeps nothing on disk" not in worker.log() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        warnings = [line for line in worker.log().splitlines() if "keeps nothing on disk" in line]
+        assert len(warnings) == 1, worker.log()
+        assert "usage records not yet drained" in warnings[0]
+    finally:
+        worker.stop()
