@@ -241,15 +241,6 @@ def _shown(path: Path) -> str:
     return "aipool/prices.toml" if path == _DEFAULT_FILE else str(path)
 
 
-def price_file_problems() -> list[str]:
-    """What is wrong with the price table in force (``AIPOOL_PRICES_FILE``), if anything."""
-    try:
-        load_prices()
-    except PriceFileError as exc:
-        return [f"AIPOOL_PRICES_FILE: {exc}"]
-    return []
-
-
 def cost_usd(
     provider: str,
     model: str | None,

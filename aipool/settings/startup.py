@@ -50,9 +50,13 @@ def routing_model_problems() -> list[str]:
 def price_table_problems() -> list[str]:
     """What is wrong with the price table in force (``AIPOOL_PRICES_FILE`` merged over the
     packaged prices), if anything: one line naming the file and the key."""
-    from aipool.pricing import price_file_problems
+    from aipool.pricing import PriceFileError, load_prices
 
-    return price_file_problems()
+    try:
+        load_prices()
+    except PriceFileError as exc:
+        return [f"AIPOOL_PRICES_FILE: {exc}"]
+    return []
 
 
 def check_at_start() -> Settings:
