@@ -148,10 +148,11 @@ def test_given_a_million_cheap_calls_then_the_month_sums_them_exactly(engine: En
         seq, _ = take_clock(conn)  # numbered as the drain numbers a batch
         conn.execute(
             text(
-                "INSERT INTO ai_usage_logs (id, request_id, attempt, provider, model, "
+                "INSERT INTO ai_usage_logs (id, request_id, journey_id, attempt, provider, model, "
                 "input_tokens, output_tokens, success, outcome, fallback_position, cost_usd, "
                 "created_at, ledger_seq) "
-                "SELECT gen_random_uuid(), 'r' || n, 0, 'gemini', 'gemini-2.5-flash-lite', 11, 0, "
+                "SELECT gen_random_uuid(), 'r' || n, 'r' || n, 0, 'gemini', 'gemini-2.5-flash-lite', "
+                "11, 0, "
                 "true, 'ok', 0, :cost, "
                 "TIMESTAMPTZ '2027-03-03 00:00:00+08' + n * INTERVAL '80 milliseconds', :seq "
                 "FROM generate_series(1, 1000000) AS n"
