@@ -8,7 +8,7 @@ LOCKS := requirements.lock requirements-dev.lock
 # so that its build, too, uses the locked setuptools rather than the newest one.
 LOCKED_PIP = $(1)/pip install --quiet -c requirements.lock -c requirements-dev.lock
 
-.PHONY: install services test lint types pytest bench demo lock upstream-check soak-model
+.PHONY: install services test lint types pytest bench demo lock upstream-check soak-model soak-money
 
 $(BIN)/aipool: pyproject.toml $(LOCKS)
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,12 @@ pytest: services
 soak-model: install services
 	AIPOOL_TEST_MODEL_EXAMPLES=5000 AIPOOL_TEST_MODEL_STEPS=60 $(BIN)/pytest -p no:cacheprovider \
 		tests/aipool/attempt/test_model.py
+
+# The money state machine (tests/tasks/test_maintenance_stateful.py) at length: 400 interleavings
+# of 60 steps (make test runs 12 of 30).
+soak-money: install services
+	AIPOOL_TEST_MONEY_EXAMPLES=400 AIPOOL_TEST_MONEY_STEPS=60 $(BIN)/pytest -p no:cacheprovider -s \
+		tests/tasks/test_maintenance_stateful.py
 
 bench: install
 	bench/run

@@ -159,7 +159,14 @@ class Request:
 
 @dataclass
 class Completion:
-    """What a provider answered, normalised."""
+    """What a provider answered, normalised.
+
+    ``input_tokens`` and ``output_tokens`` are every token the provider bills, as the quota counts
+    them: the input includes prompt-cache writes and reads, the output includes thinking and
+    reasoning tokens. The other counts say how many of those were of a kind billed apart or worth
+    showing: ``cache_write_tokens`` and ``cache_read_tokens`` of the input (priced at their own
+    rates, :func:`aipool.pricing.completion_cost`), ``thinking_tokens`` of the output.
+    """
 
     text: str
     model: str
@@ -168,6 +175,9 @@ class Completion:
     tool_calls: list[ToolCall] = field(default_factory=list)
     finish_reason: str = "stop"
     latency_ms: float = 0.0
+    thinking_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_read_tokens: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -178,6 +188,9 @@ class Completion:
             "tool_calls": [c.to_dict() for c in self.tool_calls],
             "finish_reason": self.finish_reason,
             "latency_ms": self.latency_ms,
+            "thinking_tokens": self.thinking_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
         }
 
 

@@ -260,8 +260,20 @@ class GenerateKwargs(BaseModel):
 
 
 class Usage(BaseModel):
+    """Every billed token: the input includes prompt-cache writes and reads, the output thinking
+    and reasoning tokens; the other counts say how many of them were of that kind."""
+
     input_tokens: int = Field(ge=0)
     output_tokens: int = Field(ge=0)
+    thinking_tokens: int = Field(
+        default=0, ge=0, description="Of the output: thinking or reasoning tokens."
+    )
+    cache_write_tokens: int = Field(
+        default=0, ge=0, description="Of the input: tokens written to the prompt cache."
+    )
+    cache_read_tokens: int = Field(
+        default=0, ge=0, description="Of the input: tokens read from the prompt cache."
+    )
 
 
 class Hop(BaseModel):

@@ -103,7 +103,8 @@ def _server_binary() -> str:
 
 
 class EmbeddedRedis:
-    """A Redis server in ``data_dir`` (keeps nothing on disk), announced while it runs.
+    """A Redis server in ``data_dir``, announced while it runs. It keeps an append-only file
+    there (``appendfsync everysec``): restarted on the same folder, it has what it held.
 
     ``database_url`` is the ledger processes should use with it when ``DATABASE_URL`` is unset
     (default: a SQLite file in ``data_dir``). Use it as a context manager, or call
@@ -143,10 +144,15 @@ class EmbeddedRedis:
                 "700",
                 "--dir",
                 str(self.data_dir),
+                # Queued requests and ledger records wait here: an append-only file, written
+                # every second, brings them back after the server restarts on the same folder
+                # (at most the last second is lost). No RDB snapshots beside it.
                 "--save",
                 "",
                 "--appendonly",
-                "no",
+                "yes",
+                "--appendfsync",
+                "everysec",
             ],
             log_path=self.data_dir / "redis.log",
         )

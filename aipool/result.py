@@ -42,6 +42,9 @@ def answered(
         "usage": {
             "input_tokens": completion.input_tokens,
             "output_tokens": completion.output_tokens,
+            "thinking_tokens": completion.thinking_tokens,
+            "cache_write_tokens": completion.cache_write_tokens,
+            "cache_read_tokens": completion.cache_read_tokens,
         },
         "cost_usd": float(cost_usd),
         "error": None,

@@ -26,14 +26,15 @@ beat_schedule: dict[str, dict[str, Any]] = {
         "schedule": crontab(minute="*"),
         "options": _MINUTE,
     },
-    # Redis keeps nothing on disk: bring quota counters back from the ledger after a restart.
+    # A Redis restart without persistence: bring quota counters back from the ledger.
     "restore-quota-counters": {
         "task": "aipool.restore_quotas",
         "schedule": crontab(minute="*"),
         "options": _MINUTE,
     },
-    "rollup-today": {
-        "task": "aipool.rollup_today",
+    # Every day that received rows since the last run, late ones included, and their months.
+    "rollup-ledger": {
+        "task": "aipool.rollup_ledger",
         "schedule": crontab(minute="*/5"),
         "options": _FIVE_MINUTES,
     },
@@ -41,22 +42,6 @@ beat_schedule: dict[str, dict[str, Any]] = {
         "task": "aipool.budget_checks",
         "schedule": crontab(minute="*/5"),
         "options": _FIVE_MINUTES,
-    },
-    # Closing runs: yesterday once its last records are drained, then the month so far.
-    "rollup-yesterday": {
-        "task": "aipool.rollup_yesterday",
-        "schedule": crontab(hour=0, minute=5),
-        "options": _ON_MAINTENANCE,
-    },
-    "rollup-current-month": {
-        "task": "aipool.rollup_current_month",
-        "schedule": crontab(hour=0, minute=10),
-        "options": _ON_MAINTENANCE,
-    },
-    "rollup-last-month": {
-        "task": "aipool.rollup_last_month",
-        "schedule": crontab(hour=0, minute=15, day_of_month=1),
-        "options": _ON_MAINTENANCE,
     },
     "daily-budget-report": {
         "task": "aipool.daily_budget_report",
@@ -69,4 +54,14 @@ beat_schedule: dict[str, dict[str, Any]] = {
 task_routes: dict[str, dict[str, str]] = {
     **{entry["task"]: {"queue": MAINTENANCE_QUEUE} for entry in beat_schedule.values()},
     "aipool.breaker_transition": {"queue": MAINTENANCE_QUEUE},
+    # Earlier releases' roll-up tasks (now aipool.rollup_ledger), sent by a beat not yet upgraded.
+    **{
+        name: {"queue": MAINTENANCE_QUEUE}
+        for name in (
+            "aipool.rollup_today",
+            "aipool.rollup_yesterday",
+            "aipool.rollup_current_month",
+            "aipool.rollup_last_month",
+        )
+    },
 }

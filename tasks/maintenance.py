@@ -23,10 +23,10 @@ from celery import shared_task
 
 from aipool.budget import build_report, report_notification, run_budget_checks
 from aipool.budget.checks import default_engine
-from aipool.ledger.rollup import rollup_day, rollup_month
+from aipool.ledger.rollup import rollup
 from aipool.ledger.usage_log import drain
 from aipool.notify import dispatch, notifiers_from_env
-from aipool.periods import local_day, month_start, pool_zone, previous_month
+from aipool.periods import local_day, pool_zone
 
 log = logging.getLogger(__name__)
 
@@ -50,31 +50,42 @@ def drain_ledger(batch: int = 500) -> dict[str, Any]:
     return asdict(drain(_redis(), default_engine(), batch))
 
 
+@shared_task(name="aipool.rollup_ledger", **ROUTINE)
+def rollup_ledger() -> dict[str, Any]:
+    """Bring the daily and monthly roll-ups up to every row stored so far: every day that received
+    rows since the last run (late rows of closed days included) and their months."""
+    result = rollup(default_engine(), pool_zone())
+    return {
+        "days": [day.isoformat() for day in result.days],
+        "months": [month.isoformat() for month in result.months],
+        "rolled_through": result.rolled_through,
+    }
+
+
+# The four roll-ups of earlier schedules, kept so a message from a beat of an earlier release is
+# still served during an upgrade: each is now the one roll-up above.
 @shared_task(name="aipool.rollup_today", **ROUTINE)
-def rollup_today() -> int:
-    """Refresh today's daily roll-up (local calendar day)."""
-    return rollup_day(default_engine(), _today(), pool_zone())
+def rollup_today() -> dict[str, Any]:
+    """Earlier name of :func:`rollup_ledger`."""
+    return rollup_ledger()
 
 
 @shared_task(name="aipool.rollup_yesterday", **ROUTINE)
-def rollup_yesterday() -> int:
-    """Close yesterday's daily roll-up."""
-    return rollup_day(default_engine(), _today() - timedelta(days=1), pool_zone())
+def rollup_yesterday() -> dict[str, Any]:
+    """Earlier name of :func:`rollup_ledger`."""
+    return rollup_ledger()
 
 
 @shared_task(name="aipool.rollup_current_month", **ROUTINE)
-def rollup_current_month() -> int:
-    """Refresh the monthly roll-up of the month containing yesterday (closed days only)."""
-    return rollup_month(default_engine(), _today() - timedelta(days=1))
+def rollup_current_month() -> dict[str, Any]:
+    """Earlier name of :func:`rollup_ledger`."""
+    return rollup_ledger()
 
 
 @shared_task(name="aipool.rollup_last_month", **ROUTINE)
-def rollup_last_month() -> int:
-    """Close last month: its last day's roll-up, then the month from the daily table."""
-    engine = default_engine()
-    last = previous_month(month_start(_today()))
-    rollup_day(engine, month_start(_today()) - timedelta(days=1), pool_zone())
-    return rollup_month(engine, last)
+def rollup_last_month() -> dict[str, Any]:
+    """Earlier name of :func:`rollup_ledger`."""
+    return rollup_ledger()
 
 
 @shared_task(name="aipool.budget_checks", **ROUTINE)
@@ -89,7 +100,6 @@ def daily_budget_report() -> dict[str, str]:
     """Send yesterday's full report (and this month so far) through every notifier."""
     engine = default_engine()
     day = _today() - timedelta(days=1)
-    rollup_day(engine, day, pool_zone())
     report = build_report(engine, day, pool_zone())
     return dispatch(report_notification(report), notifiers_from_env())
 
@@ -108,8 +118,10 @@ def sweep_attempts() -> int:
 def restore_quota_counters() -> dict[str, Any]:
     """Raise today's and this month's quota counters to what the ledger recorded.
 
-    Redis keeps nothing on disk: after a restart every counter would read zero and a budget would
-    start over. Restoring never lowers a counter, so running it on a schedule is safe.
+    A Redis that keeps nothing on disk reads zero after a restart, and a budget would start over.
+    The figures are the budget checks' own (:mod:`aipool.ledger.spend`): a call counts in the day
+    it started, as its reservation did. Restoring never lowers a counter, so running it on a
+    schedule is safe.
     """
     from aipool.ledger.totals import restore_quotas
     from aipool.quota import quotas_for

@@ -69,6 +69,23 @@ def _note_limits_below_adr(**_: Any) -> None:
         log.warning(note)
 
 
+@worker_ready.connect
+def _warn_if_redis_keeps_nothing(**_: Any) -> None:
+    # Once per worker (the parent): queued requests and undrained usage records wait in Redis.
+    try:
+        from aipool.pool_location import shown_url
+        from aipool.redis_persistence import persistence_warning
+        from aipool.redis_url import redis_url
+        from workers.runtime import shared_redis
+
+        warning = persistence_warning(shared_redis(), shown_url(redis_url()))
+    except Exception:
+        log.debug("Redis persistence not checked", exc_info=True)
+        return
+    if warning:
+        log.warning(warning)
+
+
 @after_setup_logger.connect
 @after_setup_task_logger.connect
 def _scrub_logs(logger: logging.Logger | None = None, **_: Any) -> None:

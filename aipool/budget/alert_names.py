@@ -19,6 +19,7 @@ condition (rule, provider, threshold)         name                           ADR
 any other calendar quota, 70%                 ``AipoolQuotaWarning``
 any other calendar quota, 90%                 ``AipoolQuotaCritical``
 ``breaker_open``, a cloud provider            ``AipoolBreakerOpen``
+``monthly_cost``, 100%                        ``AipoolMonthlyBudgetExceeded``
 ============================================  =============================  ======================
 """
 
@@ -40,6 +41,7 @@ _GENERIC: dict[tuple[str, str], str] = {
     ("quota", "70%"): "AipoolQuotaWarning",
     ("quota", "90%"): "AipoolQuotaCritical",
     ("breaker_open", "open"): "AipoolBreakerOpen",
+    ("monthly_cost", "100%"): "AipoolMonthlyBudgetExceeded",
 }
 
 

@@ -1,15 +1,20 @@
-"""Evaluating the budget rules against the ledger and notifying, once per alert.
+"""Evaluating the budget rules against the ledger and notifying, once per alert episode.
 
-For every condition:
+For every condition (see :mod:`aipool.budget.events` for the journal's table):
 
-- it holds and has no open alert → journal "firing" (once, see ``events``) and notify;
-- it does not hold but has an open alert → journal "resolved" (once) and notify;
+- it holds and has no open episode → journal "firing" (once) and notify;
+- it does not hold but has an open episode → journal "resolved" (once) and notify;
 - otherwise nothing: staying above a threshold sends nothing more.
+
+Before that, every calendar alert whose period has ended is resolved, with one message saying
+so (:func:`expire_periods`): an operator never holds a "firing" day alert for a day that is over.
+The webhook's ``endsAt`` of that message is the period's end; of any other resolution, the
+moment it was seen.
 
 The journal row is written *before* sending, so a crash mid-send never sends twice; the channels
 and their outcome are added afterwards. If every channel failed, the log channel still has it.
-When one run crosses several thresholds of the same provider (70% and 90% at once), only the
-highest is sent; the lower ones are journaled as superseded, so they do not fire later either.
+When one run crosses several thresholds of the same rule and provider (70% and 90% at once), only
+the highest is sent; the lower ones are journaled as superseded, and their end is not sent either.
 """
 
 from __future__ import annotations
@@ -25,8 +30,16 @@ from sqlalchemy import Engine
 
 from aipool.budget import rules
 from aipool.budget.alert_names import alert_name
-from aipool.budget.events import open_period, record_once, set_channels
-from aipool.budget.messages import describe
+from aipool.budget.events import (
+    SUPERSEDED,
+    OpenEpisode,
+    next_episode,
+    open_episode,
+    open_episodes,
+    record_once,
+    set_channels,
+)
+from aipool.budget.messages import describe, describe_period_end
 from aipool.budget.rules import Condition
 from aipool.budget.sender import pool_sends_alerts
 from aipool.budget.usage import budget_usage
@@ -61,7 +74,14 @@ class Sent:
     channels: dict[str, str]
 
 
-def _notification(c: Condition, state: str, summary: str, description: str) -> Notification:
+def _notification(
+    c: Condition,
+    state: str,
+    summary: str,
+    description: str,
+    starts_at: datetime,
+    ends_at: datetime | None,
+) -> Notification:
     return Notification(
         summary=summary,
         description=description,
@@ -75,7 +95,39 @@ def _notification(c: Condition, state: str, summary: str, description: str) -> N
             "threshold": c.threshold,
             **({"period": c.period} if c.period else {}),
         },
+        starts_at=starts_at,
+        ends_at=ends_at,
     )
+
+
+def _send(
+    engine: Engine,
+    c: Condition,
+    state: str,
+    period: str,
+    episode: int,
+    text: tuple[str, str],
+    notifiers: Sequence[Notifier],
+    now: datetime,
+    *,
+    starts_at: datetime,
+    ends_at: datetime | None,
+    silent: bool,
+) -> Sent | None:
+    """Journal the transition and, unless ``silent`` or already journaled, notify."""
+    summary, description = text
+    if silent:
+        record_once(engine, c, state, period, episode, summary, now, SUPERSEDED)
+        return None
+    event_id = record_once(engine, c, state, period, episode, summary, now)
+    if event_id is None:
+        return None  # another run journaled it first and sends it
+    labelled = Condition(c.rule, c.provider, c.threshold, c.severity, c.holds, period, c.facts)
+    channels = dispatch(
+        _notification(labelled, state, summary, description, starts_at, ends_at), notifiers
+    )
+    set_channels(engine, event_id, channels)
+    return Sent(c.rule, c.provider, c.threshold, state, summary, channels)
 
 
 def apply_conditions(
@@ -91,28 +143,90 @@ def apply_conditions(
     sent: list[Sent] = []
     superseded: set[tuple[str, str]] = set()
     for c in conditions:
-        open_at = open_period(engine, c)
-        if c.holds and open_at is None:
-            state = "firing"
+        opened = open_episode(engine, c) if c.period is None or not c.holds else None
+        episode = None
+        if c.holds and opened is None:
             period = c.period or now.astimezone(zone).strftime("%Y-%m-%dT%H:%M")
-        elif not c.holds and open_at is not None:
-            state, period = "resolved", open_at
-        else:
-            continue
-        summary, description = describe(c, state, lang)
-        if state == "firing" and (c.rule, c.provider) in superseded:
-            record_once(engine, c, state, period, summary, now, {"superseded": "higher threshold"})
-            continue
-        event_id = record_once(engine, c, state, period, summary, now)
-        if event_id is None:
-            continue  # another run journaled it first and sends it
-        if state == "firing":
+            episode = next_episode(engine, c, period)
+        if episode is not None:
+            result = _send(
+                engine,
+                c,
+                "firing",
+                period,
+                episode,
+                describe(c, "firing", lang),
+                notifiers,
+                now,
+                starts_at=now,
+                ends_at=None,
+                silent=(c.rule, c.provider) in superseded,
+            )
             # Conditions come highest threshold first (see rules.quota_conditions).
             superseded.add((c.rule, c.provider))
-        channels = dispatch(_notification(c, state, summary, description), notifiers)
-        set_channels(engine, event_id, channels)
-        sent.append(Sent(c.rule, c.provider, c.threshold, state, summary, channels))
+        elif not c.holds and opened is not None:
+            result = _send(
+                engine,
+                c,
+                "resolved",
+                opened.period,
+                opened.episode,
+                describe(c, "resolved", lang),
+                notifiers,
+                now,
+                starts_at=opened.fired_at,
+                ends_at=now,
+                silent=opened.silent,
+            )
+        else:
+            continue
+        if result is not None:
+            sent.append(result)
     return sent
+
+
+def expire_periods(
+    engine: Engine,
+    notifiers: Sequence[Notifier],
+    now: datetime,
+    *,
+    zone: tzinfo,
+    lang: str | None = None,
+) -> list[Sent]:
+    """Resolve every open calendar alert whose day or month ended at or before ``now``: one
+    message each, whose ``endsAt`` is the period's end."""
+    sent: list[Sent] = []
+    for episode in open_episodes(engine, rules.CALENDAR_RULES):
+        ended = rules.period_end(episode.rule, episode.period, zone)
+        if ended is None or ended > now:
+            continue
+        result = _resolve_ended(engine, episode, ended, notifiers, now, lang)
+        if result is not None:
+            sent.append(result)
+    return sent
+
+
+def _resolve_ended(
+    engine: Engine,
+    episode: OpenEpisode,
+    ended: datetime,
+    notifiers: Sequence[Notifier],
+    now: datetime,
+    lang: str | None,
+) -> Sent | None:
+    return _send(
+        engine,
+        episode.condition(),
+        "resolved",
+        episode.period,
+        episode.episode,
+        describe_period_end(episode.summary, episode.rule, episode.period, lang),
+        notifiers,
+        now,
+        starts_at=episode.fired_at,
+        ends_at=ended,
+        silent=episode.silent,
+    )
 
 
 def run_budget_checks(
@@ -138,9 +252,10 @@ def run_budget_checks(
     quotas = {p: limits.quota for p, limits in settings().limits.items()}
     conditions = [
         *rules.quota_conditions(usage, quotas, today.isoformat(), month),
-        rules.monthly_cost_condition(usage.month_cost, monthly_budget_usd(), month),
+        *rules.monthly_cost_conditions(usage.month_cost, monthly_budget_usd(), month),
     ]
-    return apply_conditions(engine, conditions, notifiers, now, zone=zone, lang=lang)
+    ended = expire_periods(engine, notifiers, now, zone=zone, lang=lang)
+    return ended + apply_conditions(engine, conditions, notifiers, now, zone=zone, lang=lang)
 
 
 def _breaker(

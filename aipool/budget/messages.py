@@ -63,7 +63,8 @@ def _zh(c: Condition) -> tuple[str, str]:
     if c.rule == "monthly_cost":
         return (
             f"AI 月度成本已達 ${_money(f['line'])} (預算 {f['percent']}%)",
-            f"本月累計成本 ${_money(f['cost'])}，月預算 ${_money(f['budget'])}",
+            f"本月累計成本 ${_money(f['cost'])}，月預算 ${_money(f['budget'])}"
+            + (f"（預算的 {f['reached']}%）" if f.get("reached") is not None else ""),
         )
     if c.rule == "breaker_open":
         detail = f"{p} 熔斷器開啟，暫停呼叫 {p}，流量改走備援"
@@ -87,7 +88,8 @@ def _en(c: Condition) -> tuple[str, str]:
     if c.rule == "monthly_cost":
         return (
             f"AI monthly cost reached ${_money(f['line'])} ({f['percent']}% of budget)",
-            f"Cost this month ${_money(f['cost'])}, monthly budget ${_money(f['budget'])}",
+            f"Cost this month ${_money(f['cost'])}, monthly budget ${_money(f['budget'])}"
+            + (f" ({f['reached']}% of it)" if f.get("reached") is not None else ""),
         )
     if c.rule == "breaker_open":
         detail = f"Calls to {p} are paused; traffic goes to the fallback providers"
@@ -106,3 +108,26 @@ def describe(condition: Condition, state: str, lang: str | None = None) -> tuple
     if state == "resolved":
         summary = ("已恢復：" if zh else "Resolved: ") + summary
     return summary, description
+
+
+def describe_period_end(
+    fired_summary: str, rule: str, period: str, lang: str | None = None
+) -> tuple[str, str]:
+    """``(summary, description)`` of a calendar alert resolved because its period ended.
+
+    ``fired_summary`` is what the firing message said (the journal keeps it): the resolution
+    names the same alert, and says why it ended.
+    """
+    zh = alert_lang(lang) == "zh-TW"
+    daily = rule.startswith("daily")
+    if zh:
+        unit = "日" if daily else "月"
+        return (
+            f"已恢復：{fired_summary}",
+            f"{period} 已結束，此告警隨新的一{unit}重新計算",
+        )
+    unit = "day" if daily else "month"
+    return (
+        f"Resolved: {fired_summary}",
+        f"The {unit} {period} ended; the alert starts over with the new {unit}",
+    )

@@ -3,27 +3,37 @@
 - Calendar quotas (``daily_tokens``, ``daily_requests``, ``monthly_tokens``): a provider's use of
   the local day or month at 70% (warning) and 90% (critical) of each limit it has
   (the settings' quota limits); a provider without that limit has no such alert.
-- ``monthly_cost``: the month's cost at 50% of the monthly budget (warning).
+- ``monthly_cost``: the month's cost at 50% (warning) and 100% (critical) of the monthly budget.
 - ``breaker_open``: a provider's breaker opened (critical), reported by the breaker's listener. For
   Ollama, the first hop of the general chain, this is ADR-006's "Ollama may be offline": its
   breaker opens on consecutive failures that count against it, never on skipped hops.
 
-Calendar rules are keyed by their local day or month, so a new period starts fresh. The episode
-rule (breaker) has no calendar: an episode starts when the condition first holds and ends, with
-one "resolved" message, when it stops holding. The Prometheus rules in ``k8s/monitoring`` use the
+Calendar rules are keyed by their local day or month, so a new period starts fresh; an alert of
+a calendar rule ends, with one "resolved" message, when its period ends (:func:`period_end`) or
+when it stops holding before that. The episode rule (breaker) has no calendar: an episode starts
+when the condition first holds and ends, with one "resolved" message, when it stops holding. The Prometheus rules in ``k8s/monitoring`` use the
 same thresholds (``tests/deploy`` checks that they agree).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import date, datetime, tzinfo
 from decimal import Decimal
 
 from aipool.budget.usage import CALENDAR_QUOTAS, BudgetUsage
+from aipool.periods import day_range, month_range
 from aipool.settings.provider_limits import QuotaLimits
 
 QUOTA_THRESHOLDS = ((70, "warning"), (90, "critical"))
-MONTHLY_BUDGET_FRACTION = Decimal("0.5")
+#: Fractions of the monthly budget that alert, and their severities (ADR-006's 50%; 100% is #19's).
+MONTHLY_BUDGET_THRESHOLDS = ((Decimal("0.5"), "warning"), (Decimal("1"), "critical"))
+#: ADR-006's warning line (the Prometheus rule's threshold too).
+MONTHLY_BUDGET_FRACTION = MONTHLY_BUDGET_THRESHOLDS[0][0]
+#: Rules keyed by a local calendar day, and by a local calendar month.
+DAILY_RULES = ("daily_tokens", "daily_requests")
+MONTHLY_RULES = ("monthly_tokens", "monthly_cost")
+CALENDAR_RULES = DAILY_RULES + MONTHLY_RULES
 
 
 @dataclass(frozen=True)
@@ -70,24 +80,46 @@ def quota_conditions(
     return result
 
 
+def monthly_cost_conditions(cost: Decimal, budget: Decimal, month: str) -> list[Condition]:
+    """The month's cost against each of :data:`MONTHLY_BUDGET_THRESHOLDS`, highest first."""
+    result = []
+    for fraction, severity in sorted(MONTHLY_BUDGET_THRESHOLDS, reverse=True):
+        percent = int(fraction * 100)
+        result.append(
+            Condition(
+                rule="monthly_cost",
+                provider="*",
+                threshold=f"{percent}%",
+                severity=severity,
+                # The exact fraction, as the Prometheus rule compares it; never a rounded line.
+                holds=budget > 0 and cost >= budget * fraction,
+                period=month,
+                facts={
+                    "cost": cost,
+                    "budget": budget,
+                    "line": budget * fraction,  # shown as money by the message, never as 0
+                    "percent": percent,
+                    # Where the month really is (103%), besides the line it crossed.
+                    "reached": int(cost * 100 / budget) if budget > 0 else None,
+                },
+            )
+        )
+    return result
+
+
 def monthly_cost_condition(cost: Decimal, budget: Decimal, month: str) -> Condition:
-    """The month's cost against ``MONTHLY_BUDGET_FRACTION`` of ``budget``."""
-    line = budget * MONTHLY_BUDGET_FRACTION  # shown as money by the message, never rounded to 0
-    return Condition(
-        rule="monthly_cost",
-        provider="*",
-        threshold=f"{int(MONTHLY_BUDGET_FRACTION * 100)}%",
-        severity="warning",
-        # The exact fraction, not the rounded line, as the Prometheus rule compares it.
-        holds=budget > 0 and cost >= budget * MONTHLY_BUDGET_FRACTION,
-        period=month,
-        facts={
-            "cost": cost,
-            "budget": budget,
-            "line": line,
-            "percent": int(MONTHLY_BUDGET_FRACTION * 100),
-        },
-    )
+    """The month's cost against ADR-006's warning line (:data:`MONTHLY_BUDGET_FRACTION`)."""
+    return monthly_cost_conditions(cost, budget, month)[-1]
+
+
+def period_end(rule: str, period: str, zone: tzinfo) -> datetime | None:
+    """When the calendar ``period`` of an alert of ``rule`` ends (UTC); ``None`` for episode
+    rules, which have no calendar."""
+    if rule in DAILY_RULES:
+        return day_range(date.fromisoformat(period), zone)[1]
+    if rule in MONTHLY_RULES:
+        return month_range(date.fromisoformat(f"{period}-01"), zone)[1]
+    return None
 
 
 def breaker_condition(provider: str, is_open: bool, **facts: object) -> Condition:

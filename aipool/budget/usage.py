@@ -1,12 +1,13 @@
 """What each provider has used of its calendar budgets, read from the ledger.
 
 One function feeds both alerting paths: the pool's own budget checks (beat) and the gauges the
-maintenance worker exports to Prometheus. Both therefore see the same numbers, to the token.
+maintenance worker exports to Prometheus. Both therefore see the same numbers, to the token, and
+both are :func:`aipool.ledger.spend.spend`: the sum of the period's raw rows at the instant of
+reading, late rows of any closed day included, whenever the roll-up last ran.
 
-Periods are the calendar day and month in ``AIPOOL_TIMEZONE`` (ADR-006), as for the quotas.
-Today's figures come from today's raw rows; the month adds the closed days of the daily roll-up,
-so the month's raw rows are never rescanned. Requests count calls that reached the provider
-(outcomes ok and error), as the quotas count them. Records still waiting in Redis are not included.
+Periods are the calendar day and month in ``AIPOOL_TIMEZONE`` (ADR-006), as for the quotas; a call
+counts in the day it started. Requests count calls that reached the provider (outcomes ok and
+error), as the quotas count them. Records still waiting in Redis are not included.
 """
 
 from __future__ import annotations
@@ -16,12 +17,11 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, tzinfo
 from decimal import Decimal
 
-from sqlalchemy import Engine, case, func, select
+from sqlalchemy import Engine
 
 from aipool.chains import PROVIDERS
-from aipool.ledger.models import DailyUsage, UsageLogRow
-from aipool.ledger.record import CALLED_OUTCOMES
-from aipool.periods import day_range, local_day, month_start
+from aipool.ledger.spend import Spend, month_spend
+from aipool.periods import local_day
 
 #: The calendar quotas a budget alert watches (``aipool.settings.provider_limits.QuotaLimits`` field names).
 CALENDAR_QUOTAS = ("daily_tokens", "daily_requests", "monthly_tokens")
@@ -67,41 +67,17 @@ def budget_usage(
     engine: Engine, now: datetime, zone: tzinfo, providers: Iterable[str] = PROVIDERS
 ) -> BudgetUsage:
     """Usage of the local day and month holding ``now``, per provider (every one in ``providers``)."""
-    t, d = UsageLogRow, DailyUsage
     today = local_day(now, zone)
-    start, end = day_range(today, zone)
-    called = case((t.outcome.in_(CALLED_OUTCOMES), 1), else_=0)
-    with engine.connect() as conn:
-        day_rows = conn.execute(
-            select(
-                t.provider,
-                func.coalesce(func.sum(called), 0),
-                func.coalesce(func.sum(t.input_tokens + t.output_tokens), 0),
-                func.coalesce(func.sum(t.cost_usd), 0),
-            )
-            .where(t.created_at >= start, t.created_at < end)
-            .group_by(t.provider)
-        ).all()
-        earlier_rows = conn.execute(
-            select(
-                d.provider,
-                func.coalesce(func.sum(d.input_tokens + d.output_tokens), 0),
-                func.coalesce(func.sum(d.cost_usd), 0),
-            )
-            .where(d.day >= month_start(today), d.day < today)
-            .group_by(d.provider)
-        ).all()
-    day = {p: (int(r), int(tok), Decimal(c)) for p, r, tok, c in day_rows}
-    earlier = {p: (int(tok), Decimal(c)) for p, tok, c in earlier_rows}
+    figures = month_spend(engine, today, zone)
     result = {}
-    for provider in dict.fromkeys([*providers, *day, *earlier]):
-        requests, tokens, cost = day.get(provider, (0, 0, Decimal(0)))
-        before_tokens, before_cost = earlier.get(provider, (0, Decimal(0)))
+    for provider in dict.fromkeys([*providers, *figures.period]):
+        month = figures.period.get(provider, Spend())
+        day = figures.day.get(provider, Spend())
         result[provider] = ProviderUsage(
-            day_requests=requests,
-            day_tokens=tokens,
-            month_tokens=before_tokens + tokens,
-            day_cost=cost,
-            month_cost=before_cost + cost,
+            day_requests=day.calls,
+            day_tokens=day.tokens,
+            month_tokens=month.tokens,
+            day_cost=day.cost_usd,
+            month_cost=month.cost_usd,
         )
     return BudgetUsage(today, result)

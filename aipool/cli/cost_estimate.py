@@ -8,11 +8,15 @@ from aipool.cli.console import console
 
 
 def cost_estimate() -> None:
-    """ADR-006 §4's monthly cost scenarios, computed from the price table."""
+    """ADR-006 §4's monthly cost scenarios, computed from the price table; then every price in
+    force and the file it came from (the packaged prices, AIPOOL_PRICES_FILE merged over them)."""
     from aipool.pricing import cost_estimate as estimate
-    from aipool.pricing import render_cost_estimate
+    from aipool.pricing import load_prices, render_cost_estimate, render_prices
 
-    render_cost_estimate(estimate(), console())
+    prices = load_prices()
+    out = console()
+    render_cost_estimate(estimate(prices), out)
+    render_prices(prices, out)
 
 
 def register(app: typer.Typer) -> None:

@@ -19,7 +19,11 @@ from aipool.settings import settings
 
 def embedded_redis(
     data_dir: Annotated[
-        Path, typer.Option(help="Directory for the server's socket and log.")
+        Path,
+        typer.Option(
+            help="Directory for the server's socket, log and append-only file (what it holds "
+            "survives a restart on the same directory)."
+        ),
     ] = Path("var/redis"),
 ) -> None:
     """Run an embedded Redis until Ctrl-C; aipool processes here without REDIS_URL use it."""

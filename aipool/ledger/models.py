@@ -1,4 +1,5 @@
-"""Ledger tables as SQLAlchemy 2 typed models: raw usage, daily and monthly roll-ups, alert events.
+"""Ledger tables as SQLAlchemy 2 typed models: raw usage, daily and monthly roll-ups, the ledger
+clock, alert events.
 
 The Alembic migrations in ``aipool/ledger/migrations`` create these tables; the models describe
 them for queries. Timestamps are stored timezone-aware and always come back in UTC, SQLite included.
@@ -27,12 +28,48 @@ from sqlalchemy import (
     TypeDecorator,
     UniqueConstraint,
     Uuid,
+    func,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-#: Money columns: six decimals hold a single cheap call's cost without rounding it to zero.
-Money = Numeric(14, 6)
+#: Money is stored in units of a picodollar (10^-12 USD): a call's exact cost at any price with at
+#: most nine decimals per 1,000 tokens, so sums never drift (ADR-006's cheapest call, 11 tokens at
+#: $0.075 per million, is $0.000000825). Rounded only when shown.
+MONEY_PLACES = 12
+_PICO = Decimal(10) ** -MONEY_PLACES
+
+
+class Money(TypeDecorator[Decimal]):
+    """Exact USD amounts: ``NUMERIC(24, 12)`` on PostgreSQL; a whole number of picodollars
+    (``BIGINT``) on SQLite, which has no decimal type and would otherwise store a float.
+
+    Read back as :class:`~decimal.Decimal` on both, sums included (SQLite adds integers exactly;
+    its 64-bit sum holds $9.2 million). A raw SQL reader of the embedded ledger sees picodollars.
+    """
+
+    impl = Numeric(24, MONEY_PLACES)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> Any:
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(BigInteger())
+        return dialect.type_descriptor(Numeric(24, MONEY_PLACES))
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        amount = Decimal(str(value)) if not isinstance(value, Decimal) else value
+        if dialect.name == "sqlite":
+            return int(amount.scaleb(MONEY_PLACES).to_integral_value())
+        return amount.quantize(_PICO)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Decimal | None:
+        if value is None:
+            return None
+        if dialect.name == "sqlite":
+            return Decimal(int(value)).scaleb(-MONEY_PLACES)
+        return Decimal(value)
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -73,6 +110,7 @@ class UsageLogRow(Base):
         Index("ix_ai_usage_logs_request_id", "request_id"),
         Index("ix_ai_usage_logs_created_at", "created_at"),
         Index("ix_ai_usage_logs_provider_created_at", "provider", "created_at"),
+        Index("ix_ai_usage_logs_ledger_seq", "ledger_seq"),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
@@ -101,7 +139,34 @@ class UsageLogRow(Base):
     # Tokens and cost are the reservation's estimate: the call reached the provider and ended
     # without a usage report (timeout, unreadable answer, worker gone), and is billed anyway.
     estimated: Mapped[bool] = mapped_column(Boolean, default=False)
+    # When the call started (aipool.ledger.spend: a call belongs to the day it started).
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # Arrival, not the call: the ledger clock's number of the write that stored the row (NULL
+    # until numbered); every row numbered at or below the clock's ``rolled_through`` is in the
+    # roll-ups, every other row is not (aipool.ledger.spend).
+    ledger_seq: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # When the database stored the row (set by the database; a late row shows it here).
+    inserted_at: Mapped[datetime | None] = mapped_column(
+        UTCDateTime, nullable=True, server_default=func.current_timestamp()
+    )
+
+
+class LedgerClock(Base):
+    """``ai_ledger_clock``: one row, the ledger's arrival counter and the roll-ups' watermark.
+
+    Every write into ``ai_usage_logs`` and every roll-up first updates this row, so they take
+    turns (a row lock on PostgreSQL, the write lock on SQLite): rows numbered up to
+    ``rolled_through`` are exactly the rows the roll-up tables hold.
+    """
+
+    __tablename__ = "ai_ledger_clock"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    #: The last number handed out to a write or a roll-up.
+    seq: Mapped[int] = mapped_column(BigInteger)
+    #: Every ``ai_usage_logs`` row with ``ledger_seq <= rolled_through`` is in the roll-ups.
+    rolled_through: Mapped[int] = mapped_column(BigInteger)
+    rolled_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
 class _RollupColumns:
@@ -110,6 +175,8 @@ class _RollupColumns:
     provider: Mapped[str] = mapped_column(String(32), primary_key=True)
     model: Mapped[str] = mapped_column(String(128), primary_key=True)
     requests: Mapped[int] = mapped_column(BigInteger)
+    # Attempts that reached the provider (``CALLED_OUTCOMES``): what request quotas count.
+    calls: Mapped[int] = mapped_column(BigInteger, default=0)
     successes: Mapped[int] = mapped_column(BigInteger)
     failures: Mapped[int] = mapped_column(BigInteger)
     fallbacks: Mapped[int] = mapped_column(BigInteger)
@@ -138,15 +205,23 @@ class MonthlyUsage(_RollupColumns, Base):
 
 
 class AlertEvent(Base):
-    """``ai_alert_events``: each alert fired or resolved, once per (rule, provider, threshold, period).
+    """``ai_alert_events``: the alert journal, one row per message (firing or resolved) of an
+    episode of (rule, provider, threshold, period).
 
+    A condition that holds again after its resolution in the same period opens the next episode.
     The unique constraint is what makes "once" hold when two beat runs race.
     """
 
     __tablename__ = "ai_alert_events"
     __table_args__ = (
         UniqueConstraint(
-            "rule", "provider", "threshold", "period", "state", name="uq_ai_alert_events_once"
+            "rule",
+            "provider",
+            "threshold",
+            "period",
+            "episode",
+            "state",
+            name="uq_ai_alert_events_once",
         ),
         Index("ix_ai_alert_events_created_at", "created_at"),
     )
@@ -158,6 +233,8 @@ class AlertEvent(Base):
     severity: Mapped[str] = mapped_column(String(16))
     threshold: Mapped[str] = mapped_column(String(32))
     period: Mapped[str] = mapped_column(String(32))
+    # 1 for the first firing of (rule, provider, threshold, period), 2 after its resolution...
+    episode: Mapped[int] = mapped_column(Integer, default=1)
     state: Mapped[str] = mapped_column(String(16))
     message: Mapped[str] = mapped_column(Text)
     channels: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
@@ -169,3 +246,4 @@ usage_logs = cast(Table, UsageLogRow.__table__)
 usage_daily = cast(Table, DailyUsage.__table__)
 usage_monthly = cast(Table, MonthlyUsage.__table__)
 alert_events = cast(Table, AlertEvent.__table__)
+ledger_clock = cast(Table, LedgerClock.__table__)

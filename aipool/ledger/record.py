@@ -61,7 +61,8 @@ class UsageRecord:
     still stores one row. ``journey_id`` is the pool's name for the request (``request_id`` when
     left empty, as records written before journeys were named). ``estimated``: the tokens are the
     reservation's estimate, billed for a call that ended without a usage report. ``created_at``
-    is timezone-aware UTC. There is deliberately no field for prompt or answer text.
+    is timezone-aware UTC: when the call started, which decides the day and month it counts in
+    (:mod:`aipool.ledger.spend`). There is deliberately no field for prompt or answer text.
     """
 
     request_id: str

@@ -1,14 +1,23 @@
 """Daily and monthly roll-ups of ``ai_usage_logs`` into ``ai_usage_daily`` / ``ai_usage_monthly``.
 
-A day is a calendar day in ``AIPOOL_TIMEZONE``. The daily roll-up reads only the rows of that day,
-selected by the UTC range of the local day, so the ``created_at`` index bounds the work by the
-size of the day, not of the table. Both roll-ups are upserts keyed by (period, provider, model):
-running one twice leaves the table as it was (rows whose numbers did not change are not even
-rewritten, so ``updated_at`` stays put), and a group that vanished from the source is removed.
+A day is a calendar day in ``AIPOOL_TIMEZONE``, and a row belongs to the day its call started
+(``created_at``). :func:`rollup` is the beat's one roll-up task: under the ledger clock
+(:func:`aipool.ledger.spend.take_clock`) it numbers any row stored without a number, recomputes
+**every day that received rows since the last roll-up** (rows numbered above the watermark
+``rolled_through``: late rows of any closed day included) and the months of those days, and moves
+the watermark, all in one transaction. Its cost grows with the days that received rows, not with
+the table: finding them reads the new rows through the ``ledger_seq`` index, and recomputing one
+reads that day's rows through the ``created_at`` index. What the roll-up tables hold is then
+exactly the rows numbered up to the watermark, which :mod:`aipool.ledger.spend` relies on.
 
-Columns: ``requests`` counts attempts; ``successes``/``failures`` split them on ``success``;
+Both tables are upserts keyed by (period, provider, model): recomputing leaves the table as it was
+when nothing changed (unchanged rows are not even rewritten, so ``updated_at`` stays put), and a
+group that vanished from the source is removed.
+
+Columns: ``requests`` counts attempts; ``calls`` those that reached the provider (outcomes ok and
+error, what request quotas count); ``successes``/``failures`` split attempts on ``success``;
 ``fallbacks`` counts successful answers given by a hop other than the chain's first
-(``fallback_position > 0``); ``cost_usd`` sums the per-attempt cost.
+(``fallback_position > 0``); ``cost_usd`` sums the per-attempt cost exactly (picodollars).
 
 The monthly roll-up is computed from the daily table (about 31 rows per provider and model), not
 from raw rows. Its ``avg_latency_ms`` is the request-weighted mean of the daily means (exact when
@@ -22,7 +31,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime, tzinfo
 from decimal import Decimal
 from typing import Any
@@ -38,10 +48,20 @@ from sqlalchemy import (
     or_,
     select,
     tuple_,
+    update,
 )
 
-from aipool.ledger.models import DailyUsage, UsageLogRow, usage_daily, usage_monthly
-from aipool.periods import day_range, month_start, next_month
+from aipool.ledger.models import (
+    DailyUsage,
+    UsageLogRow,
+    ledger_clock,
+    usage_daily,
+    usage_logs,
+    usage_monthly,
+)
+from aipool.ledger.record import CALLED_OUTCOMES
+from aipool.ledger.spend import CLOCK_ID, take_clock
+from aipool.periods import day_range, local_day, month_start, next_month, pool_zone
 
 
 @dataclass(frozen=True)
@@ -59,6 +79,7 @@ class Aggregate:
     cost_usd: Decimal
     avg_latency_ms: float | None
     p95_latency_ms: float | None
+    calls: int = 0
 
     @property
     def tokens(self) -> int:
@@ -85,9 +106,15 @@ def _percentile(sorted_values: list[float], q: float) -> float | None:
 
 
 def aggregate(
-    conn: Connection, start: datetime, end: datetime, *, by_model: bool = True
+    conn: Connection,
+    start: datetime,
+    end: datetime,
+    *,
+    by_model: bool = True,
+    through: int | None = None,
 ) -> list[Aggregate]:
-    """Totals of the attempts created in UTC ``[start, end)``, per provider (and model).
+    """Totals of the attempts created in UTC ``[start, end)``, per provider (and model); with
+    ``through``, only of the rows numbered up to it (what the roll-up tables are to hold).
 
     On PostgreSQL one statement computes everything, p95 included (``percentile_cont``). SQLite
     has no percentile function; there the latencies of the range are sorted in Python, which is
@@ -96,6 +123,8 @@ def aggregate(
     t = UsageLogRow
     keys: list[Any] = [t.provider, t.model] if by_model else [t.provider]
     in_range = and_(t.created_at >= start, t.created_at < end)
+    if through is not None:
+        in_range = and_(in_range, t.ledger_seq <= through)
     postgres = conn.dialect.name == "postgresql"
     columns: list[Any] = [
         func.count(),
@@ -106,6 +135,7 @@ def aggregate(
         func.coalesce(func.sum(t.output_tokens), 0),
         func.coalesce(func.sum(t.cost_usd), 0),
         func.avg(t.latency_ms),
+        func.sum(case((t.outcome.in_(CALLED_OUTCOMES), 1), else_=0)),
     ]
     if postgres:
         columns.append(func.percentile_cont(0.95).within_group(t.latency_ms))
@@ -125,7 +155,7 @@ def aggregate(
         group = tuple(row[: len(keys)])
         values = row[len(keys) :]
         avg = None if values[7] is None else float(values[7])
-        pct = (None if values[8] is None else float(values[8])) if postgres else p95.get(group)
+        pct = (None if values[9] is None else float(values[9])) if postgres else p95.get(group)
         result.append(
             Aggregate(
                 provider=group[0],
@@ -136,9 +166,10 @@ def aggregate(
                 fallbacks=int(values[3] or 0),
                 input_tokens=int(values[4]),
                 output_tokens=int(values[5]),
-                cost_usd=Decimal(values[6]).quantize(Decimal("0.000001")),
+                cost_usd=Decimal(values[6]),
                 avg_latency_ms=None if avg is None else round(avg, 3),
                 p95_latency_ms=None if pct is None else round(pct, 3),
+                calls=int(values[8] or 0),
             )
         )
     return result
@@ -146,6 +177,7 @@ def aggregate(
 
 _VALUE_COLUMNS = (
     "requests",
+    "calls",
     "successes",
     "failures",
     "fallbacks",
@@ -195,25 +227,13 @@ def _upsert(
     return len(rows)
 
 
-def rollup_day(
-    engine: Engine, day: date, tz: tzinfo | str | None = None, now: datetime | None = None
-) -> int:
-    """Recompute ``ai_usage_daily`` for the local calendar ``day``; returns the groups written.
-
-    Idempotent: a second run with no new raw rows changes nothing.
-    """
-    start, end = day_range(day, tz)
-    with engine.begin() as conn:
-        groups = aggregate(conn, start, end)
-        return _upsert(conn, usage_daily, "day", day, groups, now or datetime.now(UTC))
+def _refresh_day(conn: Connection, day: date, zone: tzinfo, through: int, now: datetime) -> int:
+    start, end = day_range(day, zone)
+    groups = aggregate(conn, start, end, through=through)
+    return _upsert(conn, usage_daily, "day", day, groups, now)
 
 
-def rollup_month(engine: Engine, month: date, now: datetime | None = None) -> int:
-    """Recompute ``ai_usage_monthly`` for ``month``'s calendar month from ``ai_usage_daily``.
-
-    Run the daily roll-ups of the month first (the beat schedule does). Returns the groups
-    written. See the module docstring for what the latency columns mean here.
-    """
+def _refresh_month(conn: Connection, month: date, now: datetime) -> int:
     d = DailyUsage
     first = month_start(month)
     weighted = func.sum(d.avg_latency_ms * d.requests)
@@ -232,37 +252,120 @@ def rollup_month(engine: Engine, month: date, now: datetime | None = None) -> in
             weighted,
             weight,
             func.max(d.p95_latency_ms),
+            func.sum(d.calls),
         )
         .where(d.day >= first, d.day < next_month(first))
         .group_by(d.provider, d.model)
         .order_by(d.provider, d.model)
     )
-    with engine.begin() as conn:
-        groups = []
-        for row in conn.execute(query):
-            w_sum, w = row[9], row[10]
-            groups.append(
-                Aggregate(
-                    provider=row[0],
-                    model=row[1],
-                    requests=int(row[2]),
-                    successes=int(row[3]),
-                    failures=int(row[4]),
-                    fallbacks=int(row[5]),
-                    input_tokens=int(row[6]),
-                    output_tokens=int(row[7]),
-                    cost_usd=Decimal(row[8]).quantize(Decimal("0.000001")),
-                    avg_latency_ms=round(float(w_sum) / int(w), 3)
-                    if w and w_sum is not None
-                    else None,
-                    p95_latency_ms=None if row[11] is None else float(row[11]),
-                )
+    groups = []
+    for row in conn.execute(query):
+        w_sum, w = row[9], row[10]
+        groups.append(
+            Aggregate(
+                provider=row[0],
+                model=row[1],
+                requests=int(row[2]),
+                successes=int(row[3]),
+                failures=int(row[4]),
+                fallbacks=int(row[5]),
+                input_tokens=int(row[6]),
+                output_tokens=int(row[7]),
+                cost_usd=Decimal(row[8]),
+                avg_latency_ms=round(float(w_sum) / int(w), 3) if w and w_sum is not None else None,
+                p95_latency_ms=None if row[11] is None else float(row[11]),
+                calls=int(row[12]),
             )
-        return _upsert(
-            conn,
-            usage_monthly,
-            "month",
-            first,
-            groups,
-            now or datetime.now(UTC),
         )
+    return _upsert(conn, usage_monthly, "month", first, groups, now)
+
+
+def refresh_days(
+    conn: Connection, days: Iterable[date], zone: tzinfo, through: int, now: datetime
+) -> dict[date, int]:
+    """Recompute ``days`` (and their months) from the rows numbered up to ``through``, inside
+    ``conn``'s transaction, which must hold the ledger clock. Returns the groups written per day.
+
+    The drain calls it when a stored row that was rolled up is replaced (a redelivered hop's paid
+    answer replacing its error row): the day must drop the old version in the same transaction.
+    """
+    written = {day: _refresh_day(conn, day, zone, through, now) for day in sorted(set(days))}
+    for month in sorted({month_start(day) for day in written}):
+        _refresh_month(conn, month, now)
+    return written
+
+
+def _pending_days(conn: Connection, rolled_through: int, zone: tzinfo) -> list[date]:
+    """The local days of the rows numbered above ``rolled_through``: one ``min()`` per day found,
+    each an index range scan, so a late day costs one more query, not a scan of the table."""
+    t = usage_logs.c
+    days: list[date] = []
+    after: datetime | None = None
+    while True:
+        query = select(func.min(t.created_at)).where(t.ledger_seq > rolled_through)
+        if after is not None:
+            query = query.where(t.created_at >= after)
+        first = conn.execute(query).scalar_one_or_none()
+        if first is None:
+            return days
+        day = local_day(first, zone)
+        days.append(day)
+        after = day_range(day, zone)[1]
+
+
+@dataclass(frozen=True)
+class RollupResult:
+    """What one :func:`rollup` did: the groups written per day recomputed, and the watermark."""
+
+    days: dict[date, int] = field(default_factory=dict)
+    rolled_through: int = 0
+
+    @property
+    def months(self) -> list[date]:
+        """The first days of the months recomputed."""
+        return sorted({month_start(day) for day in self.days})
+
+
+def rollup(
+    engine: Engine,
+    tz: tzinfo | str | None = None,
+    now: datetime | None = None,
+    *,
+    days: Iterable[date] = (),
+) -> RollupResult:
+    """Bring the roll-up tables up to every row stored so far (see the module docstring), and
+    recompute ``days`` too even if none of their rows is new. Idempotent; safe to run anywhere,
+    at any time, concurrently with drains and with another roll-up (they take turns)."""
+    zone = tz if isinstance(tz, tzinfo) else pool_zone(tz)
+    now = now or datetime.now(UTC)
+    with engine.begin() as conn:
+        seq, rolled_through = take_clock(conn)
+        t = usage_logs.c
+        # Rows stored by a writer that bypassed the drain (none of aipool's own) get a number now.
+        conn.execute(update(usage_logs).where(t.ledger_seq.is_(None)).values(ledger_seq=seq))
+        pending = set(_pending_days(conn, rolled_through, zone)) | set(days)
+        written = refresh_days(conn, pending, zone, seq, now)
+        conn.execute(
+            update(ledger_clock)
+            .where(ledger_clock.c.id == CLOCK_ID)
+            .values(rolled_through=seq, rolled_at=now)
+        )
+    return RollupResult(written, seq)
+
+
+def rollup_day(
+    engine: Engine, day: date, tz: tzinfo | str | None = None, now: datetime | None = None
+) -> int:
+    """Roll up everything pending, recomputing the local calendar ``day`` in any case; returns the
+    groups written for ``day``. Idempotent: a second run with no new raw rows changes nothing."""
+    return rollup(engine, tz, now, days=[day]).days[day]
+
+
+def rollup_month(engine: Engine, month: date, now: datetime | None = None) -> int:
+    """Recompute ``ai_usage_monthly`` for ``month``'s calendar month from ``ai_usage_daily``;
+    returns the groups written. :func:`rollup` already does this for every month it touches.
+    See the module docstring for what the latency columns mean here.
+    """
+    with engine.begin() as conn:
+        take_clock(conn)
+        return _refresh_month(conn, month, now or datetime.now(UTC))

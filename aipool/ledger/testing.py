@@ -38,6 +38,9 @@ def empty_ledger(engine: Engine) -> None:
     """Delete every row of the ledger tables (the schema stays)."""
     with engine.begin() as conn:
         conn.execute(text(f"TRUNCATE {', '.join(LEDGER_TABLES)}"))
+        conn.execute(
+            text("UPDATE ai_ledger_clock SET seq = 0, rolled_through = 0, rolled_at = NULL")
+        )
 
 
 def ledger_engine(name: str) -> Engine:

@@ -6,11 +6,10 @@ from collections.abc import Mapping
 from datetime import date, datetime, tzinfo
 from typing import Protocol
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine
 
-from aipool.ledger.models import UsageLogRow
-from aipool.ledger.record import CALLED_OUTCOMES
-from aipool.periods import day_range, local_day, month_range
+from aipool.ledger.spend import Spend, month_spend, spend
+from aipool.periods import local_day, pool_zone
 
 
 class Restorable(Protocol):
@@ -24,28 +23,19 @@ class Restorable(Protocol):
 def totals(
     engine: Engine, provider: str, day: date, month: date, tz: tzinfo | str | None = None
 ) -> tuple[int, int, int]:
-    """``(day_requests, day_tokens, month_tokens)`` of ``provider`` from ``ai_usage_logs``.
+    """``(day_requests, day_tokens, month_tokens)`` of ``provider``, as the budget checks see them.
 
     ``day`` and ``month`` are local calendar periods in ``tz`` (``month`` is any date in that
-    month). Only attempts that reached the provider count (outcomes ok, error): a hop
-    skipped for an open breaker, a spent quota or a passed deadline used none of it. Tokens are input plus output.
-    Records still waiting in Redis are not included.
+    month); a call counts in the day it started, as the quota booked its reservation. Requests
+    count attempts that reached the provider (outcomes ok, error): a hop skipped for an open
+    breaker, a spent quota or a passed deadline used none of it. Tokens are input plus output.
+    The figures are :func:`aipool.ledger.spend.spend`'s (late rows included, whenever the roll-up
+    ran). Records still waiting in Redis are not included.
     """
-    t = UsageLogRow
-    tokens = func.coalesce(func.sum(t.input_tokens + t.output_tokens), 0)
-    called = (t.provider == provider) & t.outcome.in_(CALLED_OUTCOMES)
-    d_start, d_end = day_range(day, tz)
-    m_start, m_end = month_range(month, tz)
-    with engine.connect() as conn:
-        day_requests, day_tokens = conn.execute(
-            select(func.count(), tokens).where(
-                called, t.created_at >= d_start, t.created_at < d_end
-            )
-        ).one()
-        month_tokens = conn.execute(
-            select(tokens).where(called, t.created_at >= m_start, t.created_at < m_end)
-        ).scalar_one()
-    return int(day_requests), int(day_tokens), int(month_tokens)
+    zone = tz if isinstance(tz, tzinfo) else pool_zone(tz)
+    of_day = spend(engine, day, day, zone).period.get(provider, Spend())
+    of_month = month_spend(engine, month, zone).period.get(provider, Spend())
+    return of_day.calls, of_day.tokens, of_month.tokens
 
 
 def restore_quotas(
@@ -59,10 +49,12 @@ def restore_quotas(
     The totals are those of the local day and month containing ``now``. Returns what each
     provider was given, for logging.
     """
-    today = local_day(now, tz)
+    zone = tz if isinstance(tz, tzinfo) else pool_zone(tz)
+    figures = month_spend(engine, local_day(now, zone), zone)  # one read for every provider
     given = {}
     for provider, quota in quotas.items():
-        counts = totals(engine, provider, today, today, tz)
+        day = figures.day.get(provider, Spend())
+        counts = (day.calls, day.tokens, figures.period.get(provider, Spend()).tokens)
         quota.restore(*counts)
         given[provider] = counts
     return given

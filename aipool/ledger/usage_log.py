@@ -8,7 +8,8 @@ records into ``ai_usage_logs`` in batches:
 1. read the oldest ``batch`` records (LRANGE from the tail; new records arrive at the head),
 2. INSERT ... ON CONFLICT (journey_id, attempt) and commit: when two rows arrive for one attempt
    (a redelivered hop), the paid outcome wins: a success replaces a row that is not one, and
-   otherwise the first row stays,
+   otherwise the first row stays. The write takes the ledger clock first and numbers its rows
+   (``ledger_seq``), so the roll-ups know exactly which rows they hold (:mod:`aipool.ledger.spend`),
 3. only then trim exactly those records from the list (a Lua script that trims only while the
    drainer still owns its lock).
 
@@ -26,16 +27,20 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from redis import Redis
 from redis.exceptions import RedisError
-from sqlalchemy import Engine, Insert, String, and_, not_
+from sqlalchemy import Connection, Engine, Insert, String, and_, not_, select, tuple_
 from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
 
 from aipool.ledger.models import usage_logs
 from aipool.ledger.outbox import Outbox
 from aipool.ledger.record import UsageRecord, storable_text
+from aipool.ledger.rollup import refresh_days
+from aipool.ledger.spend import take_clock
+from aipool.periods import local_day, pool_zone
 from aipool.redis_lua import LuaScripts
 from aipool.scrub import scrub as scrub_error
 
@@ -277,7 +282,7 @@ def _store(engine: Engine, rows: list[dict[str, Any]]) -> _Stored:
     stmt = insert_keeping_success(engine)
     try:
         with engine.begin() as conn:
-            ids = set(conn.execute(stmt, rows).scalars())
+            ids = _upsert_numbered(conn, stmt, rows)
         inserted = sum(1 for row in rows if row["id"] in ids)
         return _Stored(inserted=inserted, replaced=len(ids) - inserted)
     except SQLAlchemyError as exc:
@@ -289,6 +294,38 @@ def _store(engine: Engine, rows: list[dict[str, Any]]) -> _Stored:
     for row in rows:
         stored.add(_store(engine, [row]))
     return stored
+
+
+def _upsert_numbered(conn: Connection, stmt: Insert, rows: list[dict[str, Any]]) -> set[Any]:
+    """Upsert ``rows`` under the ledger clock, numbered with this write's ``ledger_seq``; returns
+    the ids inserted or replaced.
+
+    A success replacing a stored row that the roll-ups already hold (a redelivered hop's paid
+    answer after its error row was rolled up) recomputes that row's day in the same transaction,
+    so no instant sees the old version in the roll-up and the new one among the pending rows
+    (:mod:`aipool.ledger.spend`).
+    """
+    seq, rolled_through = take_clock(conn)
+    t = usage_logs.c
+    keys = [(row["journey_id"], row["attempt"]) for row in rows if row["success"]]
+    rolled: dict[Any, datetime] = {}
+    if keys:
+        rolled = dict(
+            conn.execute(
+                select(t.id, t.created_at).where(
+                    tuple_(t.journey_id, t.attempt).in_(keys),
+                    not_(t.success),
+                    t.ledger_seq <= rolled_through,
+                )
+            ).all()
+        )
+    ids = set(conn.execute(stmt, [{**row, "ledger_seq": seq} for row in rows]).scalars())
+    replaced = [created for row_id, created in rolled.items() if row_id in ids]
+    if replaced:
+        zone = pool_zone()
+        days = {local_day(created, zone) for created in replaced}
+        refresh_days(conn, days, zone, rolled_through, datetime.now(UTC))
+    return ids
 
 
 def store_now(engine: Engine, rec: UsageRecord) -> bool:

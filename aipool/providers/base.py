@@ -243,6 +243,16 @@ def checked_usage(
     return input_tokens, output_tokens
 
 
+def token_part(provider: str, name: str, value: Any) -> int:
+    """A breakdown count of a provider's usage (thinking, cached, tool-use tokens): 0 when left
+    out; a negative or non-integer count is a broken answer (:class:`ProviderBadResponse`)."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ProviderBadResponse(f"{provider}: bad {name} in its usage ({value!r})")
+    return value
+
+
 def parse_arguments(raw: Any) -> dict[str, Any]:
     """Tool arguments arrive as a dict (Ollama, Gemini, Claude) or a JSON string (OpenAI)."""
     if isinstance(raw, dict):

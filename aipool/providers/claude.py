@@ -16,6 +16,7 @@ from aipool.providers.base import (
     checked_usage,
     map_api_error,
     parse_arguments,
+    token_part,
     with_tool_call_ids,
 )
 from aipool.secrets import read_secret
@@ -114,13 +115,30 @@ class ClaudeProvider:
             ]
             # The SDK builds answers without validating them: usage may be missing altogether.
             usage = getattr(message, "usage", None)
+            # Anthropic reports cache writes and reads apart from input_tokens; all three are
+            # the prompt, billed at three rates. output_tokens includes extended thinking.
+            cache_write = token_part(
+                self.name,
+                "cache_creation_input_tokens",
+                getattr(usage, "cache_creation_input_tokens", None),
+            )
+            cache_read = token_part(
+                self.name,
+                "cache_read_input_tokens",
+                getattr(usage, "cache_read_input_tokens", None),
+            )
+            uncached = getattr(usage, "input_tokens", None)
             input_tokens, output_tokens = checked_usage(
                 self.name,
                 request,
-                getattr(usage, "input_tokens", None),
+                None if uncached is None else uncached + cache_write + cache_read,
                 getattr(usage, "output_tokens", None),
                 text,
                 calls,
+            )
+            details = getattr(usage, "output_tokens_details", None)
+            thinking = token_part(
+                self.name, "thinking_tokens", getattr(details, "thinking_tokens", None)
             )
             reason = str(message.stop_reason or "end_turn")
             return Completion(
@@ -131,6 +149,9 @@ class ClaudeProvider:
                 tool_calls=calls,
                 finish_reason=_FINISH.get(reason, reason),
                 latency_ms=(time.perf_counter() - started) * 1000,
+                thinking_tokens=min(thinking, output_tokens),
+                cache_write_tokens=min(cache_write, input_tokens),
+                cache_read_tokens=min(cache_read, input_tokens - min(cache_write, input_tokens)),
             )
         except Exception as exc:
             raise map_error(exc) from exc

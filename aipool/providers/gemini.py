@@ -32,6 +32,7 @@ from aipool.providers.base import (
     parse_retry_after,
     request_error,
     scrubbed,
+    token_part,
     with_tool_call_ids,
 )
 from aipool.secrets import read_secret
@@ -161,13 +162,29 @@ class GeminiProvider:
                 if p.function_call is not None
             ]
             usage = response.usage_metadata
+            # Google bills thinking as output, outside candidates_token_count, and tool results
+            # fed back to the model as input, outside prompt_token_count (which includes the
+            # cached content): total_token_count is the sum of the four.
+            thoughts = token_part(
+                self.name, "thoughts_token_count", _get(usage, "thoughts_token_count")
+            )
+            tool_prompt = token_part(
+                self.name, "tool_use_prompt_token_count", _get(usage, "tool_use_prompt_token_count")
+            )
+            prompt = _get(usage, "prompt_token_count")
+            answered = _get(usage, "candidates_token_count")
+            if answered is None and thoughts:
+                answered = 0  # Google leaves the count out when thinking used every token
             input_tokens, output_tokens = checked_usage(
                 self.name,
                 request,
-                usage.prompt_token_count if usage else None,
-                usage.candidates_token_count if usage else None,
+                None if prompt is None else prompt + tool_prompt,
+                None if answered is None else answered + thoughts,
                 text,
                 calls,
+            )
+            cached = token_part(
+                self.name, "cached_content_token_count", _get(usage, "cached_content_token_count")
             )
             finish = candidates[0].finish_reason
             finish_name = finish.value if finish is not None else "STOP"
@@ -181,9 +198,15 @@ class GeminiProvider:
                 if calls
                 else _FINISH.get(finish_name, finish_name.lower()),
                 latency_ms=(time.perf_counter() - started) * 1000,
+                thinking_tokens=min(thoughts, output_tokens),
+                cache_read_tokens=min(cached, input_tokens),
             )
         except Exception as exc:
             raise map_error(exc) from exc
+
+
+def _get(usage: Any, name: str) -> Any:
+    return getattr(usage, name, None) if usage is not None else None
 
 
 def _milliseconds(seconds: float) -> int:

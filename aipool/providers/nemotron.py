@@ -17,6 +17,7 @@ from aipool.providers.base import (
     checked_usage,
     map_api_error,
     parse_arguments,
+    token_part,
     with_tool_call_ids,
 )
 from aipool.secrets import read_secret
@@ -115,6 +116,8 @@ class NemotronProvider:
             ]
             text = choice.message.content or ""
             usage = response.usage
+            # OpenAI's format: prompt_tokens includes cached input, completion_tokens includes
+            # reasoning; the details say how many of each.
             input_tokens, output_tokens = checked_usage(
                 self.name,
                 request,
@@ -122,6 +125,17 @@ class NemotronProvider:
                 getattr(usage, "completion_tokens", None),
                 text,
                 calls,
+            )
+            prompt_details = getattr(usage, "prompt_tokens_details", None)
+            completion_details = getattr(usage, "completion_tokens_details", None)
+            reasoning = token_part(
+                self.name, "reasoning_tokens", getattr(completion_details, "reasoning_tokens", None)
+            )
+            cached = token_part(
+                self.name, "cached_tokens", getattr(prompt_details, "cached_tokens", None)
+            )
+            written = token_part(
+                self.name, "cache_write_tokens", getattr(prompt_details, "cache_write_tokens", None)
             )
             return Completion(
                 text=text,
@@ -131,6 +145,9 @@ class NemotronProvider:
                 tool_calls=calls,
                 finish_reason="tool_calls" if calls else (choice.finish_reason or "stop"),
                 latency_ms=(time.perf_counter() - started) * 1000,
+                thinking_tokens=min(reasoning, output_tokens),
+                cache_write_tokens=min(written, input_tokens),
+                cache_read_tokens=min(cached, input_tokens - min(written, input_tokens)),
             )
         except Exception as exc:
             raise map_error(exc) from exc

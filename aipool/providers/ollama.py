@@ -159,7 +159,9 @@ class OllamaProvider:
                 for c in (response.message.tool_calls or [])
             ]
             text = response.message.content or ""
-            # Ollama leaves prompt_eval_count out when the prompt came from its cache.
+            # Ollama leaves prompt_eval_count out when the prompt came from its cache; eval_count
+            # counts every generated token, a thinking model's thinking included (Ollama reports
+            # no separate count of it, and a local model costs nothing).
             input_tokens, output_tokens = checked_usage(
                 self.name, request, response.prompt_eval_count, response.eval_count, text, calls
             )

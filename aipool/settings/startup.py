@@ -1,5 +1,5 @@
 """What a worker, beat or command does with the settings before it starts: refuse them whole when
-any is wrong (the route table included), and say once which quotas are set below ADR-006's
+any is wrong (the route table and the price table included), and say once which quotas are set below ADR-006's
 numbers (accepted: a site may want less than the free tier allows, but it should know why
 requests move on sooner)."""
 
@@ -47,11 +47,24 @@ def routing_model_problems() -> list[str]:
     return []
 
 
+def price_table_problems() -> list[str]:
+    """What is wrong with the price table in force (``AIPOOL_PRICES_FILE`` merged over the
+    packaged prices), if anything: one line naming the file and the key."""
+    from aipool.pricing import PriceFileError, load_prices
+
+    try:
+        load_prices()
+    except PriceFileError as exc:
+        return [f"AIPOOL_PRICES_FILE: {exc}"]
+    return []
+
+
 def check_at_start() -> Settings:
-    """The settings and the route table, checked: raises :class:`SettingsError` naming every
-    problem. Quotas below ADR-006's are accepted (see :func:`below_adr_notes`)."""
+    """The settings, the route table, the intent model and the price table, checked: raises
+    :class:`SettingsError` naming every problem. Quotas below ADR-006's are accepted (see
+    :func:`below_adr_notes`)."""
     current = settings()
-    problems = route_table_problems() + routing_model_problems()
+    problems = route_table_problems() + routing_model_problems() + price_table_problems()
     if problems:
         raise SettingsError(problems)
     return current

@@ -1,6 +1,8 @@
 """Deterministic answers: what a simulated model says, and how many tokens it costs.
 
-The same exchange always gets the same answer. Text answers name the provider and model and carry a
+The same exchange always gets the same answer. Models that think do, as their providers bill it
+(:func:`thinking_tokens`): Gemini 2.5 Flash and Pro by default (not Flash-Lite; a thinking budget
+of 0 turns it off), Claude with extended thinking on, Nemotron with "detailed thinking on". Text answers name the provider and model and carry a
 short sentence picked by a hash of the last user message, so they are recognisable in logs without
 echoing the prompt. With tools offered the answer is a tool call, unless the last turn already is a
 tool result, which the text answer then mentions.
@@ -82,6 +84,11 @@ class Answer:
     tool_calls: tuple[ToolCallAnswer, ...] = field(default=())
     truncated: bool = False
     usage_reported: bool = True
+    #: Tokens the model thought before answering, billed as output beside ``output_tokens``.
+    thinking_tokens: int = 0
+    #: Of ``input_tokens``: written to, and read from, the provider's prompt cache.
+    cache_write_tokens: int = 0
+    cache_read_tokens: int = 0
 
 
 def compose(provider: str, exchange: Exchange) -> Answer:
@@ -93,15 +100,52 @@ def compose(provider: str, exchange: Exchange) -> Answer:
         digest = _digest(exchange.last_user_text, tool.name, json.dumps(arguments, sort_keys=True))
         call = ToolCallAnswer(name=tool.name, arguments=arguments, call_id=digest[:24])
         output = TOKENS_PER_TOOL_CALL + estimate_tokens(tool.name + json.dumps(arguments))
-        return Answer(text="", input_tokens=input_tokens, output_tokens=output, tool_calls=(call,))
+        return Answer(
+            text="",
+            input_tokens=input_tokens,
+            output_tokens=output,
+            tool_calls=(call,),
+            thinking_tokens=thinking_tokens(provider, exchange, output),
+        )
     text = f"[{provider}/{exchange.model}] {_sentence(exchange)}"
     text, truncated = _fit(text, exchange.max_tokens)
+    output = estimate_tokens(text)
     return Answer(
         text=text,
         input_tokens=input_tokens,
-        output_tokens=estimate_tokens(text),
+        output_tokens=output,
         truncated=truncated,
+        thinking_tokens=thinking_tokens(provider, exchange, output),
     )
+
+
+#: Thinking a simulated model does per token of its answer, plus a fixed start.
+THINKING_PER_OUTPUT_TOKEN = 4
+THINKING_BASE = 24
+
+
+def thinks_by_default(provider: str, model: str) -> bool:
+    """Whether ``model`` thinks when the request says nothing: Gemini 2.5 Flash and Pro do
+    (Flash-Lite does not), as Google's API does."""
+    name = model.lower()
+    return provider == "gemini" and name.startswith("gemini-2.5") and "lite" not in name
+
+
+def thinking_tokens(provider: str, exchange: Exchange, output_tokens: int) -> int:
+    """The thinking tokens the simulated model spends on an answer of ``output_tokens``: none
+    unless it thinks by default or the request asked for it; never past the request's budget,
+    nor past ``max_tokens`` where the provider counts thinking inside it (Gemini)."""
+    budget = exchange.thinking_budget
+    if budget == 0:
+        return 0
+    if not (exchange.reasoning or budget or thinks_by_default(provider, exchange.model)):
+        return 0
+    tokens = THINKING_BASE + THINKING_PER_OUTPUT_TOKEN * output_tokens
+    if budget:
+        tokens = min(tokens, budget)
+    if provider == "gemini" and exchange.max_tokens is not None:
+        tokens = min(tokens, max(0, exchange.max_tokens - output_tokens))
+    return tokens
 
 
 def count_input_tokens(exchange: Exchange) -> int:

@@ -48,6 +48,13 @@ class Exchange:
     tools: tuple[ToolSpec, ...] = ()
     tool_result: ToolResult | None = None
     max_tokens: int | None = None
+    #: The thinking budget the request set (0 turns thinking off); ``None``: the model's default.
+    thinking_budget: int | None = None
+    #: The request asked for reasoning (Nemotron's "detailed thinking on" system prompt).
+    reasoning: bool = False
+    #: How many of ``texts`` (from the start) the request marked for its prompt cache
+    #: (Anthropic's ``cache_control``); ``None``: the provider caches on its own (implicit).
+    cache_breakpoint: int | None = None
 
 
 def text_of(value: Any) -> str:

@@ -18,6 +18,7 @@ from aipool.simulator import listener as listeners
 from aipool.simulator.answers import Answer, compose
 from aipool.simulator.conversation import BadRequest
 from aipool.simulator.faults import Fault
+from aipool.simulator.prompt_cache import PromptCache
 from aipool.simulator.state import ProviderState
 from aipool.simulator.wire import ErrorKind, Reply, WireProtocol
 
@@ -35,6 +36,7 @@ class ProviderServer:
     def __init__(self, wire: WireProtocol, state: ProviderState, host: str, port: int) -> None:
         self.wire = wire
         self.state = state
+        self.prompt_cache = PromptCache()
         self.host = host
         self._port = port
         self._lock = threading.Lock()
@@ -173,7 +175,7 @@ class _Handler(BaseHTTPRequestHandler):
             exchange = wire.parse(path, body)
         except BadRequest as error:
             return wire.error("bad_request", str(error))
-        answer = compose(wire.kind, exchange)
+        answer = provider.prompt_cache.apply(wire.kind, exchange, compose(wire.kind, exchange))
         if fault is not None:
             answer = _shape(answer, fault)
         reply = Reply.json(200, wire.render(exchange, answer))
@@ -275,6 +277,10 @@ def _shape(answer: Answer, fault: Fault) -> Answer:
             output_tokens=(
                 answer.output_tokens if fault.output_tokens is None else fault.output_tokens
             ),
+            # The counts given are the whole usage: no thinking or cache counts beside them.
+            thinking_tokens=0,
+            cache_write_tokens=0,
+            cache_read_tokens=0,
         )
     if fault.kind == "bad_tool_args":
         # The arguments' JSON cut in half: never an object, whatever the client does with it.

@@ -88,3 +88,35 @@ def _cmdline(pid: str) -> str:
             return fh.read().decode(errors="replace")
     except OSError:
         return ""
+
+
+def test_records_waiting_in_the_embedded_redis_survive_its_restart(tmp_path, runtime):
+    # Given: two usage records and a queued request waiting in an embedded Redis
+    import redis
+
+    from aipool.redis_persistence import persistence
+
+    server = EmbeddedRedis(tmp_path / "data", owner="test")
+    running = server.start()
+    try:
+        client = redis.Redis.from_url(running.redis_url)
+        client.lpush("aipool:ledger:pending", "record-1", "record-2")
+        client.lpush("gemini", "request-1")
+        assert persistence(client).aof is True
+        client.close()
+    finally:
+        # When: it stops (as at a crash of its owner, or a reboot) and starts on the same folder
+        server.stop()
+    again = EmbeddedRedis(tmp_path / "data", owner="test")
+    running = again.start()
+    try:
+        client = redis.Redis.from_url(running.redis_url)
+        # Then: nothing that waited is lost
+        assert client.lrange("aipool:ledger:pending", 0, -1) == [b"record-2", b"record-1"]
+        assert client.lrange("gemini", 0, -1) == [b"request-1"]
+        client.close()
+    finally:
+        again.stop()
+    assert (tmp_path / "data" / "appendonly.aof").exists() or list(
+        (tmp_path / "data").glob("appendonly*")
+    )

@@ -36,6 +36,7 @@ GATED = {
     "AipoolBreakerOpen",
     "AipoolQuotaWarning",
     "AipoolQuotaCritical",
+    "AipoolMonthlyBudgetExceeded",
 }
 #: ADR-006 §3's alerts and the summary each one carries there (k8s/monitoring/prometheus/
 #: ai-usage-alerts.yaml in the ADR). MonthlyAIBudgetWarning's "$5" is half of the budget in force,
@@ -127,8 +128,11 @@ def test_given_the_budget_alerts_when_read_then_their_thresholds_are_the_pools()
     (warning, _), (critical, _) = sorted(pool_rules.QUOTA_THRESHOLDS)
     assert f">= {warning / 100} < {critical / 100}" in alerts["AipoolQuotaWarning"]["expr"]
     assert f">= {critical / 100})" in alerts["AipoolQuotaCritical"]["expr"]
-    fraction = Decimal(str(pool_rules.MONTHLY_BUDGET_FRACTION))
-    assert f">= {fraction})" in alerts["MonthlyAIBudgetWarning"]["expr"]
+    (half, warn), (whole, exceed) = sorted(pool_rules.MONTHLY_BUDGET_THRESHOLDS)
+    assert f">= {Decimal(half)} < {Decimal(whole)})" in alerts["MonthlyAIBudgetWarning"]["expr"]
+    assert f">= {Decimal(whole)})" in alerts["AipoolMonthlyBudgetExceeded"]["expr"]
+    assert alerts["MonthlyAIBudgetWarning"]["labels"]["severity"] == warn
+    assert alerts["AipoolMonthlyBudgetExceeded"]["labels"]["severity"] == exceed
     for name in ("GeminiDailyUsageWarning", "ClaudeDailyUsageWarning"):
         assert f">= {warning / 100} < {critical / 100})" in alerts[name]["expr"]
     assert f">= {critical / 100})" in alerts["GeminiDailyUsageCritical"]["expr"]
@@ -181,7 +185,8 @@ def _conditions() -> list[tuple[str, str, str, float | None]]:
                 found.append((quota, provider, "70%", 0.75))
                 found.append((quota, provider, "90%", 0.95))
         found.append(("breaker_open", provider, "open", None))
-    found.append(("monthly_cost", "*", "50%", None))
+    found.append(("monthly_cost", "*", "50%", 0.6))
+    found.append(("monthly_cost", "*", "100%", 1.03))
     return found
 
 
@@ -203,7 +208,7 @@ def _condition_case(rule: str, provider: str, fraction: float | None) -> dict[st
         series += [
             {
                 "series": f'aipool_budget_cost_usd{{provider="gemini", period="month", {m}}}',
-                "values": "6x10",
+                "values": f"{(fraction or 0.6) * 10:g}x10",
             },
             {"series": f"aipool_budget_monthly_usd{{{m}}}", "values": "10x10"},
         ]

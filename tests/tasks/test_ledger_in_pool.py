@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, select
@@ -14,6 +15,7 @@ from aipool.ledger.testing import empty_ledger
 from aipool.quota import quotas_for
 from tasks.client import submit
 from tasks.maintenance import drain_ledger, restore_quota_counters
+from tests.support.private_pool import private_pool, send
 
 pytestmark = pytest.mark.integration
 TIMEOUT = 30
@@ -84,3 +86,42 @@ def test_quota_counters_come_back_from_the_ledger_after_redis_is_flushed(
     assert after["daily_requests"]["used"] == 3
     assert after["monthly_tokens"]["used"] == used
     assert after["daily_tokens"]["remaining"] == 100_000 - used
+
+
+def test_gemini_thinking_tokens_are_charged_and_counted_by_the_quota(
+    ledger, healthy, clean_redis
+) -> None:  # type: ignore[no-untyped-def]
+    # Given Gemini 2.5 Flash (which thinks) answering for a down Ollama
+    healthy.set_fault("ollama", "down")
+    gemini = quotas_for(clean_redis)["gemini"]
+    before = gemini.usage()["daily_tokens"]["used"] or 0
+    # When a request is answered and its usage drained
+    answer = submit({"prompt": "Why does the payment pod restart?"}).get(timeout=TIMEOUT)
+    drain_ledger()
+    # Then the thinking is billed as output: in the result, the ledger, the cost and the quota
+    usage = answer["usage"]
+    assert answer["provider"] == "gemini" and usage["thinking_tokens"] > 0
+    assert usage["output_tokens"] > usage["thinking_tokens"]
+    (_, row) = _rows(ledger, answer["request_id"])
+    billed = usage["input_tokens"] + usage["output_tokens"]
+    assert row.input_tokens + row.output_tokens == billed
+    assert row.cost_usd == Decimal(billed) * Decimal("0.001") / 1000
+    assert gemini.usage()["daily_tokens"]["used"] - before == billed
+
+
+def test_a_worker_priced_by_the_packaged_example_file_still_charges_gemini(
+    simulator, healthy, ledger_url, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    # Given: prices.toml's own example (one Claude model row) as the worker's price file
+    lines = (Path(__file__).parents[2] / "aipool" / "prices.toml").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith('# [claude.models."'))
+    prices = tmp_path / "prices.toml"
+    prices.write_text("\n".join(line[2:] for line in lines[start : start + 3]) + "\n")
+    healthy.set_fault("ollama", "down")
+    with private_pool(8, AIPOOL_PRICES_FILE=str(prices)) as pool:
+        # When: Gemini answers
+        answer = send(pool, {"prompt": "Is the cluster healthy?"}).get(timeout=TIMEOUT)
+    # Then: at Gemini's packaged price, not at $0
+    billed = answer["usage"]["input_tokens"] + answer["usage"]["output_tokens"]
+    assert answer["provider"] == "gemini"
+    assert Decimal(str(answer["cost_usd"])) == Decimal(billed) * Decimal("0.001") / 1000 > 0

@@ -48,21 +48,34 @@ def test_given_pending_usage_when_drain_and_rollup_tasks_run_then_tables_fill(
     UsageLog(client).record(UsageRecord("t-1", 0, "gemini", "m", "ok", True, input_tokens=10))
     # When
     drained = maintenance.drain_ledger.run()
-    groups = maintenance.rollup_today.run()
+    rolled = maintenance.rollup_ledger.run()
     checks = maintenance.budget_checks.run()
     # Then
     assert drained["written"] == 1 and drained["pending"] == 0
-    assert groups == 1
+    assert rolled["days"] == [maintenance._today().isoformat()]
     assert checks == []
     with engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(UsageLogRow)).scalar_one() == 1
         assert conn.execute(select(func.count()).select_from(DailyUsage)).scalar_one() == 1
 
 
-def test_given_closing_tasks_when_run_then_they_complete(wired: tuple[Engine, redis.Redis]) -> None:
-    assert maintenance.rollup_yesterday.run() == 0
-    assert maintenance.rollup_current_month.run() == 0
-    assert maintenance.rollup_last_month.run() == 0
+def test_given_an_earlier_beats_roll_up_names_when_run_then_each_is_the_one_roll_up(
+    wired: tuple[Engine, redis.Redis],
+) -> None:
+    # Given: a row of today waiting to be rolled up
+    _, client = wired
+    UsageLog(client).record(UsageRecord("t-1", 0, "gemini", "m", "ok", True, input_tokens=10))
+    maintenance.drain_ledger.run()
+    # When: an earlier release's beat sends its four roll-up tasks
+    first = maintenance.rollup_yesterday.run()
+    later = [
+        maintenance.rollup_today.run(),
+        maintenance.rollup_current_month.run(),
+        maintenance.rollup_last_month.run(),
+    ]
+    # Then: the first rolls up what is pending, the others find nothing new
+    assert first["days"] == [maintenance._today().isoformat()]
+    assert [r["days"] for r in later] == [[], [], []]
     assert maintenance.daily_budget_report.run() == {}
 
 

@@ -64,3 +64,37 @@ def test_a_worker_with_a_quota_below_adr_006s_starts_and_says_so_once(celery_app
         assert "AIPOOL_GEMINI_RPM=5 is below ADR-006's 10 for gemini: accepted" in notes[0]
     finally:
         worker.stop()
+
+
+def test_a_worker_with_a_misspelt_price_key_exits_naming_the_file_and_key(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # Given a price file with input_per_1K (meant: input_per_1k)
+    prices = tmp_path / "prices.toml"
+    prices.write_text('[gemini]\ninput_per_1K = "0.001"\n', encoding="utf-8")
+    worker = Worker(worker_env(AIPOOL_PRICES_FILE=str(prices)), queues=("gemini",), concurrency=1)
+    try:
+        # When it starts, then it exits with code 1 and one line naming the file and the key
+        assert _exit_code(worker.process) == 1
+        refusal = (
+            f"aipool: settings refused: AIPOOL_PRICES_FILE: {prices}: [gemini]: unknown key "
+            "'input_per_1K' (did you mean 'input_per_1k'?)"
+        )
+        assert any(line.startswith(refusal) for line in worker.log().splitlines()), worker.log()
+        assert "Traceback" not in worker.log()
+    finally:
+        worker.stop()
+
+
+def test_a_worker_whose_redis_keeps_nothing_on_disk_warns_once(celery_app) -> None:  # type: ignore[no-untyped-def]
+    # Given: the test Redis, which runs with --save "" --appendonly no
+    worker = Worker(worker_env(), queues=("gemini",), concurrency=1)
+    try:
+        # When the worker starts, then its log says once what a restart of that Redis loses
+        worker.wait_ready(celery_app)
+        deadline = time.monotonic() + 10
+        while "keeps nothing on disk" not in worker.log() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        warnings = [line for line in worker.log().splitlines() if "keeps nothing on disk" in line]
+        assert len(warnings) == 1, worker.log()
+        assert "usage records not yet drained" in warnings[0]
+    finally:
+        worker.stop()

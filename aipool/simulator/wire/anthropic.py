@@ -56,7 +56,17 @@ class AnthropicWire(WireProtocol):
         messages = require_list(request.get("messages"), "messages")
         if not messages:
             raise BadRequest("messages: at least one message is required")
-        texts = [text_of(request.get("system"))] if request.get("system") else []
+        texts: list[str] = []
+        breakpoint_at: int | None = None
+        system = request.get("system")
+        if isinstance(system, list):
+            for raw_block in system:
+                block = require_dict(raw_block, "system block")
+                texts.append(text_of(block.get("text")))
+                if block.get("cache_control"):
+                    breakpoint_at = len(texts)
+        elif system:
+            texts.append(text_of(system))
         last_user = ""
         tool_result: ToolResult | None = None
         tool_names: dict[str, str] = {}
@@ -80,6 +90,8 @@ class AnthropicWire(WireProtocol):
                     texts.append(result)
                     name = tool_names.get(str(block.get("tool_use_id")), "tool")
                     tool_result = ToolResult(name=name, content=result)
+                if block.get("cache_control") and texts:
+                    breakpoint_at = len(texts)
             if message.get("role") == "user" and user_texts:
                 last_user = "\n".join(user_texts)
         return Exchange(
@@ -90,6 +102,8 @@ class AnthropicWire(WireProtocol):
             tools=tuple(_tool(raw) for raw in require_list(request.get("tools") or [], "tools")),
             tool_result=tool_result,
             max_tokens=max_tokens,
+            thinking_budget=_thinking_budget(request.get("thinking")),
+            cache_breakpoint=breakpoint_at,
         )
 
     def render(self, exchange: Exchange, answer: Answer) -> Any:
@@ -118,14 +132,37 @@ class AnthropicWire(WireProtocol):
             "stop_sequence": None,
         }
         if answer.usage_reported:
-            body["usage"] = {
-                "input_tokens": answer.input_tokens,
-                "output_tokens": answer.output_tokens,
+            # Anthropic's accounting: input_tokens is the prompt after the last cache
+            # breakpoint; cache writes and reads are reported apart. output_tokens includes
+            # extended thinking.
+            usage: dict[str, Any] = {
+                "input_tokens": answer.input_tokens
+                - answer.cache_write_tokens
+                - answer.cache_read_tokens,
+                "cache_creation_input_tokens": answer.cache_write_tokens,
+                "cache_read_input_tokens": answer.cache_read_tokens,
+                "output_tokens": answer.output_tokens + answer.thinking_tokens,
             }
+            if answer.thinking_tokens:
+                usage["output_tokens_details"] = {"thinking_tokens": answer.thinking_tokens}
+            body["usage"] = usage
         return body
 
     def error_body(self, kind: ErrorKind, status: int, message: str) -> Any:
         return {"type": "error", "error": {"type": _ERROR_TYPES[kind], "message": message}}
+
+
+def _thinking_budget(raw: Any) -> int | None:
+    """``thinking: {"type": "enabled", "budget_tokens": N}`` as a budget; off is 0."""
+    if raw is None:
+        return None
+    thinking = require_dict(raw, "thinking")
+    if thinking.get("type") != "enabled":
+        return 0
+    budget = optional_limit(thinking.get("budget_tokens"), "thinking.budget_tokens")
+    if budget is None:
+        raise BadRequest("thinking.budget_tokens: Field required")
+    return budget
 
 
 def _tool(raw: Any) -> ToolSpec:

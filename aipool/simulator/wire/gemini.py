@@ -95,6 +95,9 @@ class GeminiWire(WireProtocol):
             if content.get("role", "user") == "user" and user_texts:
                 last_user = "\n".join(user_texts)
         config = require_dict(request.get("generationConfig") or {}, "generationConfig")
+        thinking = require_dict(
+            config.get("thinkingConfig") or config.get("thinking_config") or {}, "thinkingConfig"
+        )
         return Exchange(
             model=model,
             texts=tuple(texts),
@@ -103,6 +106,10 @@ class GeminiWire(WireProtocol):
             tools=tuple(_tools(request.get("tools") or [])),
             tool_result=tool_result,
             max_tokens=optional_limit(config.get("maxOutputTokens"), "maxOutputTokens"),
+            # Google's API takes either spelling (the SDK sends snake case here).
+            thinking_budget=_thinking_budget(
+                thinking.get("thinkingBudget", thinking.get("thinking_budget"))
+            ),
         )
 
     def render(self, exchange: Exchange, answer: Answer) -> Any:
@@ -126,11 +133,20 @@ class GeminiWire(WireProtocol):
             "responseId": uuid.uuid4().hex[:22],
         }
         if answer.usage_reported:
-            body["usageMetadata"] = {
+            # Google's accounting: the prompt includes its cached part; thinking is billed as
+            # output but counted outside the candidates.
+            usage: dict[str, Any] = {
                 "promptTokenCount": answer.input_tokens,
                 "candidatesTokenCount": answer.output_tokens,
-                "totalTokenCount": answer.input_tokens + answer.output_tokens,
+                "totalTokenCount": answer.input_tokens
+                + answer.output_tokens
+                + answer.thinking_tokens,
             }
+            if answer.thinking_tokens:
+                usage["thoughtsTokenCount"] = answer.thinking_tokens
+            if answer.cache_read_tokens:
+                usage["cachedContentTokenCount"] = answer.cache_read_tokens
+            body["usageMetadata"] = usage
         return body
 
     def error_body(self, kind: ErrorKind, status: int, message: str) -> Any:
@@ -141,6 +157,15 @@ class GeminiWire(WireProtocol):
                 "status": _STATUS_NAMES.get(status, "UNKNOWN"),
             }
         }
+
+
+def _thinking_budget(value: Any) -> int | None:
+    """``thinkingBudget``: 0 turns thinking off, -1 (or none) leaves it to the model."""
+    if value is None or value == -1:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise BadRequest("thinkingBudget must be -1, 0 or a positive integer")
+    return value
 
 
 def _tools(raw_tools: Any) -> list[ToolSpec]:

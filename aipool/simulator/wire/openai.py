@@ -80,6 +80,13 @@ class OpenAIWire(WireProtocol):
             name = tool_names.get(str(last.get("tool_call_id")), str(last.get("name") or "tool"))
             tool_result = ToolResult(name=name, content=text_of(last.get("content")))
         limit = request.get("max_completion_tokens", request.get("max_tokens"))
+        # NVIDIA's Nemotron reasons when its system prompt says so.
+        reasoning = any(
+            isinstance(m, dict)
+            and m.get("role") == "system"
+            and "detailed thinking on" in text_of(m.get("content")).lower()
+            for m in messages
+        )
         return Exchange(
             model=model,
             texts=tuple(texts),
@@ -88,6 +95,7 @@ class OpenAIWire(WireProtocol):
             tools=tuple(_tool(raw) for raw in require_list(request.get("tools") or [], "tools")),
             tool_result=tool_result,
             max_tokens=optional_limit(limit, "max_tokens"),
+            reasoning=reasoning,
         )
 
     def render(self, exchange: Exchange, answer: Answer) -> Any:
@@ -124,10 +132,15 @@ class OpenAIWire(WireProtocol):
             ],
         }
         if answer.usage_reported:
+            # OpenAI's accounting: prompt_tokens includes the cached part, completion_tokens
+            # the reasoning; the details say how many.
+            completion = answer.output_tokens + answer.thinking_tokens
             body["usage"] = {
                 "prompt_tokens": answer.input_tokens,
-                "completion_tokens": answer.output_tokens,
-                "total_tokens": answer.input_tokens + answer.output_tokens,
+                "completion_tokens": completion,
+                "total_tokens": answer.input_tokens + completion,
+                "prompt_tokens_details": {"cached_tokens": answer.cache_read_tokens},
+                "completion_tokens_details": {"reasoning_tokens": answer.thinking_tokens},
             }
         return body
 

@@ -20,8 +20,9 @@ from aipool.budget.alert_names import alert_name
         ("breaker_open", "ollama", "open", "OllamaConsecutiveFailures"),
         ("breaker_open", "nemotron", "open", "AipoolBreakerOpen"),
         ("monthly_cost", "*", "50%", "MonthlyAIBudgetWarning"),
+        ("monthly_cost", "*", "100%", "AipoolMonthlyBudgetExceeded"),
         # a condition with no name of its own keeps its rule's
-        ("monthly_cost", "*", "100%", "monthly_cost"),
+        ("monthly_cost", "*", "75%", "monthly_cost"),
     ],
 )
 def test_given_a_condition_when_named_then_it_has_the_name_prometheus_fires(

@@ -128,16 +128,25 @@ def test_given_gemini_usage_rising_when_checked_then_one_message_per_threshold_p
     assert "即將觸發限流" in http_sink.bodies("/slack")[1]["text"]
     assert len(mailbox.messages) == 2
 
-    # When: the next local day, usage climbs past 70% again
+    # When: the next local day begins
     day2 = datetime(2026, 3, 15, 0, 0, 1, tzinfo=TAIPEI)
-    assert check(day2) == []
+    ended = check(day2)
+    # Then: the day's two alerts are resolved, once each, ending when the day ended
+    assert [(s.threshold, s.state) for s in ended] == [("70%", "resolved"), ("90%", "resolved")]
+    resolved = [b["alerts"][0] for b in http_sink.bodies("/hook")[2:]]
+    assert [a["status"] for a in resolved] == ["resolved", "resolved"]
+    assert {a["endsAt"] for a in resolved} == {"2026-03-14T16:00:00+00:00"}
+    assert all(a["startsAt"] < a["endsAt"] for a in resolved)
+    assert "2026-03-14 已結束" in http_sink.bodies("/slack")[2]["blocks"][1]["text"]["text"]
+    assert check(day2 + timedelta(minutes=1)) == []
+    # When: usage climbs past 70% again
     ledger.use("gemini", 75_000, day2)
     fresh = check(day2 + timedelta(minutes=5))
     # Then: the new day starts fresh
     assert [(s.threshold, s.state) for s in fresh] == [("70%", "firing")]
     with engine.connect() as conn:
         periods = conn.execute(select(AlertEvent.period).order_by(AlertEvent.id)).scalars().all()
-    assert periods == ["2026-03-14", "2026-03-14", "2026-03-15"]
+    assert periods == ["2026-03-14", "2026-03-14", "2026-03-14", "2026-03-14", "2026-03-15"]
 
 
 def test_given_a_dead_webhook_when_alerting_then_email_still_arrives(
@@ -370,3 +379,47 @@ def test_given_pool_alerts_when_sent_then_their_alertname_is_the_one_prometheus_
         ("breaker_open", "claude"): "AipoolBreakerOpen",
     }
     assert {b["groupLabels"]["alertname"] for b in http_sink.bodies("/hook")} == set(names.values())
+
+
+def test_given_the_month_at_103_percent_when_checked_then_the_100_percent_alert_says_so(
+    engine: Engine, http_sink: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given: a $0.002 budget and $0.00206 spent (103%), crossing 50% and 100% in one run
+    monkeypatch.setenv("AIPOOL_MONTHLY_BUDGET_USD", "0.002")
+    notifiers = notifiers_from_env({"AIPOOL_ALERT_WEBHOOK_URL": f"{http_sink.url}/hook"})
+    now = datetime(2026, 3, 14, 10, tzinfo=TAIPEI)
+    Ledger(engine).use("claude", 1000, now, cost_usd=Decimal("0.00206"))
+    # When
+    sent = run_budget_checks(engine, notifiers, now=now, tz=TAIPEI, lang="zh-TW")
+    # Then: one critical message at 100%, saying where the month is; 50% is not sent
+    assert [(s.rule, s.threshold) for s in sent] == [("monthly_cost", "100%")]
+    (alert,) = [b["alerts"][0] for b in http_sink.bodies("/hook")]
+    assert alert["labels"]["severity"] == "critical"
+    assert alert["annotations"]["summary"] == "AI 月度成本已達 $0.002 (預算 100%)"
+    assert "（預算的 103%）" in alert["annotations"]["description"]
+    assert "50%" not in alert["annotations"]["summary"]
+
+
+def test_given_a_condition_that_holds_again_after_its_resolution_then_it_is_sent_again(
+    engine: Engine, http_sink: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given: $6 spent against the $10 budget: the 50% warning fires
+    notifiers = notifiers_from_env({"AIPOOL_ALERT_WEBHOOK_URL": f"{http_sink.url}/hook"})
+    now = datetime(2026, 3, 14, 10, tzinfo=TAIPEI)
+    Ledger(engine).use("claude", 1000, now, cost_usd=Decimal("6"))
+    run_budget_checks(engine, notifiers, now=now, tz=TAIPEI)
+    # When: the budget is raised to $20 (resolved), then set back to $10 in the same month
+    monkeypatch.setenv("AIPOOL_MONTHLY_BUDGET_USD", "20")
+    run_budget_checks(engine, notifiers, now=now + timedelta(minutes=5), tz=TAIPEI)
+    monkeypatch.setenv("AIPOOL_MONTHLY_BUDGET_USD", "10")
+    again = run_budget_checks(engine, notifiers, now=now + timedelta(minutes=10), tz=TAIPEI)
+    # Then: the second crossing is sent too: firing, resolved, firing, each once
+    assert [(s.threshold, s.state) for s in again] == [("50%", "firing")]
+    alerts = [b["alerts"][0] for b in http_sink.bodies("/hook")]
+    assert [a["status"] for a in alerts] == ["firing", "resolved", "firing"]
+    assert alerts[1]["endsAt"] != "0001-01-01T00:00:00Z"
+    with engine.connect() as conn:
+        episodes = conn.execute(
+            select(AlertEvent.episode, AlertEvent.state).order_by(AlertEvent.id)
+        ).all()
+    assert [tuple(e) for e in episodes] == [(1, "firing"), (1, "resolved"), (2, "firing")]

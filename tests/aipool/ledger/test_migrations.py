@@ -33,7 +33,7 @@ def at_0002(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[st
             conn.execute(
                 text(
                     "DROP TABLE IF EXISTS ai_usage_logs, ai_usage_daily, "
-                    "ai_usage_monthly, ai_alert_events, alembic_version CASCADE"
+                    "ai_usage_monthly, ai_alert_events, ai_ledger_clock, alembic_version CASCADE"
                 )
             )
         engine.dispose()
@@ -86,3 +86,55 @@ def test_given_rows_of_revision_0002_when_upgraded_then_each_keeps_its_request_i
         )
         count = conn.execute(text("SELECT count(*) FROM ai_usage_logs")).scalar_one()
     assert count == 3
+
+
+def test_given_rows_and_roll_ups_of_revision_0003_when_upgraded_then_spend_is_their_exact_sum(
+    at_0002: tuple[str, Engine],
+) -> None:
+    # Given: rows of 0003 (six-decimal costs), a stale daily roll-up that missed one of them,
+    # and an alert journaled once
+    from datetime import date
+    from decimal import Decimal
+    from zoneinfo import ZoneInfo
+
+    from aipool.ledger.rollup import rollup
+    from aipool.ledger.spend import month_spend
+
+    url, engine = at_0002
+    migrate(url, revision="0003_attempt_identity")
+    with engine.begin() as conn:
+        for n, cost in enumerate(("0.000825", "1.250000", "0.000001")):
+            conn.execute(
+                text(
+                    "INSERT INTO ai_usage_logs (id, request_id, journey_id, attempt, provider, "
+                    "model, input_tokens, output_tokens, success, outcome, fallback_position, "
+                    "cost_usd, created_at, estimated) VALUES (:id, :r, :r, 0, 'gemini', 'm', 10, "
+                    "5, true, 'ok', 0, :cost, '2026-11-30 10:00:00+00:00', false)"
+                ),
+                {"id": f"00000000-0000-0000-0000-00000000001{n}", "r": f"r{n}", "cost": cost},
+            )
+        conn.execute(
+            text(
+                "INSERT INTO ai_usage_daily (day, provider, model, requests, successes, failures,"
+                " fallbacks, input_tokens, output_tokens, cost_usd, updated_at) VALUES"
+                " ('2026-11-30', 'gemini', 'm', 1, 1, 0, 0, 10, 5, 0.000825,"
+                " '2026-11-30 12:00:00+00:00')"
+            )
+        )
+        conn.execute(
+            text(
+                "INSERT INTO ai_alert_events (rule, provider, severity, threshold, period, state,"
+                " message, channels, created_at) VALUES ('monthly_cost', '*', 'warning', '50%',"
+                " '2026-11', 'firing', 'm', '{}', '2026-11-30 12:00:00+00:00')"
+            )
+        )
+    # When: the ledger is upgraded
+    migrate(url)
+    # Then: every cost is kept exactly, the stale roll-up is gone, and the figure is the rows'
+    taipei = ZoneInfo("Asia/Taipei")
+    expected = Decimal("1.250826")
+    assert month_spend(engine, date(2026, 11, 30), taipei).cost() == expected
+    assert list(rollup(engine, taipei).days) == [date(2026, 11, 30)]
+    assert month_spend(engine, date(2026, 11, 30), taipei).cost() == expected
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT episode FROM ai_alert_events")).scalar_one() == 1

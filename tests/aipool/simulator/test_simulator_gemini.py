@@ -63,7 +63,11 @@ def test_text_answer_names_the_model_and_reports_usage(sim: Simulator, api_versi
     usage = first.usage_metadata
     assert usage is not None
     assert usage.prompt_token_count and usage.candidates_token_count
-    assert usage.total_token_count == usage.prompt_token_count + usage.candidates_token_count
+    # Gemini 2.5 Flash thinks by default: its thoughts are counted outside the candidates
+    assert usage.thoughts_token_count
+    assert usage.total_token_count == (
+        usage.prompt_token_count + usage.candidates_token_count + usage.thoughts_token_count
+    )
 
 
 def test_system_instruction_and_output_limit_are_honoured(client: genai.Client) -> None:

@@ -12,7 +12,10 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from aipool.ledger.models import Money, UTCDateTime
+from aipool.ledger.models import UTCDateTime
+
+# The money type this revision created (0003 widens it); frozen here, not read from the models.
+Money = sa.Numeric(14, 6)
 
 revision: str = "0001_initial"
 down_revision: str | None = None
