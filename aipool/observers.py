@@ -38,6 +38,7 @@ def usage_record(event: AttemptEvent) -> UsageRecord:
         fallback_position=event.position,
         cost_usd=event.cost_usd,
         estimated=event.estimated,
+        service=event.route.service,
         # A call belongs to the day it started: the day its quota was charged to.
         created_at=datetime.fromtimestamp(event.at, UTC),
     )

@@ -123,10 +123,21 @@ def restore_quota_counters() -> dict[str, Any]:
     it started, as its reservation did. Restoring never lowers a counter, so running it on a
     schedule is safe.
     """
+    from aipool.attempt.layout import spend_key
+    from aipool.attempt.money import restore_spend
+    from aipool.ledger.spend import service_month_cost
     from aipool.ledger.totals import restore_quotas
+    from aipool.periods import month_of
     from aipool.quota import quotas_for
 
-    return restore_quotas(default_engine(), quotas_for(_redis()), datetime.now(UTC), pool_zone())
+    engine, now, zone = default_engine(), datetime.now(UTC), pool_zone()
+    restored: dict[str, Any] = dict(restore_quotas(engine, quotas_for(_redis()), now, zone))
+    # The month's spend per service, when Redis lost it: the cap and the services' budgets.
+    month = month_of(now.timestamp(), zone).label
+    if not _redis().exists(spend_key(month)):
+        by_service = service_month_cost(engine, local_day(now, zone), zone)
+        restored["spend"] = restore_spend(_redis(), month, by_service)
+    return restored
 
 
 @shared_task(name="aipool.breaker_transition", ignore_result=True)

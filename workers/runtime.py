@@ -17,7 +17,7 @@ from aipool.ledger.record import UsageRecord
 from aipool.ledger.usage_log import UsageLog, store_now
 from aipool.metrics import observe_attempt, observe_transition
 from aipool.observers import LedgerObserver
-from aipool.pricing import cost_usd
+from aipool.pricing import completion_cost, cost_usd
 from aipool.quota import quotas_for
 from aipool.redis_url import connect
 
@@ -79,4 +79,5 @@ def hop_runner() -> HopRunner:
         attempt_book(),
         observers=[LedgerObserver(usage_log()), observe_attempt],
         pricing=cost_usd,
+        price_completion=completion_cost,
     )

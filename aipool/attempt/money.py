@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
-from aipool.attempt.layout import Header
+from aipool.attempt.layout import Header, spend_key
 from aipool.chains import Hop
 from aipool.contract import PRIORITIES
 from aipool.quota import Quota
@@ -90,6 +92,25 @@ class MoneyRules:
         if cost > 0 and self.save_from is not None and below:
             parts.append('"sv":1')
         return ",".join(parts)
+
+
+def restore_spend(client: Any, month: str, by_service: Mapping[str, Decimal]) -> bool:
+    """Give a month's spend back to Redis from the ledger when Redis lost it (the key is gone):
+    the cap and the services' budgets then count what was spent before. A spend Redis still
+    holds is left alone (it also holds the calls in flight, which the ledger does not). Returns
+    whether anything was written."""
+    key = spend_key(month)
+    if client.exists(key):
+        return False
+    fields = {f"svc:{service}": micro(cost) for service, cost in by_service.items()}
+    fields["all"] = micro(sum(by_service.values(), Decimal(0)))
+    # HSETNX field by field: a call admitted meanwhile keeps its charge.
+    pipe = client.pipeline(transaction=True)
+    for field, value in fields.items():
+        pipe.hsetnx(key, field, value)
+    pipe.expire(key, 35 * 86_400 + 31 * 86_400)
+    pipe.execute()
+    return True
 
 
 def _share(fraction: float | None, limit: int | None) -> int:

@@ -152,6 +152,7 @@ class HopRunner:
         providers: Callable[[str], Provider] = get_provider,
         timeouts: Timeouts = _provider_timeout,
         finish_retry_s: float = FINISH_RETRY_S,
+        price_completion: Callable[[str, Completion], Decimal] | None = None,
     ) -> None:
         self.book = book
         self.observers = list(observers)
@@ -159,6 +160,9 @@ class HopRunner:
         self.providers = providers
         self.timeouts = timeouts
         self.finish_retry_s = finish_retry_s
+        #: Prices an answer as its provider bills it (cache reads and writes apart); without
+        #: it, an answer is priced by its input and output tokens like any estimate.
+        self.price_completion = price_completion
 
     def now(self) -> float:
         """The pool's time (Redis's), as this process estimates it."""
@@ -539,11 +543,12 @@ class HopRunner:
         estimated: bool = False,
     ) -> AttemptEvent:
         hop = visit.journey.route.chain[position]
-        cost = (
-            self.pricing(hop.provider, model or hop.model, tokens[0], tokens[1])
-            if any(tokens)
-            else Decimal(0)
-        )
+        if completion is not None and self.price_completion is not None:
+            cost = self.price_completion(hop.provider, completion)
+        elif any(tokens):
+            cost = self.pricing(hop.provider, model or hop.model, tokens[0], tokens[1])
+        else:
+            cost = Decimal(0)
         return AttemptEvent(
             request_id=visit.request_id,
             journey_id=visit.journey.id,

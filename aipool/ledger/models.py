@@ -110,6 +110,7 @@ class UsageLogRow(Base):
         Index("ix_ai_usage_logs_request_id", "request_id"),
         Index("ix_ai_usage_logs_created_at", "created_at"),
         Index("ix_ai_usage_logs_provider_created_at", "provider", "created_at"),
+        Index("ix_ai_usage_logs_service_created_at", "service", "created_at"),
         Index("ix_ai_usage_logs_ledger_seq", "ledger_seq"),
     )
 
@@ -139,6 +140,8 @@ class UsageLogRow(Base):
     # Tokens and cost are the reservation's estimate: the call reached the provider and ended
     # without a usage report (timeout, unreadable answer, worker gone), and is billed anyway.
     estimated: Mapped[bool] = mapped_column(Boolean, default=False)
+    # The service that sent the request, as the route table declares it, else "other".
+    service: Mapped[str] = mapped_column(String(64), default="other")
     # When the call started (aipool.ledger.spend: a call belongs to the day it started).
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     # Arrival, not the call: the ledger clock's number of the write that stored the row (NULL

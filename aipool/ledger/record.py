@@ -86,6 +86,8 @@ class UsageRecord:
     id: uuid.UUID = field(default_factory=uuid.uuid4)
     journey_id: str = ""
     estimated: bool = False
+    #: The service that sent the request (declared in the route table, else ``other``).
+    service: str = "other"
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:

@@ -171,6 +171,21 @@ def month_spend(conn: Connection | Engine, today: date, zone: tzinfo) -> PeriodS
     return spend(conn, first, next_month(first) - timedelta(days=1), zone, day=today)
 
 
+def service_month_cost(engine: Engine, today: date, zone: tzinfo) -> dict[str, Decimal]:
+    """Per service, what ``today``'s local calendar month has cost so far (raw rows, on the
+    (service, created_at) index): a service's budget is counted from it."""
+    start, _ = day_range(month_start(today), zone)
+    _, end = day_range(next_month(month_start(today)) - timedelta(days=1), zone)
+    u = usage_logs
+    statement = (
+        select(u.c.service, func.coalesce(func.sum(u.c.cost_usd), 0))
+        .where(u.c.created_at >= start, u.c.created_at < end, u.c.outcome.in_(CALLED_OUTCOMES))
+        .group_by(u.c.service)
+    )
+    with engine.connect() as conn:
+        return {str(service): _money(cost) for service, cost in conn.execute(statement)}
+
+
 def total_cost(spends: Iterable[Spend]) -> Decimal:
     """The cost of ``spends`` together."""
     return sum((s.cost_usd for s in spends), Decimal(0))

@@ -204,6 +204,7 @@ def _row(record: UsageRecord) -> dict[str, Any]:
         "fallback_position": rec.fallback_position,
         "cost_usd": rec.cost_usd,
         "estimated": rec.estimated,
+        "service": rec.service,
         "created_at": rec.created_at,
     }
 

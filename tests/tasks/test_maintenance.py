@@ -178,3 +178,46 @@ def test_given_beat_and_the_maintenance_worker_when_routines_run_then_flower_see
     assert not named & routines, named & routines
     task_ids = {e.get("uuid") for e in events if str(e["type"]).startswith("task-")}
     assert len(task_ids) == 1, events
+
+
+def test_given_redis_lost_the_months_spend_when_restored_then_budgets_count_what_was_spent(
+    wired: tuple[Engine, redis.Redis],
+) -> None:
+    # Given: the ledger holds this month's paid calls of two services, and Redis lost its data
+    from decimal import Decimal
+
+    from aipool.attempt.layout import spend_key
+    from aipool.ledger.usage_log import store_now
+    from aipool.periods import month_of, pool_zone
+
+    engine, client = wired
+    now = datetime.now(UTC)
+    for i, (service, cost) in enumerate(
+        (("batch", "0.004"), ("triage", "0.001"), ("batch", "0.002"))
+    ):
+        store_now(
+            engine,
+            UsageRecord(
+                f"r{i}",
+                0,
+                "gemini",
+                "gemini-2.5-flash",
+                "ok",
+                True,
+                10,
+                10,
+                cost_usd=Decimal(cost),
+                service=service,
+                created_at=now,
+            ),
+        )
+    # When: beat's restore runs
+    maintenance.restore_quota_counters.run()
+    # Then: the month's spend in Redis is the ledger's, pool-wide and per service
+    key = spend_key(month_of(now.timestamp(), pool_zone()).label)
+    spend = {k.decode(): int(v) for k, v in client.hgetall(key).items()}
+    assert spend == {"all": 7_000, "svc:batch": 6_000, "svc:triage": 1_000}
+    # And a second run leaves a spend Redis holds alone (it includes calls in flight)
+    client.hincrby(key, "all", 500)
+    maintenance.restore_quota_counters.run()
+    assert int(client.hget(key, "all")) == 7_500
