@@ -22,6 +22,7 @@ from aipool.attempt.runner import Forward
 from aipool.contract import parse_request
 from aipool.routing.router import decide
 from tasks.generate import TASK_NAME, describe
+from workers.edge.withholding import described
 from workers.runtime import hop_runner
 
 
@@ -60,6 +61,7 @@ def route(request: dict[str, Any], *, task_id: str | None = None) -> Dispatch:
 def send(dispatch: Dispatch, *, app: Celery | None = None, **options: Any) -> AsyncResult:
     """Enqueue a routed request; ``options`` go to Celery's ``send_task`` (``expires``,
     ``priority``...). Returns the ``AsyncResult`` that gets the final answer."""
+    headers = {**(options.pop("headers", None) or {}), **described()}
     return (app or _default_app()).send_task(
         TASK_NAME,
         kwargs=dispatch.kwargs,
@@ -67,6 +69,7 @@ def send(dispatch: Dispatch, *, app: Celery | None = None, **options: Any) -> As
         task_id=dispatch.task_id,
         queue=dispatch.queue,
         routing_key=dispatch.queue,
+        headers=headers,
         **options,
     )
 

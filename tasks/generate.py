@@ -23,11 +23,12 @@ from aipool.contract import Request, parse_request
 from aipool.errors import InvalidJourney, InvalidRequest
 from aipool.journey import Journey
 from aipool.routing.router import decide
+from workers.edge.withholding import GENERATE, described
 from workers.runtime import hop_runner
 
 log = logging.getLogger("aipool.tasks")
 
-TASK_NAME = "ai.generate"
+TASK_NAME = GENERATE
 
 
 class AnsweringRequest(CeleryRequest):
@@ -154,6 +155,7 @@ def _forward(task: Task, request: Any, step: Forward) -> Any:
         queue=step.queue,
         routing_key=step.queue,
         kwargsrepr=describe(step),
+        headers=described(),
         **options,
     )
     try:
@@ -171,7 +173,9 @@ def _forward(task: Task, request: Any, step: Forward) -> Any:
 
 
 def describe(step: Forward) -> str:
-    """What Flower and the task events show of a message: where it is, never the prompt."""
+    """What Flower and the task events show of a message: where it is, never the prompt.
+
+    Sent with the :func:`~workers.edge.withholding.described` headers, so the edge keeps it."""
     journey = step.journey
     return (
         f"{{'intent': {journey.route.intent!r}, 'hop': {journey.position}, "

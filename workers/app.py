@@ -52,12 +52,12 @@ if flower.running_flower():
         raise SystemExit(f"aipool: {exc}") from None
 
 # No message kills a worker: every task message is checked at the edge before Celery acts on it
-# (workers/edge.py). The Redis channel also checks the envelope, which fails before any consumer
+# (workers/edge/). The Redis channel also checks the envelope, which fails before any consumer
 # code runs; AMQP has no such envelope. The embedded broker (redis+socket://) is named by its URL
 # prefix, which kombu resolves itself, so it keeps kombu's own channel.
-app.conf.worker_consumer = "workers.edge:EdgeConsumer"
+app.conf.worker_consumer = "workers.edge.consumer:EdgeConsumer"
 if urlsplit(_broker_url).scheme in ("redis", "rediss") and not app.conf.broker_transport:
-    app.conf.broker_transport = "workers.edge:RedisTransport"
+    app.conf.broker_transport = "workers.edge.transport:RedisTransport"
 
 # Worker-process wiring (metrics server, prometheus multiprocess cleanup) lives with the signals;
 # the first log line and the default queue have modules of their own.

@@ -6,7 +6,7 @@ pool's settings turn it on, for Flower). Flower shows both. The pool's own re-di
 hop instead (``tasks.generate.describe``); anything else that sends ``ai.generate`` through this
 app without saying what to show (a Python service sending by name) gets the request withheld here,
 before the message or its event is built. The workers withhold it again on receipt
-(``workers.edge.withhold_prompt``) for producers that do not use this app.
+(``workers.edge.withholding``) for producers that do not use this app.
 """
 
 from __future__ import annotations
@@ -15,10 +15,7 @@ from typing import Any
 
 from celery.app.amqp import AMQP as CeleryAMQP
 
-from workers.edge import WITHHELD
-
-#: The task whose arguments are the request (tasks.generate.TASK_NAME, which imports the app).
-GENERATE = "ai.generate"
+from workers.edge.withholding import GENERATE, WITHHELD
 
 
 class AMQP(CeleryAMQP):

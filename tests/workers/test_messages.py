@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from workers.app import app
-from workers.edge import WITHHELD
+from workers.edge.withholding import WITHHELD
 
 PROMPT = "my secret prompt about payroll"
 

@@ -16,7 +16,8 @@ from celery import Celery
 from kombu.message import Message
 from kombu.serialization import dumps
 
-from workers.edge import MAX_DEPTH, Refusal, guarded, inspect_message, log_refusal
+from tests.support.kombu_message import kombu_message as _message
+from workers.edge.inspection import MAX_DEPTH, Refusal, inspect_message, log_refusal
 
 ACCEPT = {"application/json"}
 SECRET = "the prompt nobody may read"
@@ -53,26 +54,6 @@ def _celery_message(name: str = "edge.add", args: Any = (1, 2), **options: Any) 
         headers=sent.headers,
         properties={**sent.properties, "correlation_id": task_id},
         delivery_info={"exchange": "", "routing_key": "router"},
-    )
-
-
-def _message(
-    body: bytes | str,
-    headers: Any = None,
-    content_type: str = "application/json",
-    encoding: str | None = "utf-8",
-    correlation_id: str | None = None,
-) -> Message:
-    raw = body.encode() if isinstance(body, str) else body
-    if headers is None:
-        headers = {"task": "edge.add", "id": str(uuid.uuid4())}
-    return Message(
-        body=raw,
-        content_type=content_type,
-        content_encoding=encoding,
-        headers=headers,
-        properties={"correlation_id": correlation_id},
-        delivery_info={"exchange": "", "routing_key": "gemini"},
     )
 
 
@@ -218,72 +199,6 @@ def test_headers_celery_would_choke_on_are_refused(
     assert refusal is not None and refusal.code == "malformed_message"
     assert reason in refusal.reason
     assert refusal.task_id == task_id
-
-
-class _Refusals(list):  # type: ignore[type-arg]
-    def __call__(self, refusal: Refusal, message: Any) -> None:
-        self.append((refusal, message))
-
-
-def _raising(exc: BaseException) -> Any:
-    def handle(message: Message) -> None:
-        raise exc
-
-    return handle
-
-
-def test_a_message_the_check_refuses_never_reaches_celery() -> None:
-    # Given a check that refuses every message, in front of Celery's handler
-    handled: list[Message] = []
-    refused = _Refusals()
-    refusal = Refusal("unknown_task", "no task named x", task_id="id-5")
-    handler = guarded(handled.append, lambda m: refusal, refused, ())
-    # When a message arrives
-    message = _message("[[1, 2], {}, {}]")
-    handler(message)
-    # Then it is refused and Celery never sees it
-    assert refused == [(refusal, message)]
-    assert handled == []
-
-
-def test_a_message_celery_still_chokes_on_is_refused_instead_of_ending_the_worker() -> None:
-    # Given Celery's handler raising on a message the check let through
-    refused = _Refusals()
-    handler = guarded(_raising(ValueError("unpack")), lambda m: None, refused, (OSError,))
-    message = _message("[[1, 2], {}, {}]", {"task": "edge.add", "id": "id-6"})
-    # When it arrives, Then nothing escapes, and it is refused with its task id
-    handler(message)
-    ((refusal, refused_message),) = refused
-    assert (refusal.code, refusal.task_id, refusal.queue) == ("malformed_message", "id-6", "gemini")
-    assert "ValueError" in refusal.reason
-    assert refused_message is message
-
-
-def test_a_connection_error_is_left_to_celery_so_the_message_is_redelivered() -> None:
-    # Given Celery's handler failing because the broker connection broke
-    refused = _Refusals()
-    handler = guarded(_raising(ConnectionResetError()), lambda m: None, refused, (OSError,))
-    # Then the error reaches Celery (which reconnects) and the message is not refused
-    with pytest.raises(ConnectionResetError):
-        handler(_message("[[1, 2], {}, {}]"))
-    assert refused == []
-
-
-def test_a_failure_after_celery_acknowledged_the_message_is_only_logged(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    # Given Celery's handler that acknowledged the message, then raised
-    refused = _Refusals()
-    message = _message("[[1, 2], {}, {}]", {"task": "edge.add", "id": "id-7"})
-    message._state = "ACK"
-    handler = guarded(_raising(RuntimeError()), lambda m: None, refused, ())
-    # Then it is not rejected a second time, and one line says what failed
-    with caplog.at_level(logging.ERROR, logger="aipool.edge"):
-        handler(message)
-    assert refused == []
-    assert [r.getMessage() for r in caplog.records] == [
-        "message id-7 failed after it was handed on (RuntimeError)"
-    ]
 
 
 def test_a_refusal_is_one_log_line_without_the_body(caplog: pytest.LogCaptureFixture) -> None:

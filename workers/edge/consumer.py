@@ -1,0 +1,125 @@
+"""The worker's consumer with the edge in front of its task message handler.
+
+A refused message is answered (when someone waits for it), rejected without requeue and logged on
+one line (:mod:`workers.edge`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from celery import states
+from celery.worker.consumer import Consumer
+from kombu.serialization import prepare_accept_content
+
+from aipool import result
+from workers.edge.inspection import Refusal, inspect_message, log_refusal, refusal_of, shown
+from workers.edge.transport import RedisTransport
+from workers.edge.withholding import withhold_prompt
+
+log = logging.getLogger("aipool.edge")
+
+
+def guarded(
+    handle: Callable[[Any], Any],
+    inspect: Callable[[Any], Refusal | None],
+    refuse: Callable[[Refusal, Any], None],
+    connection_errors: tuple[type[BaseException], ...],
+) -> Callable[[Any], Any]:
+    """Celery's task message handler ``handle`` with the edge in front of it.
+
+    A message ``inspect`` finds fault with is refused and never reaches ``handle``. One that passes
+    and still makes ``handle`` raise is refused too, unless Celery already acknowledged it or the
+    error is the connection's own (``connection_errors``: re-raised, so Celery reconnects and the
+    broker redelivers it).
+    """
+
+    def on_task_received(message: Any) -> Any:
+        refusal = inspect(message)
+        if refusal is not None:
+            refuse(refusal, message)
+            return None
+        withhold_prompt(message)
+        try:
+            return handle(message)
+        except connection_errors:
+            raise
+        except Exception as exc:
+            if message.acknowledged:
+                log.error(
+                    "message %s failed after it was handed on (%s)",
+                    shown(message.headers.get("id")),
+                    type(exc).__name__,
+                )
+                return None
+            reason = f"the worker could not take this message ({type(exc).__name__})"
+            refuse(refusal_of(message, "malformed_message", reason), message)
+            return None
+
+    return on_task_received
+
+
+class EdgeConsumer(Consumer):
+    """Celery's consumer with the edge check in front of its task message handler.
+
+    Selected with ``worker_consumer`` in ``workers.app``.
+    """
+
+    def create_task_handler(self, *args: Any, **kwargs: Any) -> Callable[[Any], Any]:
+        # Exactly the tasks Celery would dispatch: those it built a strategy for.
+        known = {name: self.app.tasks[name] for name in self.strategies if name in self.app.tasks}
+        accept = prepare_accept_content(self.app.conf.accept_content)
+        # kombu counts KeyError among the Redis transport's connection errors; raised by Celery
+        # while it takes a message, it is the message's fault, not the connection's.
+        connection_errors = tuple(
+            error for error in self.connection_errors + self.channel_errors if error is not KeyError
+        )
+        return guarded(
+            super().create_task_handler(*args, **kwargs),
+            lambda message: inspect_message(message, known, accept),
+            self.refuse,
+            connection_errors,
+        )
+
+    def on_decode_error(self, message: Any, exc: Exception) -> None:
+        """A message kombu could not even build (bad compression, bad text): refuse it quietly.
+
+        Celery's own handler logs the body.
+        """
+        reason = f"message could not be decoded ({type(exc).__name__})"
+        self.refuse(refusal_of(message, "malformed_message", reason), message)
+
+    def connect(self) -> Any:
+        connection = super().connect()
+        transport = connection.transport
+        if isinstance(transport, RedisTransport):
+            # Envelopes the channel drops are answered here, where the result backend is known.
+            transport.on_refused = self.refuse
+        return connection
+
+    def refuse(self, refusal: Refusal, message: Any = None) -> None:
+        """Answer the producer (when it can wait for one), reject ``message``, log one line."""
+        answered = "not answered"
+        if refusal.task_id is not None and self._keeps_result(refusal, message):
+            payload = result.error(refusal.task_id, refusal.code, refusal.reason)
+            try:
+                self.app.backend.store_result(refusal.task_id, payload, states.SUCCESS)
+                answered = "answered"
+            except Exception as exc:
+                answered = f"answer not stored ({type(exc).__name__})"
+        if message is not None:
+            reject = getattr(message, "reject_log_error", None)
+            if reject is not None:
+                reject(log, self.connection_errors, requeue=False)
+        log_refusal(refusal, answered)
+
+    def _keeps_result(self, refusal: Refusal, message: Any) -> bool:
+        # As Celery would store it: the message's ignore_result first, then the task's setting.
+        # Nobody waits on a maintenance task (ignore_result), so nothing is stored for one.
+        headers = getattr(message, "headers", None)
+        if isinstance(headers, dict) and isinstance(headers.get("ignore_result"), bool):
+            return not headers["ignore_result"]
+        task = self.app.tasks.get(refusal.task_name) if refusal.task_name else None
+        return task is None or not task.ignore_result
