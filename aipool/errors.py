@@ -35,6 +35,11 @@ SDK exceptions are mapped into this tree in exactly one place per adapter (``map
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from aipool.contract.vocabulary import ErrorCode
+
 
 class AipoolError(Exception):
     """Base of every error aipool raises on purpose."""
@@ -53,9 +58,9 @@ class AipoolError(Exception):
 class InvalidRequest(AipoolError):
     """The request itself is malformed; the producer must fix it."""
 
-    code = "invalid_request"
+    code: ErrorCode = "invalid_request"
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.code = code
 

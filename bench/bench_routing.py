@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from aipool.contract import Request, parse_request  # noqa: E402
+from aipool.contract.request import Request, parse_request  # noqa: E402
 from aipool.routing import corpus  # noqa: E402
 from aipool.routing.complexity import score  # noqa: E402
 from aipool.routing.intent import classify  # noqa: E402

@@ -47,7 +47,7 @@ def cpu_ms(call: Callable[[], Any], runs: int) -> float:
 
 def _hop_work(raw: dict[str, Any]) -> None:
     """What every hop does with the prompt it carries: validate it and estimate its tokens."""
-    from aipool.contract import parse_request
+    from aipool.contract.request import parse_request
 
     request = parse_request(raw)
     request.estimated_total_tokens()
@@ -60,7 +60,7 @@ def _json_round_trip(raw: dict[str, Any]) -> None:
 
 def cpu(report: Report, runs: int) -> None:
     """Token estimate, hop work and ``decide()`` on ~100 KB prompts, against a short prompt."""
-    from aipool.contract import parse_request
+    from aipool.contract.request import parse_request
     from aipool.routing.router import decide
     from aipool.routing.text import HEAD_CHARS, TAIL_CHARS
     from aipool.tokens import estimate_tokens

@@ -236,7 +236,7 @@ def _burst(pool: Pool, threads: int, total: int, request: dict[str, Any]) -> lis
 
 def quota(pool: Pool, report: Report, workers: int, threads: int, quick: bool) -> None:
     """Gemini's daily tokens and Claude's requests per minute under concurrent load."""
-    from aipool.contract import parse_request
+    from aipool.contract.request import parse_request
 
     rpm = 5
     tokens_request = {"prompt": CORRELATE, "max_tokens": 64}

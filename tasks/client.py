@@ -19,7 +19,7 @@ from celery.result import AsyncResult
 
 from aipool.attempt.identity import journey_id
 from aipool.attempt.runner import Forward
-from aipool.contract import parse_request
+from aipool.contract.request import parse_request
 from aipool.routing.router import decide
 from tasks.generate import TASK_NAME, describe
 from workers.edge.withholding import described

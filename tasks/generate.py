@@ -16,12 +16,12 @@ from celery.exceptions import Ignore, SoftTimeLimitExceeded, TimeLimitExceeded
 from celery.worker.request import Request as CeleryRequest
 from celery.worker.state import task_ready
 
-from aipool import result
 from aipool.attempt.identity import journey_id
 from aipool.attempt.runner import Done, Drop, Forward
-from aipool.contract import Request, parse_request
+from aipool.contract import result
+from aipool.contract.journey import Journey
+from aipool.contract.request import Request, parse_request
 from aipool.errors import InvalidJourney, InvalidRequest
-from aipool.journey import Journey
 from aipool.routing.router import decide
 from workers.edge.withholding import GENERATE, described
 from workers.runtime import hop_runner
@@ -106,7 +106,7 @@ def generate(self: Task, *args: Any, request: Any = None, journey: Any = None, *
     except InvalidRequest as exc:
         return result.error(request_id, exc.code, exc.message)
     except InvalidJourney as exc:
-        return result.error(request_id, exc.code, str(exc))
+        return result.error(request_id, "invalid_journey", str(exc))
     except SoftTimeLimitExceeded:
         log.error("soft time limit passed for request_id=%s", request_id)
         return result.error(request_id, "time_limit", "the hop did not finish in time")

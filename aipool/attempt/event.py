@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from aipool.chains import Hop
-from aipool.contract import Completion
-from aipool.journey import Attempt, Route
+from aipool.contract.journey import Attempt, Route
+from aipool.contract.request import Completion
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from typing import Any
 
 from aipool.breaker import Breaker
 from aipool.chains import Hop
+from aipool.contract.vocabulary import Outcome, outcome_named
 from aipool.ledger.usage_log import PENDING_KEY
 from aipool.periods import Period, day_of, month_of
 from aipool.quota import Quota
@@ -51,7 +52,7 @@ class Passed:
     and the script's details (a retry time, a limit and its figures)."""
 
     provider: str
-    code: str
+    code: Outcome
     detail: tuple[str, ...] = ()
 
 
@@ -149,9 +150,16 @@ def _detail(raw: Any) -> tuple[str, ...]:
     return tuple(str(v) for v in json.loads(text(raw) or "[]"))
 
 
+def _outcome(code: Any) -> Outcome:
+    named = outcome_named(str(code))
+    if named is None:
+        raise ValueError(f"attempt.lua named an unknown outcome {code!r}")
+    return named
+
+
 def _decision(next_hop: Any, trail: Any) -> Decision:
     passed = tuple(
-        Passed(str(entry[0]), str(entry[1]), tuple(str(v) for v in entry[2:]))
+        Passed(str(entry[0]), _outcome(entry[1]), tuple(str(v) for v in entry[2:]))
         for entry in json.loads(text(trail) or "[]")
     )
     return Decision(text(next_hop), passed)

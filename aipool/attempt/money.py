@@ -20,7 +20,7 @@ from typing import Any
 
 from aipool.attempt.layout import Header, spend_key
 from aipool.chains import Hop
-from aipool.contract import PRIORITIES
+from aipool.contract.request import PRIORITIES
 from aipool.quota import Quota
 from aipool.routing.table import RouteTable
 from aipool.settings import settings

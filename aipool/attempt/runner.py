@@ -21,7 +21,6 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from aipool import result
 from aipool.attempt.bound import within
 from aipool.attempt.event import AttemptEvent, Observer
 from aipool.attempt.layout import (
@@ -39,9 +38,11 @@ from aipool.attempt.layout import (
 from aipool.attempt.lifecycle import AttemptBook, new_owner
 from aipool.attempt.money import micro
 from aipool.breaker import BreakerState
-from aipool.contract import Completion, Request, ToolCall
+from aipool.contract import result
+from aipool.contract.journey import Attempt, Journey, Route
+from aipool.contract.request import Completion, Request, ToolCall
+from aipool.contract.vocabulary import Outcome, outcome_named
 from aipool.errors import InvalidJourney, ProviderError, ProviderTimeout, as_provider_error
-from aipool.journey import Attempt, Journey, Route
 from aipool.observers import usage_row
 from aipool.providers import Provider, get_provider
 from aipool.routing.router import routed_priority
@@ -388,8 +389,9 @@ class HopRunner:
         hop = visit.journey.route.chain[position]
         if ended.state == "skipped":
             provider = visit.journey.route.chain[position].provider
-            message = self._why(visit, Passed(provider, ended.code, ended.detail), ended.now)
-            self._record(visit, position, ended.code, message, at=ended.now)
+            outcome = outcome_named(ended.code) or "skipped"
+            message = self._why(visit, Passed(provider, outcome, ended.detail), ended.now)
+            self._record(visit, position, outcome, message, at=ended.now)
         elif ended.state == "abandoned":
             self._record(
                 visit,
@@ -478,7 +480,7 @@ class HopRunner:
     def _terminal(self, visit: Visit, position: int) -> Done:
         hop = visit.journey.route.chain[position]
         completion = self.providers(hop.provider).complete(visit.request, hop.model)
-        outcome = "refused" if hop.provider == "refuse" else "fallback"
+        outcome: Outcome = "refused" if hop.provider == "refuse" else "fallback"
         self._record(visit, position, outcome, None, at=self.now())
         return Done(
             result.terminal(
@@ -515,7 +517,7 @@ class HopRunner:
         self,
         visit: Visit,
         position: int,
-        outcome: str,
+        outcome: Outcome,
         error: str | None,
         *,
         at: float,

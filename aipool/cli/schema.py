@@ -10,7 +10,7 @@ import typer
 
 def schema() -> None:
     """Print the producer contract as JSON Schema (draft 2020-12)."""
-    from aipool.contract_schema import schema_text
+    from aipool.contract.schema import schema_text
 
     print(schema_text(), end="")
 

@@ -84,7 +84,7 @@ def submit(
     user_id: Annotated[str, typer.Option(help="Recorded in the ledger.")] = "cli",
 ) -> None:
     """Send one request through the pool and print the result as JSON."""
-    from aipool.contract import parse_request
+    from aipool.contract.request import parse_request
 
     request: dict[str, Any] = {"prompt": text, "priority": str(priority), "user_id": user_id}
     if intent:

@@ -6,14 +6,13 @@ reads is ``aipool.ledger.spend`` (spend so far).
 """
 
 from aipool.ledger.db import database_url, make_engine, migrate
-from aipool.ledger.record import OUTCOMES, UsageRecord
+from aipool.ledger.record import UsageRecord
 from aipool.ledger.rollup import Aggregate, aggregate, rollup, rollup_day, rollup_month
 from aipool.ledger.spend import PeriodSpend, Spend, month_spend, spend
 from aipool.ledger.totals import restore_quotas, totals
 from aipool.ledger.usage_log import DrainResult, UsageLog, drain
 
 __all__ = [
-    "OUTCOMES",
     "Aggregate",
     "DrainResult",
     "PeriodSpend",

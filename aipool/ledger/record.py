@@ -9,28 +9,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-#: Every value ``UsageRecord.outcome`` may take. ``fallback`` is the static answer, ``refused`` the
-#: tool chain's refusal; ``abandoned`` a call whose worker stopped before it ended (billed at its
-#: estimate); the last nine are hops that never reached the provider.
-OUTCOMES = (
-    "ok",
-    "error",
-    "abandoned",
-    "fallback",
-    "refused",
-    "circuit_open",
-    "quota_exceeded",
-    "deadline",
-    "context_too_long",
-    "budget_exhausted",
-    "service_budget_exhausted",
-    "budget_saving",
-    "guard_unavailable",
-    "skipped",
-)
-
-#: Outcomes of attempts that called the provider (and so count against its quota).
-CALLED_OUTCOMES = ("ok", "error", "abandoned")
+from aipool.contract.vocabulary import OUTCOMES
 
 
 def _now() -> datetime:

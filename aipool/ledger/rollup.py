@@ -51,6 +51,7 @@ from sqlalchemy import (
     update,
 )
 
+from aipool.contract.vocabulary import CALLED_OUTCOMES
 from aipool.ledger.models import (
     DailyUsage,
     UsageLogRow,
@@ -59,7 +60,6 @@ from aipool.ledger.models import (
     usage_logs,
     usage_monthly,
 )
-from aipool.ledger.record import CALLED_OUTCOMES
 from aipool.ledger.spend import CLOCK_ID, take_clock
 from aipool.periods import day_range, local_day, month_start, next_month, pool_zone
 

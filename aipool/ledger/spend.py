@@ -34,8 +34,8 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, and_, case, func, literal, or_, select, union_all, update
 
+from aipool.contract.vocabulary import CALLED_OUTCOMES
 from aipool.ledger.models import ledger_clock, usage_daily, usage_logs
-from aipool.ledger.record import CALLED_OUTCOMES
 from aipool.periods import day_range, month_start, next_month
 
 #: The ledger clock's only row.

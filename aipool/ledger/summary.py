@@ -20,23 +20,10 @@ from decimal import Decimal
 
 from sqlalchemy import Engine, func, select
 
+from aipool.contract.vocabulary import SKIP_WORDS, TERMINAL_OUTCOMES, outcome_named
 from aipool.ledger.models import UsageLogRow
 from aipool.periods import day_range, month_range, pool_zone
 
-#: Skipped outcomes and the word each is counted under.
-SKIP_REASONS = {
-    "circuit_open": "breaker",
-    "quota_exceeded": "quota",
-    "deadline": "deadline",
-    "context_too_long": "context",
-    "budget_exhausted": "budget",
-    "service_budget_exhausted": "service budget",
-    "budget_saving": "saving",
-    "guard_unavailable": "guards",
-    "skipped": "other",
-}
-#: Outcomes of the chain's terminal hop: it answers, it calls nobody.
-TERMINAL_OUTCOMES = ("fallback", "refused")
 _REASON = re.compile(r"^([a-z_]+):")
 
 
@@ -138,7 +125,8 @@ def _count(s: ProviderSummary, outcome: str, error: str | None, count: int) -> N
     elif outcome in TERMINAL_OUTCOMES:
         s.answered += count
     else:
-        word = SKIP_REASONS.get(outcome, "other")
+        named = outcome_named(outcome)
+        word = SKIP_WORDS.get(named, "other") if named else "other"
         s.skipped[word] = s.skipped.get(word, 0) + count
 
 

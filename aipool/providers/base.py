@@ -1,7 +1,7 @@
 """The one interface every model provider implements, and helpers they share.
 
-An adapter turns a provider-neutral :class:`~aipool.contract.Request` into its SDK's call, and the
-SDK's answer back into a :class:`~aipool.contract.Completion`. SDK exceptions are mapped into
+An adapter turns a provider-neutral :class:`~aipool.contract.request.Request` into its SDK's call, and the
+SDK's answer back into a :class:`~aipool.contract.request.Completion`. SDK exceptions are mapped into
 :mod:`aipool.errors` in exactly one place per adapter (its ``map_error``), so the worker decides
 "next provider or not" with one ``isinstance``.
 
@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, Protocol
 
-from aipool.contract import Completion, Message, Request, ToolCall
+from aipool.contract.request import Completion, Message, Request, ToolCall
 from aipool.errors import (
     ProviderBadResponse,
     ProviderError,

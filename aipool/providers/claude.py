@@ -8,7 +8,7 @@ from typing import Any
 import anthropic
 
 from aipool import config
-from aipool.contract import Completion, Request, ToolCall
+from aipool.contract.request import Completion, Request, ToolCall
 from aipool.errors import ProviderError
 from aipool.providers.base import (
     building_request,

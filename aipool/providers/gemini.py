@@ -15,7 +15,7 @@ from google.genai import types
 from pydantic import ValidationError
 
 from aipool import config
-from aipool.contract import Completion, Request, ToolCall
+from aipool.contract.request import Completion, Request, ToolCall
 from aipool.errors import (
     ProviderAuthError,
     ProviderBadResponse,

@@ -9,7 +9,7 @@ from typing import Any
 import openai
 
 from aipool import config
-from aipool.contract import Completion, Request, ToolCall
+from aipool.contract.request import Completion, Request, ToolCall
 from aipool.errors import ProviderBadResponse, ProviderError
 from aipool.providers.base import (
     building_request,

@@ -12,7 +12,7 @@ import ollama
 from pydantic import ValidationError
 
 from aipool import config
-from aipool.contract import Completion, Request, ToolCall
+from aipool.contract.request import Completion, Request, ToolCall
 from aipool.errors import (
     ProviderBadResponse,
     ProviderError,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aipool.contract import Completion, Request
+from aipool.contract.request import Completion, Request
 from aipool.settings import settings
 
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from aipool.contract import Request
+from aipool.contract.request import Request
 from aipool.routing.text import bounded, compile_folded, fold, split_text
 from aipool.tokens import estimate_tokens
 

@@ -27,7 +27,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from aipool.contract import Request, parse_request
+from aipool.contract.request import Request, parse_request
 from aipool.errors import InvalidRequest
 from aipool.routing.intent import Intent
 from aipool.routing.model import IntentModel

@@ -45,7 +45,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-from aipool.contract import Request
+from aipool.contract.request import Request
 from aipool.routing.text import bounded, compile_folded, fold, split_text
 
 

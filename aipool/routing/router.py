@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aipool.chains import Hop, build_chain
-from aipool.contract import PRIORITIES, Message, Request
+from aipool.contract.request import PRIORITIES, Message, Request
 from aipool.routing.complexity import score
 from aipool.routing.features import read
 from aipool.routing.intent import Intent, IntentDecision, classify

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from aipool.chains import PROVIDERS, TOOL_CHAIN, Hop, default_model
-from aipool.contract import PRIORITIES, SERVICE_NAME
+from aipool.contract.request import PRIORITIES, SERVICE_NAME
 from aipool.routing.intent import Intent
 from aipool.routing.tiers import TIERS
 

@@ -7,7 +7,7 @@ from prometheus_client import REGISTRY
 
 from aipool.attempt.event import AttemptEvent
 from aipool.chains import Hop
-from aipool.journey import Attempt, Route
+from aipool.contract.journey import Attempt, Route
 from aipool.metrics import failure_code, observe_attempt
 
 

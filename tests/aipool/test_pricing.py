@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from aipool.cli import run
-from aipool.contract import Completion
+from aipool.contract.request import Completion
 from aipool.pricing import (
     Price,
     PriceFileError,

@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
 from aipool.breaker import breakers_for
-from aipool.contract import (
+from aipool.contract.request import (
     MAX_DEPTH,
     MAX_METADATA_SIZE,
     MAX_USER_ID_LENGTH,

@@ -16,8 +16,9 @@ from typing import Any
 from sqlalchemy import Engine, select
 
 from aipool.attempt.layout import LEASES_KEY
+from aipool.contract.vocabulary import CALLED_OUTCOMES
 from aipool.ledger.models import UsageLogRow
-from aipool.ledger.record import CALLED_OUTCOMES, UsageRecord
+from aipool.ledger.record import UsageRecord
 from aipool.ledger.usage_log import DEAD_KEY, PENDING_KEY, DrainResult, drain
 from aipool.quota import quotas_for
 

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from celery import Celery, chord, group
 
-from aipool.contract import parse_request
-from aipool.journey import Journey
+from aipool.contract.journey import Journey
+from aipool.contract.request import parse_request
 from aipool.routing.router import decide
 from tests.support.private_pool import PrivatePool, private_pool, send
 

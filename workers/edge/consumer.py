@@ -14,7 +14,7 @@ from celery import states
 from celery.worker.consumer import Consumer
 from kombu.serialization import prepare_accept_content
 
-from aipool import result
+from aipool.contract import result
 from workers.edge.inspection import Refusal, inspect_message, log_refusal, refusal_of, shown
 from workers.edge.transport import RedisTransport
 from workers.edge.withholding import withhold_prompt

@@ -13,6 +13,8 @@ from typing import Any
 
 from celery.utils.time import maybe_iso8601
 
+from aipool.contract.vocabulary import ErrorCode
+
 log = logging.getLogger("aipool.edge")
 
 #: Deepest nesting of lists and objects a message body may have. The worker's parent pickles the
@@ -33,7 +35,7 @@ _EMBED_LISTS = ("callbacks", "errbacks", "chain")
 class Refusal:
     """Why a message was refused, and what is known of it without reading its body."""
 
-    code: str
+    code: ErrorCode
     reason: str
     task_id: str | None = None
     queue: str | None = None
@@ -41,7 +43,7 @@ class Refusal:
 
 
 def refusal(
-    code: str,
+    code: ErrorCode,
     reason: str,
     headers: Any = None,
     *,
@@ -65,7 +67,7 @@ def refusal(
     )
 
 
-def refusal_of(message: Any, code: str, reason: str) -> Refusal:
+def refusal_of(message: Any, code: ErrorCode, reason: str) -> Refusal:
     """:func:`refusal` for a kombu message (or anything with its attributes)."""
     delivery_info = getattr(message, "delivery_info", None)
     delivery_info = delivery_info if isinstance(delivery_info, dict) else {}
@@ -213,7 +215,7 @@ def inspect_message(message: Any, tasks: dict[str, Any], accept: set[str]) -> Re
     properties = message.properties if isinstance(message.properties, dict) else {}
     name = headers.get("task") if isinstance(headers.get("task"), str) else None
 
-    def refuse(code: str, reason: str) -> Refusal:
+    def refuse(code: ErrorCode, reason: str) -> Refusal:
         return refusal_of(message, code, reason)
 
     if not isinstance(raw_headers, dict):

@@ -16,7 +16,7 @@ import pytest
 from aipool.attempt.bound import within
 from aipool.chains import default_model
 from aipool.config import ProviderEndpoint
-from aipool.contract import parse_request
+from aipool.contract.request import parse_request
 from aipool.errors import ProviderTimeout
 from aipool.providers.claude import ClaudeProvider
 from aipool.providers.gemini import GeminiProvider

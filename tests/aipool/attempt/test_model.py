@@ -49,7 +49,8 @@ from hypothesis.stateful import (
 from aipool.attempt.layout import Busy, Call, Ended, Header, Kept, Missing, Recorded, Routed
 from aipool.attempt.lifecycle import AttemptBook
 from aipool.chains import Hop
-from aipool.ledger.record import CALLED_OUTCOMES, UsageRecord
+from aipool.contract.vocabulary import CALLED_OUTCOMES
+from aipool.ledger.record import UsageRecord
 from aipool.settings import settings as pool_settings
 from aipool.settings.provider_limits import BreakerSettings, ProviderLimits, QuotaLimits
 from tests.support.attempts import SimulatedPool, answered, begin, failed

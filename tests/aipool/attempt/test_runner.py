@@ -17,9 +17,9 @@ from aipool.attempt.lifecycle import AttemptBook
 from aipool.attempt.runner import Done, Forward, HopRunner
 from aipool.breaker import breakers_for
 from aipool.chains import Hop
-from aipool.contract import Completion, Request, parse_request
+from aipool.contract.journey import Journey
+from aipool.contract.request import Completion, Request, parse_request
 from aipool.errors import ProviderServerError
-from aipool.journey import Journey
 from aipool.quota import quotas_for
 from aipool.routing.router import Route
 

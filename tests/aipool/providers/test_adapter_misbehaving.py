@@ -13,7 +13,7 @@ import pytest
 
 from aipool.chains import default_model
 from aipool.config import ProviderEndpoint
-from aipool.contract import Message, Request, parse_request
+from aipool.contract.request import Message, Request, parse_request
 from aipool.errors import (
     ProviderAuthError,
     ProviderBadResponse,

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from aipool.config import ProviderEndpoint
-from aipool.contract import parse_request
+from aipool.contract.request import parse_request
 from aipool.pricing import completion_cost
 from aipool.providers import claude, gemini, nemotron, ollama
 

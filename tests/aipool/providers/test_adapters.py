@@ -9,7 +9,7 @@ import pytest
 
 from aipool.chains import default_model
 from aipool.config import ProviderEndpoint
-from aipool.contract import parse_request
+from aipool.contract.request import parse_request
 from aipool.errors import (
     ProviderBadResponse,
     ProviderOverloaded,

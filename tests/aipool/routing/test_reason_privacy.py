@@ -14,7 +14,7 @@ import string
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aipool.contract import Message, Request, Tool
+from aipool.contract.request import Message, Request, Tool
 from aipool.routing.complexity import _STEP_MARKERS
 from aipool.routing.intent import SIGNALS, Intent
 from aipool.routing.router import decide

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aipool.contract import Message, Request, Tool
+from aipool.contract.request import Message, Request, Tool
 from aipool.routing.complexity import MAX_SCORE, score
 
 

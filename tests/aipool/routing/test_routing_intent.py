@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aipool.contract import Message, Request, Tool
+from aipool.contract.request import Message, Request, Tool
 from aipool.routing.intent import Intent, classify, classify_text
 
 TOOL = Tool(name="k8s_restart", description="restart", parameters={"type": "object"})

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from aipool.chains import Hop, default_model
-from aipool.contract import Message, Request, Tool, parse_request
+from aipool.contract.request import Message, Request, Tool, parse_request
 from aipool.routing.router import Route, decide, explain
 from aipool.routing.table import parse_table
 

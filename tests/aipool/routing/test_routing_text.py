@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aipool.contract import parse_request
+from aipool.contract.request import parse_request
 from aipool.routing.intent import SIGNALS
 from aipool.routing.text import (
     HEAD_CHARS,

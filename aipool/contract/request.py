@@ -12,7 +12,7 @@ together with the code that reads it, so a producer never needs to send one the 
 know, and data of the producer's own goes in ``metadata``. Inside messages, tools and tool calls
 unknown keys are ignored: producers pass conversation turns in their vendors' shapes (OpenAI's
 ``refusal``, ``annotations``), which carry nothing the pool acts on. The JSON Schema says the same
-(``aipool.contract_schema``).
+(``aipool.contract.schema``).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import Any
 
+from aipool.contract.vocabulary import ErrorCode
 from aipool.errors import InvalidRequest
 from aipool.settings import settings
 from aipool.tokens import estimate_tokens
@@ -194,7 +195,7 @@ class Completion:
         }
 
 
-def _fail(code: str, message: str) -> InvalidRequest:
+def _fail(code: ErrorCode, message: str) -> InvalidRequest:
     return InvalidRequest(code, message)
 
 
@@ -311,7 +312,9 @@ def _parse_tool_calls(raw: Any, where: str) -> tuple[ToolCall, ...]:
 def _parse_messages(payload: dict[str, Any]) -> tuple[list[Message], str]:
     raw_messages = payload.get("messages")
     prompt = payload.get("prompt")
-    system = payload.get("system") or ""
+    system = payload.get("system")
+    if system is None:
+        system = ""
     if not isinstance(system, str):
         raise _fail("invalid_system", "'system' must be a string")
     _text(system, "system")
@@ -414,8 +417,16 @@ def _parse_tools(raw: Any) -> tuple[Tool, ...]:
     return tuple(tools)
 
 
+_NUMBER_CODES: dict[str, ErrorCode] = {
+    "max_tokens": "invalid_max_tokens",
+    "temperature": "invalid_temperature",
+    "deadline_s": "invalid_deadline_s",
+}
+
+
 def _number(payload: dict[str, Any], key: str, lo: float, hi: float, integer: bool) -> Any:
     value = payload.get(key)
+    code = _NUMBER_CODES[key]
     if value is None:
         return None
     if (
@@ -424,9 +435,9 @@ def _number(payload: dict[str, Any], key: str, lo: float, hi: float, integer: bo
         or (integer and not isinstance(value, int))
     ):
         kind = "an integer" if integer else "a number"
-        raise _fail(f"invalid_{key}", f"'{key}' must be {kind}")
+        raise _fail(code, f"'{key}' must be {kind}")
     if not lo <= value <= hi:
-        raise _fail(f"invalid_{key}", f"'{key}' must be between {lo:g} and {hi:g}")
+        raise _fail(code, f"'{key}' must be between {lo:g} and {hi:g}")
     return value
 
 

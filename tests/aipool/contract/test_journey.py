@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aipool.chains import PROVIDERS
-from aipool.contract import parse_request
+from aipool.contract.journey import Attempt, Journey
+from aipool.contract.request import parse_request
 from aipool.errors import InvalidJourney
-from aipool.journey import Attempt, Journey
 from aipool.routing.router import decide
 
 TOOL = {

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aipool.chains import Hop
+from aipool.contract.vocabulary import Outcome, outcome_named
 from aipool.errors import InvalidJourney
-from aipool.ledger.record import OUTCOMES
 from aipool.routing.router import Route
 
 __all__ = ["Attempt", "Journey", "Route"]
@@ -24,13 +24,12 @@ __all__ = ["Attempt", "Journey", "Route"]
 
 @dataclass(frozen=True)
 class Attempt:
-    """One hop's outcome: ``ok``, ``error``, ``abandoned``, ``circuit_open``, ``quota_exceeded``,
-    ``deadline``, ``context_too_long``, ``budget_exhausted``, ``service_budget_exhausted``,
-    ``budget_saving``, ``guard_unavailable``, ``skipped``, ``fallback`` or ``refused``; ``error`` is a short code-and-reason, never a prompt."""
+    """One hop's ``outcome`` (:mod:`aipool.contract.vocabulary`); ``error`` is a short
+    code-and-reason, never a prompt."""
 
     provider: str
     model: str
-    outcome: str
+    outcome: Outcome
     error: str | None = None
     latency_ms: float = 0.0
 
@@ -44,11 +43,15 @@ class Attempt:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Attempt:
+    def from_dict(cls, data: dict[str, Any]) -> Attempt | None:
+        """The attempt ``data`` describes, or None when its outcome is not in the vocabulary."""
+        outcome = outcome_named(data["outcome"])
+        if outcome is None:
+            return None
         return cls(
             provider=str(data["provider"]),
             model=str(data["model"]),
-            outcome=str(data["outcome"]),
+            outcome=outcome,
             error=data.get("error"),
             latency_ms=float(data.get("latency_ms", 0.0)),
         )
@@ -89,7 +92,11 @@ class Journey:
         return cls(
             route=Route.from_dict(data["route"]),
             position=int(data["position"]),
-            attempts=[Attempt.from_dict(a) for a in data.get("attempts", [])],
+            attempts=[
+                attempt
+                for attempt in map(Attempt.from_dict, data.get("attempts", []))
+                if attempt is not None
+            ],
             received_at=None if received is None else float(received),
             id=str(data.get("id") or ""),
         )
@@ -138,12 +145,7 @@ class Journey:
 
         def plausible(attempt: Attempt) -> bool:
             at = route.index_or_none(attempt.provider)
-            return (
-                at is not None
-                and at < position
-                and attempt.model == route.chain[at].model
-                and attempt.outcome in OUTCOMES
-            )
+            return at is not None and at < position and attempt.model == route.chain[at].model
 
         return cls(
             route=route,

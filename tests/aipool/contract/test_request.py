@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from aipool.contract import (
+from aipool.contract.request import (
     INTENTS,
     MAX_DEPTH,
     MAX_METADATA_SIZE,
@@ -318,7 +318,7 @@ def test_given_a_request_when_its_estimate_is_asked_often_then_the_text_is_read_
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Given a parsed request (each hop asks for its estimate several times)
-    import aipool.contract as contract
+    import aipool.contract.request as contract
 
     request = parse_request({"prompt": "x" * 10_000, "max_tokens": 100})
     reads: list[int] = []

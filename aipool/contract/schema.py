@@ -2,7 +2,7 @@
 
 A producer outside Python validates what it sends against ``docs/contract.schema.json`` (the
 kwargs of ``ai.generate``) and reads results by ``#/$defs/Result``; ``aipool schema`` prints the
-same text. The workers keep the hand-written :func:`aipool.contract.parse_request`: it is faster
+same text. The workers keep the hand-written :func:`aipool.contract.request.parse_request`: it is faster
 than validating through these models and returns the producer's error codes
 (``unknown_role``, ``invalid_text``...). Both describe one contract, and a test keeps them
 accepting and refusing the same requests.
@@ -22,13 +22,14 @@ a few places it is not (an ``intent`` in any letter case, a ``prompt`` beside an
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
 from pydantic.json_schema import models_json_schema
 
-from aipool.contract import (
+from aipool.contract.request import (
     DEFAULT_MAX_TOKENS,
     INTENTS,
     MAX_DEPTH,
@@ -39,7 +40,8 @@ from aipool.contract import (
     PRIORITIES,
     SERVICE_NAME,
 )
-from aipool.result import CONTRACT_VERSION
+from aipool.contract.result import CONTRACT_VERSION
+from aipool.contract.vocabulary import ERROR_MEANINGS, OUTCOME_MEANINGS, ErrorCode, Outcome
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 #: Text a provider can take: no lone surrogates, no C0 controls but tab, newline, carriage return.
@@ -303,14 +305,16 @@ class Route(BaseModel):
     )
 
 
+def _meanings(vocabulary: Mapping[Any, str]) -> str:
+    return "; ".join(f"{name}: {meaning}" for name, meaning in vocabulary.items())
+
+
 class Attempt(BaseModel):
-    """One hop of the request. ``outcome``: ok, error, abandoned, circuit_open, quota_exceeded,
-    deadline, context_too_long, budget_exhausted, service_budget_exhausted, budget_saving,
-    guard_unavailable, skipped, fallback or refused."""
+    """One hop of the request; ``outcome`` as aipool.contract.vocabulary means it."""
 
     provider: str
     model: str
-    outcome: str
+    outcome: Outcome = Field(description=_meanings(OUTCOME_MEANINGS))
     error: str | None
     latency_ms: float = Field(ge=0)
 
@@ -324,9 +328,10 @@ class ToolCall(BaseModel):
 
 
 class ResultError(BaseModel):
-    """Why the request could not be served (``status`` ``error``)."""
+    """Why the request could not be served (``status`` ``error``); ``code`` as
+    aipool.contract.vocabulary means it."""
 
-    code: str
+    code: ErrorCode = Field(description=_meanings(ERROR_MEANINGS))
     message: str
 
 

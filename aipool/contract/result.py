@@ -5,8 +5,9 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from aipool.contract import Completion
-from aipool.journey import Journey
+from aipool.contract.journey import Journey
+from aipool.contract.request import Completion
+from aipool.contract.vocabulary import ErrorCode
 
 CONTRACT_VERSION = 1
 
@@ -70,7 +71,7 @@ def terminal(
 
 
 def error(
-    request_id: str, code: str, message: str, journey: Journey | None = None
+    request_id: str, code: ErrorCode, message: str, journey: Journey | None = None
 ) -> dict[str, Any]:
     """The request could not be served as sent (``status`` ``error``); nothing was charged."""
     return {

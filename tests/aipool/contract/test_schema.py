@@ -11,16 +11,16 @@ from typing import Any
 import jsonschema
 import pytest
 
-from aipool import result
 from aipool.chains import Hop
 from aipool.cli import run
-from aipool.contract import Completion, ToolCall, parse_request
-from aipool.contract_schema import DRAFT, schema_text
+from aipool.contract import result
+from aipool.contract.journey import Attempt, Journey
+from aipool.contract.request import Completion, ToolCall, parse_request
+from aipool.contract.schema import DRAFT, schema_text
 from aipool.errors import InvalidRequest
-from aipool.journey import Attempt, Journey
 from aipool.routing.router import Route
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 COMMITTED = ROOT / "docs" / "contract.schema.json"
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -181,7 +181,7 @@ def test_every_kind_of_result_the_pool_returns_is_valid_for_the_schema(
 def test_the_schema_and_the_workers_know_the_same_request_fields(
     validator: jsonschema.Draft202012Validator,
 ) -> None:
-    from aipool.contract import REQUEST_FIELDS
+    from aipool.contract.request import REQUEST_FIELDS
 
     schema = json.loads(COMMITTED.read_text(encoding="utf-8"))
     request = schema["$defs"]["Request"]
