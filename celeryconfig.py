@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from kombu import Exchange, Queue
 
-from aipool.chains import PROVIDERS
+from aipool.providers.catalog import PROVIDERS
 from aipool.redis_url import celery_url
 from aipool.settings import settings
 from schedules.beat import beat_schedule as beat_schedule

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-PROVIDERS = ("ollama", "nemotron", "gemini", "claude")
 #: Terminal hops: answered by the pool itself, never by a model.
 STATIC = "static"
 REFUSE = "refuse"

@@ -35,7 +35,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from aipool.chains import PROVIDERS
+from aipool.providers.catalog import PROVIDERS
 
 _DEFAULT_FILE = Path(__file__).with_name("prices.toml")
 _THOUSAND = Decimal(1000)

@@ -25,9 +25,9 @@ from celery.signals import (
     worker_ready,
 )
 
-from aipool.chains import PROVIDERS
 from aipool.errors import SettingsError
 from aipool.ledger.outbox import OUTBOX
+from aipool.providers.catalog import CATALOG
 from aipool.scrub import install_log_scrubbing
 from aipool.settings import settings
 from aipool.settings.startup import below_adr_notes, check_at_start
@@ -111,9 +111,9 @@ def _import_provider_sdks(sender: Any = None, **_: Any) -> None:
     # only the SDKs of the queues this worker serves, so an Ollama worker holds no cloud SDK.
     # Clients are still built in each child (sockets must not cross a fork).
     serving = _consumed_queues(sender)
-    for provider in PROVIDERS:
+    for provider, facts in CATALOG.items():
         if provider in serving:
-            importlib.import_module(f"aipool.providers.{provider}")
+            importlib.import_module(facts.adapter.partition(":")[0])
 
 
 def _consumed_queues(sender: Any) -> set[str]:

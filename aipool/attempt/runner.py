@@ -44,7 +44,8 @@ from aipool.contract.request import Completion, Request, ToolCall
 from aipool.contract.vocabulary import Outcome, outcome_named
 from aipool.errors import InvalidJourney, ProviderError, ProviderTimeout, as_provider_error
 from aipool.observers import usage_row
-from aipool.providers import Provider, get_provider
+from aipool.providers import get_provider
+from aipool.providers.base import Provider
 from aipool.routing.router import routed_priority
 from aipool.routing.windows import CONTEXT_TOO_LONG, fits, skip_reason
 from aipool.scrub import scrub

@@ -5,8 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from aipool.budget.rules import Condition
-
-_NAMES = {"ollama": "Ollama", "gemini": "Gemini", "claude": "Claude", "nemotron": "Nemotron"}
+from aipool.providers.catalog import CATALOG
 
 
 def alert_lang(lang: str | None = None) -> str:
@@ -20,7 +19,8 @@ def alert_lang(lang: str | None = None) -> str:
 
 def display_name(provider: str) -> str:
     """How people call the provider in messages."""
-    return _NAMES.get(provider, provider)
+    facts = CATALOG.get(provider)
+    return facts.display_name if facts else provider
 
 
 def _money(value: object) -> str:

@@ -19,9 +19,9 @@ from decimal import Decimal
 
 from sqlalchemy import Engine
 
-from aipool.chains import PROVIDERS
 from aipool.ledger.spend import Spend, month_spend
 from aipool.periods import local_day
+from aipool.providers.catalog import PROVIDERS
 
 #: The calendar quotas a budget alert watches (``aipool.settings.provider_limits.QuotaLimits`` field names).
 CALENDAR_QUOTAS = ("daily_tokens", "daily_requests", "monthly_tokens")

@@ -5,15 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from aipool.providers.catalog import CATALOG
+
 if TYPE_CHECKING:
     from aipool.demo.findings import Findings
 
 #: Rows of the upper plot, top to bottom, and their colours.
 ANSWERERS = {
-    "ollama": "#2a9d8f",
-    "nemotron": "#8ab17d",
-    "gemini": "#4285f4",
-    "claude": "#d97757",
+    **{name: facts.colour for name, facts in CATALOG.items()},
     "static": "#9e9e9e",
     "refuse": "#6d6875",
 }

@@ -1,37 +1,35 @@
-"""Model providers: one adapter module each, one :class:`~aipool.providers.base.Provider` interface."""
+"""Model providers: one adapter module each, one :class:`~aipool.providers.base.Provider` interface.
+
+Which providers exist, and which adapter serves each, is :mod:`aipool.providers.catalog`'s.
+"""
 
 from __future__ import annotations
 
+import importlib
 from functools import cache
+from typing import TYPE_CHECKING
 
-from aipool.providers.base import Provider
+from aipool.chains import TERMINALS
+from aipool.providers.catalog import CATALOG
+
+if TYPE_CHECKING:
+    from aipool.providers.base import Provider
 
 
 @cache
 def get_provider(name: str) -> Provider:
     """The process-wide adapter for ``name``, built once and reused (SDK clients are costly)."""
-    # Imports are local so a worker serving one queue never loads the other SDKs.
-    if name == "ollama":
-        from aipool.providers.ollama import OllamaProvider
-
-        return OllamaProvider()
-    if name == "gemini":
-        from aipool.providers.gemini import GeminiProvider
-
-        return GeminiProvider()
-    if name == "claude":
-        from aipool.providers.claude import ClaudeProvider
-
-        return ClaudeProvider()
-    if name == "nemotron":
-        from aipool.providers.nemotron import NemotronProvider
-
-        return NemotronProvider()
-    if name in ("static", "refuse"):
+    if name in TERMINALS:
         from aipool.providers.static import StaticProvider
 
         return StaticProvider(refuse=name == "refuse")
-    raise KeyError(f"unknown provider {name!r}")
+    facts = CATALOG.get(name)
+    if facts is None:
+        raise KeyError(f"unknown provider {name!r}")
+    # Imported on first use, so a worker serving one queue never loads the other SDKs.
+    module, _, cls = facts.adapter.partition(":")
+    provider: Provider = getattr(importlib.import_module(module), cls)()
+    return provider
 
 
-__all__ = ["Provider", "get_provider"]
+__all__ = ["get_provider"]

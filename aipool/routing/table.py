@@ -18,15 +18,16 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from aipool.chains import PROVIDERS, TOOL_CHAIN, Hop, default_model
+from aipool.chains import Hop, default_model
 from aipool.contract.request import PRIORITIES, SERVICE_NAME
+from aipool.providers.catalog import CATALOG, PROVIDERS
 from aipool.routing.intent import Intent
 from aipool.routing.tiers import TIERS
 
 DEFAULT_ROUTES_FILE = Path(__file__).with_name("routes.toml")
 CHAIN_KINDS = ("general", "tools")
-#: Providers that can be handed a request with tools: the tool chain's members.
-TOOL_CAPABLE = frozenset(TOOL_CHAIN)
+#: Providers that can be handed a request with tools.
+TOOL_CAPABLE = frozenset(name for name, facts in CATALOG.items() if facts.tools)
 
 _CONDITION_KEYS = frozenset({"intents", "min_complexity", "max_complexity", "priorities", "tools"})
 _ACTION_KEYS = frozenset({"provider", "model", "chain", "tier"})

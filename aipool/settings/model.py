@@ -39,21 +39,6 @@ REFUSAL_DEFAULT = (
     "This request needs a tool-capable model and none is available; nothing was executed."
 )
 DEFAULT_TIMEZONE = "Asia/Taipei"
-# Base URLs are what each SDK takes (DESIGN.md). Ollama's default is Ollama's own default address.
-DEFAULT_BASE_URLS = {
-    "ollama": "http://127.0.0.1:11434",
-    "gemini": "https://generativelanguage.googleapis.com",
-    "claude": "https://api.anthropic.com",
-    "nemotron": "https://integrate.api.nvidia.com/v1",
-}
-DEFAULT_MODELS = {
-    "ollama": "llama3.2:3b",
-    "nemotron": "nvidia/llama-3.3-nemotron-super-49b-v1",
-    "gemini": "gemini-2.5-flash",
-    "claude": "claude-sonnet-5",
-}
-# Seconds per call. Nemotron's tool calls take 11-45 s (ADR-006 §8); the others answer in seconds.
-DEFAULT_TIMEOUTS = {"ollama": 30.0, "gemini": 30.0, "claude": 30.0, "nemotron": 60.0}
 #: Added to the hard time limit when no visibility timeout is set (see celeryconfig).
 VISIBILITY_MARGIN_S = 60
 

@@ -10,20 +10,18 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Mapping
 
-from aipool.chains import PROVIDERS
+from aipool.providers.catalog import CATALOG, PROVIDERS
 from aipool.settings.provider_limits import BREAKER_KEYS, QUOTA_KEYS
 
 PREFIX = "AIPOOL_"
 #: A path into the settings model, e.g. ``("providers", "gemini", "quota", "rpm")``.
 Path = tuple[str, ...]
 
-#: The variables each provider's SDK is pointed with (base URL, API key), as DESIGN.md names them.
-_VENDOR = {"ollama": "OLLAMA", "nemotron": "NVIDIA", "gemini": "GEMINI", "claude": "ANTHROPIC"}
 
 #: Variables that are read from the environment, then from ``<NAME>_FILE``, then from
 #: ``$AIPOOL_SECRETS_DIR/<name>``; their values are never shown or logged.
 SECRETS: dict[str, Path] = {
-    **{f"{v}_API_KEY": ("providers", p, "api_key") for p, v in _VENDOR.items()},
+    **{f.api_key_variable: ("providers", p, "api_key") for p, f in CATALOG.items()},
     "AIPOOL_SMTP_PASSWORD": ("alerts", "smtp_password"),
     "AIPOOL_SLACK_WEBHOOK_URL": ("alerts", "slack_webhook_url"),
     "AIPOOL_ALERT_WEBHOOK_URL": ("alerts", "webhook_url"),
@@ -76,7 +74,7 @@ _POOL: dict[str, Path] = {
 def _provider_names(provider: str) -> dict[str, Path]:
     upper = provider.upper()
     names: dict[str, Path] = {
-        f"{_VENDOR[provider]}_BASE_URL": ("providers", provider, "base_url"),
+        CATALOG[provider].base_url_variable: ("providers", provider, "base_url"),
         f"AIPOOL_MODEL_{upper}": ("providers", provider, "model"),
         f"AIPOOL_TIMEOUT_{upper}": ("providers", provider, "timeout_s"),
     }

@@ -18,10 +18,12 @@ it once meant "no limit", so a mistyped limit silently became none.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator, ConfigDict, PositiveFloat, PositiveInt
+
+from aipool.providers.catalog import CATALOG
 
 #: How an operator says a limit has no limit (``none`` is read the same way).
 UNLIMITED = "unlimited"
@@ -97,11 +99,10 @@ LIMIT_KEYS = BREAKER_KEYS + QUOTA_KEYS
 
 #: ADR-006's numbers: the defaults, and the bar below which a configured quota is logged.
 ADR_LIMITS: dict[str, ProviderLimits] = {
-    "ollama": ProviderLimits(BreakerSettings(3, 30.0, 3), QuotaLimits()),
-    "gemini": ProviderLimits(BreakerSettings(5, 60.0, 3), QuotaLimits(10, 500, 100_000, 2_000_000)),
-    "claude": ProviderLimits(BreakerSettings(5, 60.0, 3), QuotaLimits(5, 200, 50_000, 500_000)),
-    # NVIDIA's free tier is metered per key; the site sets its numbers (ADR-006 §8).
-    "nemotron": ProviderLimits(BreakerSettings(5, 60.0, 3), QuotaLimits()),
+    name: ProviderLimits(
+        BreakerSettings(**asdict(facts.breaker)), QuotaLimits(**asdict(facts.quota))
+    )
+    for name, facts in CATALOG.items()
 }
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
-from aipool.settings.model import DEFAULT_BASE_URLS, DEFAULT_MODELS, DEFAULT_TIMEOUTS
+from aipool.providers.catalog import CATALOG
 from aipool.settings.names import (
     ENVIRONMENT,
     PROVIDERS,
@@ -178,9 +178,9 @@ class DefaultsSource(_PoolSource):
         return {
             "providers": {
                 p: {
-                    "base_url": DEFAULT_BASE_URLS[p],
-                    "model": DEFAULT_MODELS[p],
-                    "timeout_s": DEFAULT_TIMEOUTS[p],
+                    "base_url": CATALOG[p].base_url,
+                    "model": CATALOG[p].model,
+                    "timeout_s": CATALOG[p].timeout_s,
                     "breaker": asdict(ADR_LIMITS[p].breaker),
                     "quota": asdict(ADR_LIMITS[p].quota),
                 }

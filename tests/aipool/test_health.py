@@ -17,8 +17,8 @@ import pytest
 import redis
 
 from aipool.breaker import Breaker
-from aipool.chains import PROVIDERS
 from aipool.health import PROBE_PATH, USAGE_PATH, make_app, usage_report
+from aipool.providers.catalog import PROVIDERS
 from aipool.quota import Quota
 from aipool.settings import settings
 from tests.support.shared_servers import redis_db

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from aipool.chains import PROVIDERS
+from aipool.providers.catalog import PROVIDERS
 from tests.deploy import test_k8s as k8s
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 import celeryconfig
-from aipool.chains import PROVIDERS
+from aipool.providers.catalog import PROVIDERS
 from celeryconfig import QUEUES
 
 ROOT = Path(__file__).resolve().parents[2]

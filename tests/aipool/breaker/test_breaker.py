@@ -14,8 +14,8 @@ from aipool.breaker import (
     breakers_for,
     log_transition,
 )
-from aipool.chains import PROVIDERS
 from aipool.errors import CircuitOpen
+from aipool.providers.catalog import PROVIDERS
 from aipool.settings.provider_limits import BreakerSettings
 
 SETTINGS = BreakerSettings(failure_threshold=3, recovery_timeout=60.0, half_open_max_calls=2)

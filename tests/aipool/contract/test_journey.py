@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aipool.chains import PROVIDERS
 from aipool.contract.journey import Attempt, Journey
 from aipool.contract.request import parse_request
 from aipool.errors import InvalidJourney
+from aipool.providers.catalog import PROVIDERS
 from aipool.routing.router import decide
 
 TOOL = {

@@ -8,8 +8,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from aipool.chains import PROVIDERS
 from aipool.errors import QuotaExceeded
+from aipool.providers.catalog import PROVIDERS
 from aipool.quota import Quota, quotas_for
 from aipool.settings.provider_limits import QuotaLimits
 
