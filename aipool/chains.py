@@ -10,13 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-#: Terminal hops: answered by the pool itself, never by a model.
-STATIC = "static"
-REFUSE = "refuse"
-TERMINALS = (STATIC, REFUSE)
+from aipool.providers.catalog import CATALOG, REFUSE, STATIC, TERMINALS
 
-GENERAL_CHAIN = ("ollama", "gemini", "claude")
-TOOL_CHAIN = ("nemotron", "gemini", "claude")
+#: The chains' providers, in the catalog's order (aipool.providers.catalog).
+GENERAL_CHAIN = tuple(name for name, facts in CATALOG.items() if facts.general)
+TOOL_CHAIN = tuple(name for name, facts in CATALOG.items() if facts.tools)
 
 
 def default_model(provider: str) -> str:

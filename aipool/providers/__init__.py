@@ -9,8 +9,7 @@ import importlib
 from functools import cache
 from typing import TYPE_CHECKING
 
-from aipool.chains import TERMINALS
-from aipool.providers.catalog import CATALOG
+from aipool.providers.catalog import CATALOG, TERMINALS
 
 if TYPE_CHECKING:
     from aipool.providers.base import Provider

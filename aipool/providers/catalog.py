@@ -51,7 +51,9 @@ class ProviderFacts:
     sdk_module: str
     #: Whether the provider bills per token (prices.toml prices it either way).
     paid: bool
-    #: Whether it calls tools (routes skip it for a request with tools when it does not).
+    #: Whether it is on the general chain (requests without tools).
+    general: bool
+    #: Whether it calls tools: on the tool chain (routes skip it for a request with tools when not).
     tools: bool
     breaker: Breaker = field(default_factory=Breaker)
     quota: Quota = field(default_factory=Quota)
@@ -67,6 +69,8 @@ class ProviderFacts:
         return f"{self.vendor}_API_KEY"
 
 
+#: The order is the fallback order of both chains (ADR-006: ollama → gemini → claude for general
+#: requests, nemotron → gemini → claude for tool calls).
 CATALOG: dict[str, ProviderFacts] = {
     facts.name: facts
     for facts in (
@@ -81,6 +85,7 @@ CATALOG: dict[str, ProviderFacts] = {
             adapter="aipool.providers.ollama:OllamaProvider",
             sdk_module="ollama",
             paid=False,
+            general=True,
             tools=False,
             breaker=Breaker(3, 30.0, 3),
             colour="#2a9d8f",
@@ -96,6 +101,7 @@ CATALOG: dict[str, ProviderFacts] = {
             adapter="aipool.providers.nemotron:NemotronProvider",
             sdk_module="openai",
             paid=False,
+            general=False,
             tools=True,
             # NVIDIA's free tier is metered per key; the site sets its numbers (ADR-006 §8).
             colour="#8ab17d",
@@ -110,6 +116,7 @@ CATALOG: dict[str, ProviderFacts] = {
             adapter="aipool.providers.gemini:GeminiProvider",
             sdk_module="google.genai",
             paid=True,
+            general=True,
             tools=True,
             quota=Quota(10, 500, 100_000, 2_000_000),
             colour="#4285f4",
@@ -124,12 +131,18 @@ CATALOG: dict[str, ProviderFacts] = {
             adapter="aipool.providers.claude:ClaudeProvider",
             sdk_module="anthropic",
             paid=True,
+            general=True,
             tools=True,
             quota=Quota(5, 200, 50_000, 500_000),
             colour="#d97757",
         ),
     )
 }
+
+#: Terminal hops: answered by the pool itself, never by a model (the chains' last hops).
+STATIC = "static"
+REFUSE = "refuse"
+TERMINALS = (STATIC, REFUSE)
 
 #: Every model provider, in the order reports list them.
 PROVIDERS: tuple[str, ...] = tuple(CATALOG)
