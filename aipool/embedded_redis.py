@@ -22,7 +22,6 @@ from types import TracebackType
 
 from aipool.children import Child, pid_alive, wait_until
 
-RUNTIME_DIR_ENV = "AIPOOL_RUNTIME_DIR"
 #: Seconds the server has to accept connections after it was started.
 START_TIMEOUT_S = 10.0
 # AF_UNIX paths are limited to 108 bytes; a deeper data directory gets its socket elsewhere.

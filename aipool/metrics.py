@@ -20,6 +20,7 @@ from prometheus_client import Counter, Histogram
 
 from aipool.attempt.event import AttemptEvent
 from aipool.breaker.state import BreakerTransition
+from aipool.contract.journey import Attempt
 from aipool.errors import ProviderFailure
 
 
@@ -71,7 +72,7 @@ def observe_attempt(event: AttemptEvent) -> None:
         return
     provider = event.hop.provider
     REQUESTS.labels(provider, event.attempt.outcome).inc()
-    code = failure_code(event.attempt.outcome, event.attempt.error)
+    code = failure_code(event.attempt)
     if code is not None:
         FAILURES.labels(provider, code).inc()
     if event.attempt.outcome in ("ok", "error") and event.attempt.latency_ms:
@@ -84,16 +85,14 @@ def observe_attempt(event: AttemptEvent) -> None:
         COST.labels(provider).inc(float(event.cost_usd))
 
 
-def failure_code(outcome: str, error: str | None) -> str | None:
+def failure_code(attempt: Attempt) -> str | None:
     """The code of a failure that counts against the provider, else ``None``.
 
-    A failed call's attempt reads ``"<code>: <reason>"`` (``aipool.attempt.runner``); a redelivered attempt
-    whose call already ended carries no code and was counted when it ended.
+    A redelivered attempt whose call already ended carries no code and was counted when it ended.
     """
-    if outcome != "error" or not error:
+    if attempt.outcome != "error" or attempt.code not in FAILURE_CODES:
         return None
-    code = error.split(":", 1)[0]
-    return code if code in FAILURE_CODES else None
+    return attempt.code
 
 
 def observe_transition(event: BreakerTransition) -> None:

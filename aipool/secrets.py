@@ -13,9 +13,6 @@ from pathlib import Path
 from aipool.settings import settings
 from aipool.settings.names import SECRETS
 
-#: The provider keys the adapters send (the ollama client sends ``OLLAMA_API_KEY`` on its own when
-#: an Ollama server sits behind an authenticating proxy).
-PROVIDER_KEYS: tuple[str, ...] = tuple(name for name in SECRETS if name.endswith("_API_KEY"))
 #: Every configured value that must never be written anywhere: the provider keys and the
 #: credentials of the alert channels (a Slack webhook URL is its own secret).
 SECRET_NAMES: tuple[str, ...] = tuple(SECRETS)

@@ -314,7 +314,7 @@ class HopRunner:
         event = self._event(
             visit,
             position,
-            Attempt(hop.provider, hop.model, "error", message, elapsed),
+            Attempt(hop.provider, hop.model, "error", message, elapsed, code=error.code),
             tokens=tokens,
             at=call.now,
             booked=True,

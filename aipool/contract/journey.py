@@ -25,13 +25,15 @@ __all__ = ["Attempt", "Journey", "Route"]
 @dataclass(frozen=True)
 class Attempt:
     """One hop's ``outcome`` (:mod:`aipool.contract.vocabulary`); ``error`` is a short
-    code-and-reason, never a prompt."""
+    code-and-reason, never a prompt; ``code``, of a failed call, the provider error's code
+    (``timeout``, ``auth_error``...: :mod:`aipool.errors`)."""
 
     provider: str
     model: str
     outcome: Outcome
     error: str | None = None
     latency_ms: float = 0.0
+    code: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -40,6 +42,7 @@ class Attempt:
             "outcome": self.outcome,
             "error": self.error,
             "latency_ms": round(self.latency_ms, 2),
+            "code": self.code,
         }
 
     @classmethod
@@ -54,7 +57,15 @@ class Attempt:
             outcome=outcome,
             error=data.get("error"),
             latency_ms=float(data.get("latency_ms", 0.0)),
+            code=_code(data.get("code")),
         )
+
+
+def _code(value: Any) -> str | None:
+    # An error code is a short snake_case word; anything else a message carried is dropped.
+    if isinstance(value, str) and len(value) <= 40 and value.replace("_", "").isalpha():
+        return value if value.islower() else None
+    return None
 
 
 @dataclass

@@ -124,10 +124,6 @@ class Request:
     #: counted as (a declared service, or ``other``) is the route table's to say.
     service: str | None = None
 
-    @property
-    def wants_tools(self) -> bool:
-        return bool(self.tools)
-
     def text(self) -> str:
         """All prompt text (system and messages), for estimates and classification."""
         parts = [self.system] if self.system else []

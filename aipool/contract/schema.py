@@ -317,6 +317,10 @@ class Attempt(BaseModel):
     outcome: Outcome = Field(description=_meanings(OUTCOME_MEANINGS))
     error: str | None
     latency_ms: float = Field(ge=0)
+    code: str | None = Field(
+        default=None,
+        description="of a failed call: the provider error's code (timeout, rate_limited, ...)",
+    )
 
 
 class ToolCall(BaseModel):

@@ -86,11 +86,6 @@ class Aggregate:
         """Input plus output tokens."""
         return self.input_tokens + self.output_tokens
 
-    @property
-    def success_rate(self) -> float | None:
-        """Successes over requests, ``None`` without requests."""
-        return self.successes / self.requests if self.requests else None
-
 
 #: ``Aggregate.model`` when a group spans every model of a provider.
 ALL_MODELS = "*"
