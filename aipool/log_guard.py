@@ -1,0 +1,70 @@
+"""Every log record of a pool process is scrubbed as it is made, before any handler sees it.
+
+:func:`install` wraps the process's log record factory (``logging.setLogRecordFactory``): the
+message is rendered with its arguments (an argument may be the secret) and the record keeps the
+scrubbed text with no arguments; a traceback is rendered and scrubbed into ``exc_text``, which
+formatters print instead of rendering ``exc_info`` again; the stack is scrubbed too.
+
+Why the factory and not a filter on handlers (what the pool did before): every logger makes its
+records through the factory, so no handler of any logger can see a raw record, whether it is
+attached to the root, to ``celery.task`` (which does not propagate), to a library's own logger, or
+added after start-up by a custom ``setup_logging`` receiver or a library. A handler filter covers
+only the handlers present when it is attached, and a logger filter does not see its children's
+records. The factory is called only for records whose logger is enabled for their level, so a
+disabled DEBUG line costs nothing; prefork children inherit it with the process.
+
+Installed by the worker, beat and Flower processes (``workers.signals``, imported by the app) at
+import, before Celery sets up logging.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from aipool.scrub import MAX_LOG_LENGTH, scrub
+
+_installed: Callable[..., logging.LogRecord] | None = None
+_lock = threading.Lock()
+
+
+def scrub_record(record: logging.LogRecord) -> logging.LogRecord:
+    """``record`` with its message, traceback and stack scrubbed, in place."""
+    try:
+        message = record.getMessage()
+    except Exception:
+        # A broken format string: keep what can be shown rather than losing the record.
+        message = f"{record.msg!s} {record.args!r}"
+    record.msg = scrub(message, MAX_LOG_LENGTH)
+    record.args = None
+    if record.exc_info and not record.exc_text:
+        record.exc_text = logging.Formatter().formatException(record.exc_info)
+    if record.exc_text:
+        record.exc_text = scrub(record.exc_text, MAX_LOG_LENGTH)
+    if record.stack_info:
+        record.stack_info = scrub(record.stack_info, MAX_LOG_LENGTH)
+    return record
+
+
+def install() -> None:
+    """Scrub every record this process makes from now on. Idempotent; keeps any factory that was
+    installed before (records are made by it, then scrubbed)."""
+    global _installed
+    with _lock:
+        current = logging.getLogRecordFactory()
+        if current is _installed:
+            return
+        made_by = current
+
+        def scrubbed_record(*args: Any, **kwargs: Any) -> logging.LogRecord:
+            return scrub_record(made_by(*args, **kwargs))
+
+        logging.setLogRecordFactory(scrubbed_record)
+        _installed = scrubbed_record
+
+
+def installed() -> bool:
+    """Whether this process scrubs its records as they are made."""
+    return _installed is not None and logging.getLogRecordFactory() is _installed
