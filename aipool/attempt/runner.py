@@ -586,14 +586,13 @@ class HopRunner:
 
     def _observe(self, event: AttemptEvent, visit: Visit) -> None:
         log.info(
-            "hop request_id=%s position=%d provider=%s model=%s outcome=%s error=%s%s",
+            "hop request_id=%s position=%d provider=%s model=%s outcome=%s error=%s",
             event.request_id,
             event.position,
             event.hop.provider,
             event.hop.model,
             event.attempt.outcome,
             event.attempt.error,
-            f" prompt={visit.request.last_user_text()!r}" if settings().log_prompts else "",
         )
         for observer in self.observers:
             try:
