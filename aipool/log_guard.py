@@ -1,9 +1,13 @@
-"""Every log record of a pool process is scrubbed as it is made, before any handler sees it.
+"""Every log record of a pool process is made safe as it is made, before any handler sees it: no
+credential, and no message body.
 
 :func:`install` wraps the process's log record factory (``logging.setLogRecordFactory``): the
 message is rendered with its arguments (an argument may be the secret) and the record keeps the
 scrubbed text with no arguments; a traceback is rendered and scrubbed into ``exc_text``, which
-formatters print instead of rendering ``exc_info`` again; the stack is scrubbed too.
+formatters print instead of rendering ``exc_info`` again; the stack is scrubbed too. Records that
+print a task message's arguments (:data:`BODY_TEMPLATES`: Celery's ``TaskPool: Apply`` line at
+DEBUG prints the raw body, which holds an ``ai.generate`` request's prompt, whenever the headers
+before it are short) keep their line with those arguments withheld.
 
 Why the factory and not a filter on handlers (what the pool did before): every logger makes its
 records through the factory, so no handler of any logger can see a raw record, whether it is
@@ -26,12 +30,24 @@ from typing import Any
 
 from aipool.scrub import MAX_LOG_LENGTH, scrub
 
+#: Log templates that print a task message's arguments, and the positions of those arguments.
+BODY_TEMPLATES: dict[str, tuple[int, ...]] = {
+    # celery.concurrency.base: the pool's apply, with (type, id, request, body, ...) as its args.
+    "TaskPool: Apply %s (args:%s kwargs:%s)": (1, 2),
+}
+#: What a withheld argument is shown as.
+WITHHELD = "<withheld>"
+
 _installed: Callable[..., logging.LogRecord] | None = None
 _lock = threading.Lock()
 
 
 def scrub_record(record: logging.LogRecord) -> logging.LogRecord:
-    """``record`` with its message, traceback and stack scrubbed, in place."""
+    """``record`` with its message, traceback and stack scrubbed, and a message body it would
+    print withheld, in place."""
+    withheld = BODY_TEMPLATES.get(record.msg) if isinstance(record.msg, str) else None
+    if withheld and isinstance(record.args, tuple):
+        record.args = tuple(WITHHELD if i in withheld else a for i, a in enumerate(record.args))
     try:
         message = record.getMessage()
     except Exception:

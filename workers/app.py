@@ -49,6 +49,7 @@ except (NoRedis, SettingsError) as exc:
 if flower.running_flower():
     # Flower sends no worker signals: its records are scrubbed from here on (aipool/log_guard.py).
     log_guard.install()
+    flower.withhold_answers(app)
     try:
         flower.secure_defaults(sys.argv, os.environ)
     except NoLogin as exc:

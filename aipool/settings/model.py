@@ -180,6 +180,10 @@ class Settings(BaseSettings):
     #: Let Flower and the usage report serve without a login (``AIPOOL_ALLOW_ANONYMOUS=1``);
     #: off, each refuses to start without one (:mod:`aipool.serving`).
     allow_anonymous: bool = False
+    #: Let Flower show answers (``AIPOOL_FLOWER_SHOWS_ANSWERS=1``): the worker puts the answer's
+    #: repr in its task-succeeded events, and Flower reads results from the result backend. Off,
+    #: watching queues in Flower needs no access to answers (``workers.messages``).
+    flower_shows_answers: bool = False
     metrics_port: int = Field(default=9808, ge=1, le=65535)
     prometheus_multiproc_dir: Path | None = None
     secrets_dir: Path = Path("/run/secrets")

@@ -94,3 +94,26 @@ def test_given_the_guard_installed_twice_then_records_are_scrubbed_once(planted_
     log_guard.install()
     assert logging.getLogRecordFactory() is factory
     assert log_guard.installed()
+
+
+def test_given_celerys_pool_apply_line_at_debug_then_the_message_body_is_withheld(
+    planted_key: str,
+) -> None:
+    # Given the line Celery's pool logs at DEBUG for every task it runs, whose arguments are the
+    # raw message (a producer with short headers leaves the body within its 1 KB)
+    log, stream = _own_logger("celery.pool.test")
+    body = b'[[], {"request": {"prompt": "patient-A123456789 zqvcanary"}}, {}]'
+    # When it is logged
+    log.debug(
+        "TaskPool: Apply %s (args:%s kwargs:%s)",
+        "<function fast_trace_task>",
+        repr(("ai.generate", "id-1", {"task": "ai.generate"}, body)),
+        "{}",
+    )
+    # Then the line stays, without the message
+    line = stream.getvalue()
+    assert line == (
+        "celery.pool.test TaskPool: Apply <function fast_trace_task> (args:<withheld> "
+        "kwargs:<withheld>)\n"
+    )
+    assert "zqvcanary" not in line
