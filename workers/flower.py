@@ -35,11 +35,23 @@ def running_flower() -> bool:
     return ctx is not None and ctx.invoked_subcommand == "flower"
 
 
+#: Celery's result backend that stores and reads nothing.
+DISABLED_BACKEND = "celery.backends.base:DisabledBackend"
+
+
 def withhold_answers(app: Celery) -> None:
     """Give the Flower about to start no result backend, unless answers may be shown: its
-    ``/api/task/result`` then answers 503 instead of reading an answer from Redis."""
+    ``/api/task/result`` then answers 503 instead of reading an answer from Redis.
+
+    Through the loader's backend aliases, as ``workers.result_backend`` installs the pool's own:
+    Celery reads ``CELERY_RESULT_BACKEND`` from the environment over any setting, so setting
+    ``result_backend`` would not hold where a deployment sets that variable.
+    """
     if not settings().flower_shows_answers:
-        app.conf.result_backend = "disabled://"
+        app.loader.override_backends = {
+            **app.loader.override_backends,
+            **dict.fromkeys(("redis", "rediss"), DISABLED_BACKEND),
+        }
 
 
 def _options(argv: Sequence[str]) -> dict[str, str]:

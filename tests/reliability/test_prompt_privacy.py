@@ -12,11 +12,7 @@ the one Redis key holding it, and the producer's copy.
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,9 +25,9 @@ from sqlalchemy import Engine, text
 
 from aipool.attempt.lifecycle import answer_keep_s
 from aipool.simulator import Simulator
-from tests.conftest import worker_env
 from tests.support.accounting import drain_everything
-from tests.support.pool import ROOT, Worker
+from tests.support.flower import flower_process, serving
+from tests.support.pool import Worker
 from tests.support.producer import Producer
 from tests.support.services import RedisServer, free_port
 from tests.support.waiting import eventually
@@ -51,41 +47,17 @@ def _national_id() -> str:
 def _flower(redis_url: str, log: Path, **env: str) -> Iterator[str]:
     """Flower on ``redis_url`` at DEBUG, with a login, on loopback; yields its base URL."""
     port = free_port()
-    settings = worker_env(
+    with flower_process(
+        log,
+        f"--port={port}",
+        "--address=127.0.0.1",
+        "--logging=debug",
         REDIS_URL=redis_url,
         FLOWER_BASIC_AUTH=":".join(FLOWER_LOGIN),
         **env,
-    )
-    settings.pop("PROMETHEUS_MULTIPROC_DIR", None)  # Flower is one process (as deployed)
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [
-                sys.executable, "-m", "celery", "-A", "workers.app", "flower",
-                f"--port={port}", "--address=127.0.0.1", "--logging=debug",
-            ],
-            cwd=ROOT, env=settings, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-
-    def serving() -> bool:
-        if process.poll() is not None:
-            raise RuntimeError(f"flower exited: {log.read_text(errors='replace')}")
-        try:
-            return httpx.get(f"{base}/healthcheck", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    try:
-        eventually(serving, 40, "flower serving", interval=0.2)
-        yield base
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+    ) as process:
+        eventually(lambda: serving(process, log, port), 40, "flower serving", interval=0.2)
+        yield f"http://127.0.0.1:{port}"
 
 
 def _redis_dump(client: redis.Redis) -> dict[str, str]:
@@ -171,7 +143,11 @@ def test_given_a_canary_in_prompts_when_the_pool_answers_at_debug_with_flower_th
         AIPOOL_METRICS_PORT=str(metrics_port),
     )
     flower_log = tmp_path / "flower.log"
-    with _flower(server.url, flower_log) as flower, Producer(server.url) as producer:
+    # (with the result backend named in its environment, which Celery reads over any setting)
+    with (
+        _flower(server.url, flower_log, CELERY_RESULT_BACKEND=server.url) as flower,
+        Producer(server.url) as producer,
+    ):
         auth = httpx.BasicAuth(*FLOWER_LOGIN)
         eventually(
             lambda: worker.name in httpx.get(f"{flower}/api/workers", auth=auth, timeout=5).text,
@@ -220,6 +196,10 @@ def test_given_a_canary_in_prompts_when_the_pool_answers_at_debug_with_flower_th
             "Flower seeing both tasks succeed",
             interval=0.5,
         )  # fmt: skip
+        # Flower reads no answer from Redis either
+        for sent in (routed, quoted):
+            answer = httpx.get(f"{flower}/api/task/result/{sent.id}", auth=auth, timeout=5)
+            assert answer.status_code == 503
         flower_views = {
             "Flower /api/tasks": httpx.get(f"{flower}/api/tasks", auth=auth, timeout=5).text,
             **{
