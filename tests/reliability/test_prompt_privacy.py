@@ -207,6 +207,9 @@ def test_given_a_canary_in_prompts_when_the_pool_answers_at_debug_with_flower_th
                 for r in (routed, quoted)
                 for path in (f"/api/task/info/{r.id}", f"/task/{r.id}", f"/api/task/result/{r.id}")
             },
+            "Flower /tasks/datatable": httpx.get(
+                f"{flower}/tasks/datatable?draw=1&start=0&length=50", auth=auth, timeout=5
+            ).text,
             "Flower /metrics": httpx.get(f"{flower}/metrics", timeout=5).text,
         }
         metrics = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).text
