@@ -5,9 +5,10 @@ credential, and no message body.
 message is rendered with its arguments (an argument may be the secret) and the record keeps the
 scrubbed text with no arguments; a traceback is rendered and scrubbed into ``exc_text``, which
 formatters print instead of rendering ``exc_info`` again; the stack is scrubbed too. Records that
-print a task message's arguments (:data:`BODY_TEMPLATES`: Celery's ``TaskPool: Apply`` line at
-DEBUG prints the raw body, which holds an ``ai.generate`` request's prompt, whenever the headers
-before it are short) keep their line with those arguments withheld.
+print a request's body (:data:`BODY_TEMPLATES`: Celery's ``TaskPool: Apply`` line at DEBUG prints
+the raw message, which holds an ``ai.generate`` request's prompt, whenever the headers before it
+are short; the anthropic SDK's ``Request options`` line at DEBUG prints the messages it sends)
+keep their line with those arguments withheld.
 
 Why the factory and not a filter on handlers (what the pool did before): every logger makes its
 records through the factory, so no handler of any logger can see a raw record, whether it is
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from aipool.scrub import MAX_LOG_LENGTH, scrub
@@ -34,6 +35,8 @@ from aipool.scrub import MAX_LOG_LENGTH, scrub
 BODY_TEMPLATES: dict[str, tuple[int, ...]] = {
     # celery.concurrency.base: the pool's apply, with (type, id, request, body, ...) as its args.
     "TaskPool: Apply %s (args:%s kwargs:%s)": (1, 2),
+    # anthropic._base_client at DEBUG: the request it sends, messages included.
+    "Request options: %s": (0,),
 }
 #: What a withheld argument is shown as.
 WITHHELD = "<withheld>"
@@ -46,8 +49,10 @@ def scrub_record(record: logging.LogRecord) -> logging.LogRecord:
     """``record`` with its message, traceback and stack scrubbed, and a message body it would
     print withheld, in place."""
     withheld = BODY_TEMPLATES.get(record.msg) if isinstance(record.msg, str) else None
-    if withheld and isinstance(record.args, tuple):
-        record.args = tuple(WITHHELD if i in withheld else a for i, a in enumerate(record.args))
+    if withheld:
+        # A lone dict argument is kept by LogRecord as the args themselves (for %(name)s forms).
+        args = (record.args,) if isinstance(record.args, Mapping) else record.args or ()
+        record.args = tuple(WITHHELD if i in withheld else a for i, a in enumerate(args))
     try:
         message = record.getMessage()
     except Exception:

@@ -117,3 +117,13 @@ def test_given_celerys_pool_apply_line_at_debug_then_the_message_body_is_withhel
         "kwargs:<withheld>)\n"
     )
     assert "zqvcanary" not in line
+
+
+def test_given_an_sdk_logging_the_request_it_sends_at_debug_then_the_request_is_withheld(
+    planted_key: str,
+) -> None:
+    # Given the line the anthropic SDK logs at DEBUG before each call
+    log, stream = _own_logger("anthropic._base_client")
+    log.debug("Request options: %s", {"json_data": {"messages": [{"content": "zqvcanary"}]}})
+    # Then the line stays, without the request
+    assert stream.getvalue() == "anthropic._base_client Request options: <withheld>\n"

@@ -2,8 +2,8 @@
 
 The canary test: a real worker serving every queue at DEBUG, with its metrics endpoint, and Flower
 watching its events, answer two requests whose prompts hold a canary word and a national-id-shaped
-string (the issue's ``請幫我把 patient-王小明-A123456789 的紀錄刪除``; one routed to Nemotron, one
-whose tool result the model's answer quotes). Then everything the pool keeps is searched: every
+string (the issue's ``請幫我把 patient-王小明-A123456789 的紀錄刪除``, critical, so answered by
+Claude; and a conversation whose tool result the model's answer quotes, answered by Nemotron). Then everything the pool keeps is searched: every
 Redis key and value, every ledger row, every line of the worker's and Flower's logs, Flower's task
 API and its task views, and ``/metrics``. The canary may be found only in the answer's own result:
 the one Redis key holding it, and the producer's copy.
@@ -160,7 +160,10 @@ def test_given_a_canary_in_prompts_when_the_pool_answers_at_debug_with_flower_th
         needles = (canary, national_id, patient)
         # When a producer sends the request, a canary word in it, and a conversation whose
         # tool result (holding the canary) the model's answer quotes
-        routed = producer.send({"prompt": f"請幫我把 {patient} 的紀錄刪除 {canary}"})
+        # (critical: it starts at Claude, whose SDK logs the request it sends at DEBUG)
+        routed = producer.send(
+            {"prompt": f"請幫我把 {patient} 的紀錄刪除 {canary}", "priority": "critical"}
+        )
         quoted = producer.send(
             {
                 "messages": [
@@ -182,7 +185,8 @@ def test_given_a_canary_in_prompts_when_the_pool_answers_at_debug_with_flower_th
             }
         )
         first, second = routed.get(timeout=60), quoted.get(timeout=60)
-        assert first["status"] in ("ok", "refused") and second["status"] == "ok", (first, second)
+        assert (first["status"], first["provider"]) == ("ok", "claude"), first
+        assert (second["status"], second["provider"]) == ("ok", "nemotron"), second
         # The answer is the one place the canary belongs: the model quoted the tool's result
         assert canary in second["content"]
         eventually(
