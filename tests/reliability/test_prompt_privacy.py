@@ -1,12 +1,13 @@
 """No prompt text leaves the request except as its answer (issue #21, item 3).
 
 The canary test: a real worker serving every queue at DEBUG, with its metrics endpoint, and Flower
-watching its events, answer two requests whose prompts hold a canary word and a national-id-shaped
-string (the issue's ``請幫我把 patient-王小明-A123456789 的紀錄刪除``, critical, so answered by
-Claude; and a conversation whose tool result the model's answer quotes, answered by Nemotron). Then everything the pool keeps is searched: every
-Redis key and value, every ledger row, every line of the worker's and Flower's logs, Flower's task
-API and its task views, and ``/metrics``. The canary may be found only in the answer's own result:
-the one Redis key holding it, and the producer's copy.
+watching its events, answer four requests whose prompts hold a canary word and a national-id-shaped
+string: the issue's ``請幫我把 patient-王小明-A123456789 的紀錄刪除``, critical, so answered by
+Claude; a conversation whose tool result the model's answer quotes, answered by Nemotron; and two
+answered by Ollama and by Gemini. Then everything the pool keeps is searched: every Redis key and
+value, every ledger row, every line of the worker's and Flower's logs, Flower's task API and its
+task views, and ``/metrics``. The canary may be found only in the answer that quotes it: its
+result, and the same answer kept for a redelivery of its message.
 """
 
 from __future__ import annotations
@@ -184,7 +185,17 @@ def test_given_a_canary_in_prompts_when_the_pool_answers_at_debug_with_flower_th
                 ],
             }
         )
+        # and two that start at Ollama and at Gemini, so every provider's SDK has sent one
+        local = producer.send({"prompt": f"Summarize the notes on {patient} {canary}"})
+        cloud = producer.send(
+            {
+                "prompt": f"Compare the trade-offs of two designs for {patient} records, "
+                "correlate payment-api, ledger-db and redis incidents, then recommend one and "
+                f"write a post-mortem for the team {canary}"
+            }
+        )
         first, second = routed.get(timeout=60), quoted.get(timeout=60)
+        assert [r.get(timeout=60)["provider"] for r in (local, cloud)] == ["ollama", "gemini"]
         assert (first["status"], first["provider"]) == ("ok", "claude"), first
         assert (second["status"], second["provider"]) == ("ok", "nemotron"), second
         # The answer is the one place the canary belongs: the model quoted the tool's result
@@ -194,21 +205,21 @@ def test_given_a_canary_in_prompts_when_the_pool_answers_at_debug_with_flower_th
                 '"state": "SUCCESS"' in httpx.get(
                     f"{flower}/api/task/info/{r.id}", auth=auth, timeout=5
                 ).text
-                for r in (routed, quoted)
+                for r in (routed, quoted, local, cloud)
             ),
             30,
-            "Flower seeing both tasks succeed",
+            "Flower seeing every task succeed",
             interval=0.5,
         )  # fmt: skip
         # Flower reads no answer from Redis either
-        for sent in (routed, quoted):
+        for sent in (routed, quoted, local, cloud):
             answer = httpx.get(f"{flower}/api/task/result/{sent.id}", auth=auth, timeout=5)
             assert answer.status_code == 503
         flower_views = {
             "Flower /api/tasks": httpx.get(f"{flower}/api/tasks", auth=auth, timeout=5).text,
             **{
                 f"Flower {path}": httpx.get(f"{flower}{path}", auth=auth, timeout=5).text
-                for r in (routed, quoted)
+                for r in (routed, quoted, local, cloud)
                 for path in (f"/api/task/info/{r.id}", f"/task/{r.id}", f"/api/task/result/{r.id}")
             },
             "Flower /tasks/datatable": httpx.get(
