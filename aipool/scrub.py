@@ -8,14 +8,20 @@
    tokens, the vendors' key prefixes (``sk-``, ``AIza``, ``nvapi-`` ...), the password in a URL,
    long hex and base64 runs.
 
+A key is matched whole even when it is split across whitespace or line breaks (a provider's
+message wrapped at 76 columns, a key pasted with a newline in it, a repr's ``\\n``): a configured
+value matches with any run of whitespace between its characters, and a key of a known vendor shape
+(``AIza`` + 35, ``nvapi-`` + 64, ``sk-ant-`` + 80 or more) takes up to four following pieces of key
+characters until it has its length.
+
 Provider text reaches people through several doors, and each goes through here: adapters scrub
 the error messages they build from a provider's body, the ledger scrubs what it stores, notifiers
-scrub what they send, and :class:`ScrubFilter` scrubs every log record of a worker process.
+scrub what they send, and :mod:`aipool.log_guard` scrubs every log record a worker, beat or Flower
+process makes, as it is made.
 """
 
 from __future__ import annotations
 
-import logging
 import re
 import threading
 import time
@@ -62,6 +68,52 @@ _PATTERNS: list[tuple[tuple[str, ...], re.Pattern[str]]] = [
     # Long hex runs are secrets (or digests) far more often than they are useful context.
     ((), re.compile(r"\b[0-9a-fA-F]{32,}\b")),
 ]
+#: What may sit inside a key that was wrapped or pasted in pieces: whitespace, line breaks, or the
+#: escaped breaks of a repr or a JSON string (``\\n``).
+_BREAK = r"(?:\s|\\[nrt])"
+#: Vendor key prefixes and how many key characters follow them (at least).
+_KEY_BODY = {"AIza": 35, "nvapi-": 64, "sk-ant-": 80}
+_KEY_START = re.compile(r"\b(AIza|nvapi-|sk-ant-)([A-Za-z0-9_-]*)")
+_KEY_PIECE = re.compile(rf"{_BREAK}+([A-Za-z0-9_-]+)")
+#: A split key takes at most this many following pieces: a key wrapped at 10 columns is already
+#: rarer than prose that happens to follow a bare prefix.
+MAX_KEY_PIECES = 4
+
+
+def _join_split_keys(text: str) -> str:
+    """``text`` with every vendor-shaped key that is split across breaks replaced whole.
+
+    From each key prefix, following pieces of key characters are taken, up to
+    :data:`MAX_KEY_PIECES`, until the key has its vendor's length; only a key that reaches it is
+    replaced (so a prefix followed by ordinary words stays as it is). An unbroken key is left to
+    the shape patterns.
+    """
+    kept: list[str] = []
+    position = 0
+    for start in _KEY_START.finditer(text):
+        if start.start() < position:
+            continue  # inside a key already replaced
+        needed = _KEY_BODY[start.group(1)]
+        have, end, pieces = len(start.group(2)), start.end(), 0
+        while have < needed and pieces < MAX_KEY_PIECES:
+            piece = _KEY_PIECE.match(text, end)
+            if piece is None:
+                break
+            have, end, pieces = have + len(piece.group(1)), piece.end(), pieces + 1
+        if pieces and have >= needed:
+            kept += [text[position : start.start()], REDACTED]
+            position = end
+    return "".join(kept) + text[position:] if kept else text
+
+
+def _split_tolerant(values: list[str]) -> re.Pattern[str] | None:
+    """One pattern matching any of ``values`` with breaks between its characters."""
+    if not values:
+        return None
+    alternatives = (f"{_BREAK}*".join(re.escape(c) for c in value) for value in values)
+    return re.compile("|".join(alternatives))
+
+
 # Long base64-ish runs: a key when they mix letters and digits, unless they read like a file path
 # (tracebacks are full of long lower-case paths such as ``11/site-packages/google/genai/...``).
 _LONG_RUN = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{40,}={0,2}")
@@ -86,7 +138,8 @@ def _replace_long_run(match: re.Match[str]) -> str:
 
 
 class _ConfiguredSecrets:
-    """The configured secret values and their URL-encoded forms, longest first, read lazily.
+    """The configured secret values and their URL-encoded forms, longest first, read lazily, and
+    one pattern matching the values split across breaks.
 
     Scrubbing runs for every log record, so the values are cached for :data:`SECRETS_TTL_S`
     (a rotated secret file is picked up after that) or until :func:`forget_configured_secrets`.
@@ -96,20 +149,20 @@ class _ConfiguredSecrets:
         self._lock = threading.Lock()
         self._expires = 0.0
         self._needles: tuple[str, ...] = ()
+        self._split: re.Pattern[str] | None = None
 
-    def needles(self) -> tuple[str, ...]:
+    def needles(self) -> tuple[tuple[str, ...], re.Pattern[str] | None]:
         now = time.monotonic()
         if now < self._expires:
-            return self._needles
-        found: set[str] = set()
-        for value in configured_secrets():
-            if len(value) >= MIN_SECRET_LENGTH:
-                # A key sent as a query parameter (``?key=``) is logged URL-encoded.
-                found.update({value, quote(value, safe="")})
+            return self._needles, self._split
+        values = {v for v in configured_secrets() if len(v) >= MIN_SECRET_LENGTH}
+        # A key sent as a query parameter (``?key=``) is logged URL-encoded.
+        found = values | {quote(value, safe="") for value in values}
         needles = tuple(sorted(found, key=len, reverse=True))
+        split = _split_tolerant(sorted(values, key=len, reverse=True))
         with self._lock:
-            self._needles, self._expires = needles, now + SECRETS_TTL_S
-        return needles
+            self._needles, self._split, self._expires = needles, split, now + SECRETS_TTL_S
+        return needles, split
 
     def forget(self) -> None:
         """Read the values again on next use."""
@@ -133,8 +186,13 @@ def scrub(text: str | None, limit: int | None = MAX_ERROR_LENGTH) -> str | None:
     if text is None:
         return None
     text = str(text)
-    for needle in _secrets.needles():
+    needles, split = _secrets.needles()
+    for needle in needles:
         text = text.replace(needle, REDACTED)
+    if split is not None:
+        text = split.sub(REDACTED, text)
+    if "AIza" in text or "nvapi-" in text or "sk-ant-" in text:
+        text = _join_split_keys(text)
     lowered = text.lower()
     for cues, pattern in _PATTERNS:
         if not cues or any(cue in lowered for cue in cues):
@@ -143,47 +201,3 @@ def scrub(text: str | None, limit: int | None = MAX_ERROR_LENGTH) -> str | None:
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"
     return text
-
-
-class ScrubFilter(logging.Filter):
-    """Scrubs every record that passes through the handler it is attached to.
-
-    The message is rendered with its arguments first (an argument may be the secret) and the
-    record keeps the scrubbed text with no arguments; a traceback is rendered and scrubbed into
-    ``exc_text``, which formatters print instead of rendering ``exc_info`` again.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if getattr(record, "_aipool_scrubbed", False):
-            return True  # several handlers share one record
-        try:
-            message = record.getMessage()
-        except Exception:
-            # A broken format string: keep what can be shown rather than losing the record.
-            message = f"{record.msg!s} {record.args!r}"
-        record.msg = scrub(message, MAX_LOG_LENGTH)
-        record.args = None
-        if record.exc_info and not record.exc_text:
-            record.exc_text = logging.Formatter().formatException(record.exc_info)
-        if record.exc_text:
-            record.exc_text = scrub(record.exc_text, MAX_LOG_LENGTH)
-        if record.stack_info:
-            record.stack_info = scrub(record.stack_info, MAX_LOG_LENGTH)
-        record._aipool_scrubbed = True
-        return True
-
-
-def install_log_scrubbing(*loggers: logging.Logger) -> int:
-    """Attach one :class:`ScrubFilter` to every handler of ``loggers`` (default: the root logger).
-
-    Handler filters see every record the handler emits, including those propagated from child
-    loggers such as ``aipool.hop``; a logger's own filters would not. Idempotent; returns how many
-    handlers got a filter.
-    """
-    added = 0
-    for logger in loggers or (logging.getLogger(),):
-        for handler in logger.handlers:
-            if not any(isinstance(f, ScrubFilter) for f in handler.filters):
-                handler.addFilter(ScrubFilter())
-                added += 1
-    return added

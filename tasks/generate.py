@@ -13,7 +13,6 @@ from typing import Any
 
 from celery import Task, shared_task
 from celery.exceptions import Ignore, SoftTimeLimitExceeded, TimeLimitExceeded
-from celery.worker.request import Request as CeleryRequest
 from celery.worker.state import task_ready
 
 from aipool.attempt.identity import journey_id
@@ -24,6 +23,7 @@ from aipool.contract.request import Request, parse_request
 from aipool.errors import InvalidJourney, InvalidRequest
 from aipool.routing.router import decide
 from workers.edge.withholding import GENERATE, described
+from workers.messages import AnswerWithheldRequest
 from workers.runtime import hop_runner
 
 log = logging.getLogger("aipool.tasks")
@@ -31,8 +31,9 @@ log = logging.getLogger("aipool.tasks")
 TASK_NAME = GENERATE
 
 
-class AnsweringRequest(CeleryRequest):
-    """A request whose hard time limit is answered with a contract result instead of FAILURE.
+class AnsweringRequest(AnswerWithheldRequest):
+    """A request whose hard time limit is answered with a contract result instead of FAILURE, and
+    whose task events carry no answer (:class:`~workers.messages.AnswerWithheldRequest`).
 
     The hard limit kills the pool process running the hop, so the answer can only come from the
     worker's parent, here. It is stored instead of Celery's FAILURE: the producer reads

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from celery import Celery
 
+from aipool import log_guard
 from aipool.errors import NoLogin, NoRedis, SettingsError
 from workers import flower
 from workers.result_backend import install as install_result_backend
@@ -46,6 +47,9 @@ except (NoRedis, SettingsError) as exc:
 
 # Flower with a login, on loopback unless told otherwise (workers/flower.py).
 if flower.running_flower():
+    # Flower sends no worker signals: its records are scrubbed from here on (aipool/log_guard.py).
+    log_guard.install()
+    flower.withhold_answers(app)
     try:
         flower.secure_defaults(sys.argv, os.environ)
     except NoLogin as exc:

@@ -8,6 +8,10 @@ the app applies the pool's defaults here (:mod:`aipool.serving`): no ``FLOWER_BA
 ``FLOWER_AUTH``) and no ``AIPOOL_ALLOW_ANONYMOUS=1`` stops it in one line; no ``--address`` and no
 ``FLOWER_ADDRESS`` means ``FLOWER_ADDRESS=127.0.0.1``, which Flower then reads from the
 environment like any of its ``FLOWER_*`` options.
+
+Flower shows no answers unless ``AIPOOL_FLOWER_SHOWS_ANSWERS=1``: the workers withhold them from
+their task events (``workers.messages``), and Flower gets no result backend
+(:func:`withhold_answers`), so its ``/api/task/result`` cannot read them from Redis either.
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ from __future__ import annotations
 from collections.abc import MutableMapping, Sequence
 
 import click
+from celery import Celery
 
 from aipool.serving import LOOPBACK, announce, require_login
+from aipool.settings import settings
 
 #: Flower's port when none is given (Flower's own default).
 DEFAULT_PORT = "5555"
@@ -27,6 +33,25 @@ def running_flower() -> bool:
     loading the app when this runs)."""
     ctx = click.get_current_context(silent=True)
     return ctx is not None and ctx.invoked_subcommand == "flower"
+
+
+#: Celery's result backend that stores and reads nothing.
+DISABLED_BACKEND = "celery.backends.base:DisabledBackend"
+
+
+def withhold_answers(app: Celery) -> None:
+    """Give the Flower about to start no result backend, unless answers may be shown: its
+    ``/api/task/result`` then answers 503 instead of reading an answer from Redis.
+
+    Through the loader's backend aliases, as ``workers.result_backend`` installs the pool's own:
+    Celery reads ``CELERY_RESULT_BACKEND`` from the environment over any setting, so setting
+    ``result_backend`` would not hold where a deployment sets that variable.
+    """
+    if not settings().flower_shows_answers:
+        app.loader.override_backends = {
+            **app.loader.override_backends,
+            **dict.fromkeys(("redis", "rediss"), DISABLED_BACKEND),
+        }
 
 
 def _options(argv: Sequence[str]) -> dict[str, str]:

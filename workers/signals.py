@@ -13,22 +13,19 @@ from typing import Any
 
 from celery.app import trace as celery_trace
 from celery.signals import (
-    after_setup_logger,
-    after_setup_task_logger,
     beat_init,
     import_modules,
     task_postrun,
     task_prerun,
     worker_init,
-    worker_process_init,
     worker_process_shutdown,
     worker_ready,
 )
 
+from aipool import log_guard
 from aipool.errors import SettingsError
 from aipool.ledger.outbox import OUTBOX
 from aipool.providers.catalog import CATALOG
-from aipool.scrub import install_log_scrubbing
 from aipool.settings import settings
 from aipool.settings.startup import below_adr_notes, check_at_start
 
@@ -37,6 +34,15 @@ log = logging.getLogger("aipool.workers")
 # Celery logs every task's return value at INFO; an answer may quote its prompt, and the pool keeps
 # no prompt text in logs. The line keeps the task, its id and its run time.
 celery_trace.LOG_SUCCESS = "Task %(name)s[%(id)s] succeeded in %(runtime)ss"
+
+
+@import_modules.connect
+def _scrub_every_record(**_: Any) -> None:
+    # Every record the worker or beat (and the worker's pool children, which inherit it) makes is
+    # scrubbed as it is made, whichever logger makes it and whichever handler writes it
+    # (aipool/log_guard.py). import_modules comes before logging is set up and before the first
+    # record; a producer importing the app keeps its own logging as it is.
+    log_guard.install()
 
 
 @import_modules.connect
@@ -84,24 +90,6 @@ def _warn_if_redis_keeps_nothing(**_: Any) -> None:
         return
     if warning:
         log.warning(warning)
-
-
-@after_setup_logger.connect
-@after_setup_task_logger.connect
-def _scrub_logs(logger: logging.Logger | None = None, **_: Any) -> None:
-    # Celery has just given the root logger (and its task logger, which does not propagate) their
-    # handlers: a filter on each handler scrubs every record they write, whichever logger made it
-    # (aipool.hop's attempt lines, Celery's "succeeded: <result>" lines). Prefork children inherit
-    # the handlers and so the filters; beat sends the same signals.
-    install_log_scrubbing(*(x for x in (logger,) if x is not None))
-
-
-@worker_process_init.connect
-@worker_ready.connect
-def _scrub_late_handlers(**_: Any) -> None:
-    # Handlers added after Celery's set-up (a custom ``setup_logging`` receiver sends no
-    # after_setup_* signal) get their filter here, in the parent and in every child.
-    install_log_scrubbing(logging.getLogger(), logging.getLogger("celery.task"))
 
 
 @worker_init.connect

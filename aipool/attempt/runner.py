@@ -46,6 +46,7 @@ from aipool.errors import InvalidJourney, ProviderError, ProviderTimeout, as_pro
 from aipool.observers import usage_row
 from aipool.providers import get_provider
 from aipool.providers.base import Provider
+from aipool.quotes import without_quotes
 from aipool.routing.router import routed_priority
 from aipool.routing.windows import CONTEXT_TOO_LONG, fits, skip_reason
 from aipool.scrub import scrub
@@ -309,7 +310,10 @@ class HopRunner:
             if estimated
             else (0, 0)
         )
-        message = scrub(f"{error.code}: {error}") or error.code
+        # The provider's text is stored (result, ledger, log): no key, and no quote of the prompt.
+        message = without_quotes(
+            scrub(f"{error.code}: {error}") or error.code, visit.request.text()
+        )
         elapsed = (time.perf_counter() - started) * 1000
         event = self._event(
             visit,
@@ -586,14 +590,13 @@ class HopRunner:
 
     def _observe(self, event: AttemptEvent, visit: Visit) -> None:
         log.info(
-            "hop request_id=%s position=%d provider=%s model=%s outcome=%s error=%s%s",
+            "hop request_id=%s position=%d provider=%s model=%s outcome=%s error=%s",
             event.request_id,
             event.position,
             event.hop.provider,
             event.hop.model,
             event.attempt.outcome,
             event.attempt.error,
-            f" prompt={visit.request.last_user_text()!r}" if settings().log_prompts else "",
         )
         for observer in self.observers:
             try:

@@ -149,6 +149,11 @@ def _rule(raw: Any, index: int) -> Rule:
     if priorities is not None:
         if not isinstance(priorities, list) or not all(isinstance(p, str) for p in priorities):
             raise RouteTableError(f"{where}: 'priorities' must be a list of strings")
+        # Requests name their priority in lower case: a rule for "Critical" would match none, and
+        # critical work would silently stop starting where the rule sends it.
+        bad = [p for p in priorities if p not in PRIORITIES]
+        if bad:
+            raise RouteTableError(f"{where}: {'; '.join(_not_a_priority(p) for p in bad)}")
         priorities = frozenset(priorities)
     bounds = {}
     for key in ("min_complexity", "max_complexity"):
@@ -176,6 +181,12 @@ def _rule(raw: Any, index: int) -> Rule:
         tools=tools,
         tier=tier,
     )
+
+
+def _not_a_priority(priority: str) -> str:
+    found = difflib.get_close_matches(priority.lower(), PRIORITIES, n=1, cutoff=0.6)
+    hint = f"did you mean {found[0]!r}? " if found else ""
+    return f"unknown priority {priority!r} ({hint}priorities are {', '.join(PRIORITIES)})"
 
 
 def _not_a_key(key: str, valid: tuple[str, ...] = tuple(sorted(_KEYS))) -> str:

@@ -17,7 +17,6 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    PositiveFloat,
     PositiveInt,
     SecretStr,
     ValidationInfo,
@@ -31,6 +30,7 @@ from aipool.settings.provider_limits import (
     BreakerSettings,
     ProviderLimits,
     QuotaLimits,
+    Seconds,
     no_limit_word,
 )
 
@@ -76,7 +76,7 @@ class ProviderSettings(BaseModel):
 
     base_url: str = Field(min_length=1)
     model: str = Field(min_length=1)
-    timeout_s: PositiveFloat
+    timeout_s: Seconds
     api_key: SecretStr | None = None
     breaker: BreakerSettings
     quota: QuotaLimits
@@ -148,8 +148,8 @@ class Settings(BaseSettings):
     database_url: str | None = None
     celery_broker_url: str | None = None
     celery_result_backend: str | None = None
-    redis_connect_timeout_s: PositiveFloat = 5.0
-    redis_socket_timeout_s: PositiveFloat = 5.0
+    redis_connect_timeout_s: Seconds = 5.0
+    redis_socket_timeout_s: Seconds = 5.0
     timezone: str = DEFAULT_TIMEZONE
     task_time_limit_s: PositiveInt = DEFAULT_HARD_LIMIT_S
     #: ``None`` (written ``unlimited``): no soft limit, a hop runs until the hard limit.
@@ -175,12 +175,15 @@ class Settings(BaseSettings):
     # Nemotron's reasoning models take their mode from the system prompt; tool calling works best
     # with reasoning off (NVIDIA's model card), and it is much faster.
     nemotron_system_prefix: str = "detailed thinking off"
-    log_prompts: bool = False
     #: Bearer token the usage report (``aipool status --serve``) asks for.
     health_token: SecretStr | None = None
     #: Let Flower and the usage report serve without a login (``AIPOOL_ALLOW_ANONYMOUS=1``);
     #: off, each refuses to start without one (:mod:`aipool.serving`).
     allow_anonymous: bool = False
+    #: Let Flower show answers (``AIPOOL_FLOWER_SHOWS_ANSWERS=1``): the worker puts the answer's
+    #: repr in its task-succeeded events, and Flower reads results from the result backend. Off,
+    #: watching queues in Flower needs no access to answers (``workers.messages``).
+    flower_shows_answers: bool = False
     metrics_port: int = Field(default=9808, ge=1, le=65535)
     prometheus_multiproc_dir: Path | None = None
     secrets_dir: Path = Path("/run/secrets")
@@ -235,6 +238,20 @@ class Settings(BaseSettings):
         hard = info.data.get("task_time_limit_s")
         if value is not None and hard is not None and value > hard:
             raise ValueError(f"must not exceed the hard limit AIPOOL_TASK_TIME_LIMIT ({hard} s)")
+        return value
+
+    @field_validator("visibility_timeout_s")
+    @classmethod
+    def _visibility_beyond_hard(cls, value: int | None, info: ValidationInfo) -> int | None:
+        # On Redis a message a worker holds longer than the visibility timeout is given to another
+        # worker: a hop still running within its hard limit would run, and be paid for, twice.
+        hard = info.data.get("task_time_limit_s")
+        if value is not None and hard is not None and value <= hard:
+            raise ValueError(
+                f"must exceed the hard limit AIPOOL_TASK_TIME_LIMIT={hard}: a hop still running "
+                f"after {value} s would be given to a second worker and run twice (unset, it is "
+                f"the hard limit + {VISIBILITY_MARGIN_S} s)"
+            )
         return value
 
     @field_validator("redis_url", "celery_result_backend")

@@ -1,8 +1,10 @@
 """Every environment variable the pool reads, and where each one lands in the settings model.
 
-A variable that starts with ``AIPOOL_`` and is not listed here is refused at start-up, with the
-closest listed name suggested: a misspelled limit (``AIPOOL_GEMINI_RPN=5``) must never be ignored
-without a word.
+A variable that looks like one of the pool's and is not listed here is refused at start-up, with
+the closest listed name suggested: a misspelled limit must never be ignored without a word. Looks
+like one of the pool's: it starts with ``AIPOOL_`` in any case (``aipool_gemini_rpm``), its first
+word is a near-miss of ``AIPOOL`` (``AIPOL_GEMINI_RPM``, ``AIPOOOL_...``), or it is a listed name
+in another case (``gemini_api_key``). A retired setting is refused saying why it went.
 """
 
 from __future__ import annotations
@@ -52,9 +54,9 @@ _POOL: dict[str, Path] = {
     "AIPOOL_STATIC_ANSWER": ("static_answer",),
     "AIPOOL_REFUSAL_MESSAGE": ("refusal_message",),
     "AIPOOL_NEMOTRON_SYSTEM_PREFIX": ("nemotron_system_prefix",),
-    "AIPOOL_LOG_PROMPTS": ("log_prompts",),
     "AIPOOL_METRICS_PORT": ("metrics_port",),
     "AIPOOL_ALLOW_ANONYMOUS": ("allow_anonymous",),
+    "AIPOOL_FLOWER_SHOWS_ANSWERS": ("flower_shows_answers",),
     "PROMETHEUS_MULTIPROC_DIR": ("prometheus_multiproc_dir",),
     "AIPOOL_SECRETS_DIR": ("secrets_dir",),
     "AIPOOL_RUNTIME_DIR": ("runtime_dir",),
@@ -112,15 +114,36 @@ HARNESS_NAMES = frozenset(
 KNOWN = frozenset(ENVIRONMENT) | frozenset(SECRET_FILE_VARIABLES)
 
 
+#: Settings the pool no longer reads, and why: setting one is refused with the reason.
+RETIRED = {
+    "AIPOOL_LOG_PROMPTS": "the pool never writes prompt text to its logs, at any level "
+    "(docs/operations.md, What the pool stores, and where)",
+}
+#: How close a variable's first word must be to ``AIPOOL`` to be taken for a misspelling of it:
+#: ``AIPOL`` and ``AIPOOOL`` are (0.91), ``AIRFLOW`` is not (0.46).
+PREFIX_NEAR_MISS = 0.8
+_WORD = PREFIX.rstrip("_")
+
+
+def _looks_like_ours(name: str) -> bool:
+    upper = name.upper()
+    if upper.startswith(PREFIX):
+        return True
+    if upper in KNOWN:
+        return name != upper  # a listed name in another case
+    head = upper.split("_", 1)[0]
+    return "_" in upper and difflib.SequenceMatcher(None, head, _WORD).ratio() >= PREFIX_NEAR_MISS
+
+
 def unknown_names(environ: Mapping[str, str] | Iterable[str]) -> list[str]:
-    """The ``AIPOOL_*`` variables in ``environ`` that the pool does not read, sorted."""
+    """The variables in ``environ`` that look like the pool's and that it does not read, sorted."""
     return sorted(
         name
         for name in environ
-        if name.startswith(PREFIX)
+        if _looks_like_ours(name)
         and name not in KNOWN
-        and name not in HARNESS_NAMES
-        and not name.startswith(HARNESS_PREFIXES)
+        and name.upper() not in HARNESS_NAMES
+        and not name.upper().startswith(HARNESS_PREFIXES)
     )
 
 
@@ -131,7 +154,12 @@ def closest(name: str, candidates: Iterable[str]) -> str | None:
 
 
 def not_a_setting(name: str) -> str:
-    """The refusal of an unknown variable, naming the closest known one."""
-    guess = closest(name, KNOWN)
+    """The refusal of an unknown variable, naming the closest known one (or why it was retired)."""
+    upper = name.upper()
+    if upper in RETIRED:
+        return f"{name} is no longer a setting: {RETIRED[upper]}"
+    if upper in KNOWN:
+        return f"{name} is not a setting: names are upper case (did you mean {upper}?)"
+    guess = closest(upper, KNOWN)
     hint = f" (did you mean {guess}?)" if guess else ""
     return f"{name} is not a setting{hint}"

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, ConfigDict, PositiveFloat, PositiveInt
+from pydantic import AllowInfNan, BeforeValidator, ConfigDict, Field, PositiveInt
 
 from aipool.providers.catalog import CATALOG
 
@@ -53,6 +53,10 @@ def _quota_limit(value: Any) -> int | None:
     return value
 
 
+#: A length of time in seconds: positive and finite. ``inf`` is not "no limit" (a breaker that
+#: never probes again, a call no timeout ends) and ``nan`` compares false with everything.
+Seconds = Annotated[float, AllowInfNan(False), Field(gt=0)]
+
 #: A quota limit as data: a positive whole number, or ``None`` (written ``unlimited``).
 QuotaLimit = Annotated[int | None, BeforeValidator(_quota_limit)]
 
@@ -64,7 +68,7 @@ class BreakerSettings:
     __pydantic_config__ = ConfigDict(extra="forbid")
 
     failure_threshold: PositiveInt = 5
-    recovery_timeout: PositiveFloat = 60.0
+    recovery_timeout: Seconds = 60.0
     half_open_max_calls: PositiveInt = 3
 
 

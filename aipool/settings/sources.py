@@ -94,7 +94,10 @@ class EnvironmentSource(_PoolSource):
 class SecretFileSource(_PoolSource):
     """Secrets not in the environment: the file ``<NAME>_FILE`` names, else the mounted secret
     ``$AIPOOL_SECRETS_DIR/<name>`` (``/run/secrets`` by default, where Docker and Kubernetes put
-    them). A ``<NAME>_FILE`` that cannot be read is a problem; a missing mounted secret is not."""
+    them). A ``<NAME>_FILE`` that cannot be read is a problem; a missing mounted secret is not.
+    A secret file that is there and empty is a problem either way: it is what
+    ``printf %s "$GEMINI_API_KEY" > gemini_api_key`` leaves when the variable was not set, and
+    serving without the key would fail every call with 401."""
 
     def __call__(self) -> dict[str, Any]:
         tree: dict[str, Any] = {}
@@ -104,23 +107,32 @@ class SecretFileSource(_PoolSource):
                 continue
             named = self.found.value(f"{name}_FILE")
             if named is not None:
-                text = self._read(FilePath(named), f"{name}_FILE")
+                text = self._read(FilePath(named), f"{name}_FILE={named}", name)
                 if text:
                     self.give(tree, path, text, f"file {named} ({name}_FILE)")
                 continue
             mounted = directory / name.lower()
-            text = self._read(mounted, None)
+            text = self._read(mounted, None, name)
             if text:
                 self.give(tree, path, text, f"secret file {mounted}")
         return tree
 
-    def _read(self, path: FilePath, variable: str | None) -> str | None:
+    def _read(self, path: FilePath, variable: str | None, name: str) -> str | None:
         try:
-            return path.read_text(encoding="utf-8").strip() or None
+            text = path.read_text(encoding="utf-8").strip()
         except OSError as exc:
             if variable is not None:
-                self.found.problems.append(f"{variable}={path}: cannot read it ({exc.strerror})")
+                self.found.problems.append(f"{variable}: cannot read it ({exc.strerror})")
             return None
+        if not text:
+            if variable is not None:
+                fix = f"put {name} in it, or unset {name}_FILE"
+                self.found.problems.append(f"{variable}: the file is empty; {fix}")
+            else:
+                fix = f"put {name} in it, or remove it"
+                self.found.problems.append(f"secret file {path} is empty; {fix}")
+            return None
+        return text
 
 
 class LimitsFileSource(_PoolSource):

@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from aipool.providers.catalog import PROVIDERS
+from aipool.settings.names import RETIRED
 from tests.deploy import test_k8s as k8s
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,7 +89,6 @@ DEFAULT_OK: dict[str, str] = {
     "AIPOOL_ALERT_LANG": "zh-TW",
     "AIPOOL_STATIC_ANSWER": "ADR-006's text",
     "AIPOOL_REFUSAL_MESSAGE": "the packaged text",
-    "AIPOOL_LOG_PROMPTS": "off: prompts stay out of logs",
     "AIPOOL_NEMOTRON_SYSTEM_PREFIX": "detailed thinking off",
     "AIPOOL_DATA_DIR": "only the embedded Redis uses it",
     "AIPOOL_RUNTIME_DIR": "only the embedded Redis uses it",
@@ -104,6 +104,7 @@ DEFAULT_OK: dict[str, str] = {
     "FLOWER_PORT": "5555; compose and k8s give --port",
     "FLOWER_AUTH": "OAuth instead of FLOWER_BASIC_AUTH, optional",
     "AIPOOL_ALLOW_ANONYMOUS": "off: Flower and the usage report refuse to start without a login",
+    "AIPOOL_FLOWER_SHOWS_ANSWERS": "off: Flower shows no answers",
 }
 #: Families of names the code builds from a prefix (``AIPOOL_TIMEOUT_<PROVIDER>``): all optional.
 OPTIONAL_PREFIXES = ("AIPOOL_TIMEOUT_", "AIPOOL_MODEL_", "AIPOOL_SMTP_")
@@ -150,7 +151,12 @@ def test_given_the_code_when_scanned_then_every_variable_it_reads_is_decided() -
     names, prefixes = _read_by_code()
     assert "REDIS_URL" in names and "AIPOOL_TIMEOUT_" in prefixes  # the scan finds what it must
     harness, harness_prefixes = _harness()
-    deployed = {n for n in names if n not in harness and not n.startswith(harness_prefixes)}
+    # A retired name is in the code only to be refused with its reason: nothing may set it.
+    deployed = {
+        n
+        for n in names
+        if n not in harness and not n.startswith(harness_prefixes) and n not in RETIRED
+    }
     undecided = sorted(n for n in deployed if not _known(n))
     assert not undecided, (
         f"{undecided}: say in tests/deploy/test_environment.py whether compose and k8s must set it"

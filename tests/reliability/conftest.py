@@ -8,9 +8,9 @@ flush without touching the session's Redis database or worker:
 - ``redis_server``: ``redis_server(appendonly=False)`` starts a private ``redis-server``.
 - ``postgres_server``: a private PostgreSQL cluster, started.
 - ``producer``: ``producer(redis_url)`` builds a plain Celery producer on that Redis.
-- ``spawn_worker``: ``spawn_worker(redis_url, queues=..., concurrency=..., **env)`` starts a real
-  worker on that Redis (ledger on the session's PostgreSQL unless ``DATABASE_URL`` is given) and
-  waits until it answers a ping.
+- ``spawn_worker``: ``spawn_worker(redis_url, queues=..., concurrency=..., loglevel=..., **env)``
+  starts a real worker on that Redis (ledger on the session's PostgreSQL unless ``DATABASE_URL``
+  is given) and waits until it answers a ping.
 - ``ledger``: an engine on the session's ledger database.
 """
 
@@ -95,10 +95,13 @@ def spawn_worker(
         queues: tuple[str, ...] = ALL_QUEUES,
         concurrency: int = 2,
         wait: bool = True,
+        loglevel: str = "INFO",
         **env: str,
     ) -> Worker:
         settings = {"REDIS_URL": redis_url, "DATABASE_URL": ledger_url, **env}
-        worker = Worker(worker_env(**settings), queues=queues, concurrency=concurrency)
+        worker = Worker(
+            worker_env(**settings), queues=queues, concurrency=concurrency, loglevel=loglevel
+        )
         started.append(worker)
         if wait:
             with Producer(redis_url) as probe:

@@ -29,6 +29,7 @@ class Worker:
         queues: tuple[str, ...] = ALL_QUEUES,
         concurrency: int = 2,
         app: str = "workers.app",
+        loglevel: str = "INFO",
     ) -> None:
         self.name = f"test-{uuid.uuid4().hex[:8]}@localhost"
         self.queues = queues
@@ -49,7 +50,7 @@ class Worker:
                 "-n",
                 self.name,
                 "-l",
-                "INFO",
+                loglevel,
                 "--without-gossip",
                 "--without-mingle",
             ],

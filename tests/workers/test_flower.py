@@ -4,10 +4,7 @@ unless an address is given, and the address it serves said at start."""
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,22 +13,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import worker_env
+from tests.support.flower import flower_process, serving
 from tests.support.listening import listening_addresses
-from tests.support.pool import ROOT
 from tests.support.services import free_port
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = worker_env(**extra)
-    for name in ("FLOWER_BASIC_AUTH", "FLOWER_AUTH", "FLOWER_ADDRESS", "AIPOOL_ALLOW_ANONYMOUS"):
-        if name not in extra:
-            env.pop(name, None)
-    env.pop("PROMETHEUS_MULTIPROC_DIR", None)  # Flower is one process (as deployed)
-    return env
 
 
 @contextmanager
@@ -39,34 +26,12 @@ def _flower(
     tmp_path: Path, *args: str, **env: str
 ) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
     log = tmp_path / "flower.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "workers.app", "flower", *args],
-            cwd=ROOT,
-            env=_env(**env),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
+    with flower_process(log, *args, **env) as process:
         yield process, log
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
 
 
 def _serving(process: subprocess.Popen[bytes], log: Path, port: int) -> bool:
-    if process.poll() is not None:
-        raise RuntimeError(f"flower exited: {log.read_text(errors='replace')}")
-    try:
-        return httpx.get(f"http://127.0.0.1:{port}/healthcheck", timeout=2).status_code == 200
-    except httpx.HTTPError:
-        return False
+    return serving(process, log, port)
 
 
 def test_given_no_login_when_flower_starts_then_it_refuses_in_one_line(tmp_path: Path) -> None:

@@ -42,3 +42,28 @@ def test_given_a_description_of_the_hop_when_built_then_it_is_what_is_shown() ->
 def test_given_another_task_when_built_then_celery_shows_its_arguments_as_usual() -> None:
     message = _message("aipool.breaker_transition")
     assert PROMPT in message.headers["kwargsrepr"]  # type: ignore[attr-defined]
+
+
+def test_given_answers_hidden_when_a_task_succeeded_event_is_sent_then_it_carries_no_answer() -> (
+    None
+):
+    from workers.messages import ANSWER_WITHHELD, event_fields
+
+    fields = {"result": "{'content': 'the answer quoting my secret prompt'}", "runtime": 0.2}
+    # Given AIPOOL_FLOWER_SHOWS_ANSWERS off (the default): the answer is withheld, the rest kept
+    assert event_fields("task-succeeded", fields, shows_answers=False) == {
+        "result": ANSWER_WITHHELD,
+        "runtime": 0.2,
+    }
+    # Given it on: Celery's event as it is
+    assert event_fields("task-succeeded", fields, shows_answers=True) == fields
+    # Other events carry no answer and pass as they are
+    assert event_fields("task-started", {"pid": 1}, shows_answers=False) == {"pid": 1}
+
+
+def test_given_the_setting_when_read_then_answers_are_hidden_unless_it_says_otherwise() -> None:
+    from aipool.settings import read_settings
+
+    assert read_settings({}).checked().flower_shows_answers is False
+    shown = read_settings({"AIPOOL_FLOWER_SHOWS_ANSWERS": "1"}).checked()
+    assert shown.flower_shows_answers is True

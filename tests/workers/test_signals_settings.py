@@ -98,3 +98,19 @@ def test_a_worker_whose_redis_keeps_nothing_on_disk_warns_once(celery_app) -> No
         assert "usage records not yet drained" in warnings[0]
     finally:
         worker.stop()
+
+
+def test_a_worker_whose_visibility_timeout_is_within_the_hard_limit_exits_naming_both() -> None:
+    # Given a visibility timeout of 100 s under the default hard limit of 120 s: a hop still
+    # running at 100 s would be given to a second worker
+    worker = Worker(worker_env(AIPOOL_VISIBILITY_TIMEOUT="100"), queues=("gemini",), concurrency=1)
+    try:
+        # When it starts, then it exits with one line naming both values, and no traceback
+        assert _exit_code(worker.process) == 1
+        refusal = [line for line in worker.log().splitlines() if line.startswith("aipool:")]
+        assert len(refusal) == 1, worker.log()
+        assert "AIPOOL_VISIBILITY_TIMEOUT=100: must exceed the hard limit " in refusal[0]
+        assert "AIPOOL_TASK_TIME_LIMIT=120" in refusal[0]
+        assert "Traceback" not in worker.log()
+    finally:
+        worker.stop()

@@ -190,6 +190,20 @@ def test_an_error_echoing_the_api_key_is_scrubbed_from_the_attempts(
     forget_configured_secrets()
 
 
+def test_an_error_quoting_the_prompt_keeps_no_quote_in_the_attempts(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given a provider whose error repeats the request it refused (REQUEST asks "What is a pod?")
+    gemini = Provider(ProviderServerError("gemini HTTP 500: cannot answer 'What is a pod?'"))
+    # When the hop fails over
+    step = _run(_runner(redis_client, {"gemini": gemini}, []))
+    # Then the attempt's error, stored in the result, the ledger and the log, says what failed
+    # without the prompt
+    assert isinstance(step, Forward)
+    (failed,) = step.journey.attempts
+    assert failed.error == "server_error: gemini HTTP 500: cannot answer '[prompt text]'"
+
+
 def test_a_prompt_longer_than_a_models_window_skips_it_before_any_call(
     redis_client: FlakyRedis,
 ) -> None:

@@ -63,6 +63,13 @@ def test_edited_file_is_reloaded(tmp_path: Path) -> None:
         ([{"provider": "claude"}], "name"),
         ([{"name": "x", "provider": "claude"}, {"name": "x", "provider": "gemini"}], "twice"),
         ([], "at least one"),
+        # Requests say "critical": a rule for "Critical" would match none (issue #21)
+        (
+            [{"name": "x", "provider": "claude", "priorities": ["Critical"]}],
+            r"rule 'x': unknown priority 'Critical' \(did you mean 'critical'\? priorities are "
+            r"low, normal, high, critical\)",
+        ),
+        ([{"name": "x", "provider": "claude", "priorities": ["urgent"]}], "unknown priority"),
     ],
 )
 def test_malformed_tables_are_refused(rules: list[dict[str, object]], message: str) -> None:

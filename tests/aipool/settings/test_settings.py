@@ -195,3 +195,101 @@ def test_time_limits_keep_the_soft_limit_within_the_hard_one() -> None:
     none = read_settings({"AIPOOL_TASK_SOFT_TIME_LIMIT": "none"}).checked()
     assert none.task_soft_time_limit_s is None
     assert read_settings({"AIPOOL_TASK_SOFT_TIME_LIMIT": "0"}).problems
+
+
+@pytest.mark.parametrize(
+    ("name", "refusal"),
+    [
+        (
+            "aipool_gemini_rpm",
+            "aipool_gemini_rpm is not a setting: names are upper case "
+            "(did you mean AIPOOL_GEMINI_RPM?)",
+        ),
+        ("AIPOL_GEMINI_RPM", "AIPOL_GEMINI_RPM is not a setting (did you mean AIPOOL_GEMINI_RPM?)"),
+        ("AIPOOOL_GEMINI_RPM", "AIPOOOL_GEMINI_RPM is not a setting (did you mean AIPOOL_GEMINI_RPM?)"),
+        ("Aipool_Claude_Rpm", "Aipool_Claude_Rpm is not a setting: names are upper case "
+            "(did you mean AIPOOL_CLAUDE_RPM?)"),
+        ("gemini_api_key", "gemini_api_key is not a setting: names are upper case "
+            "(did you mean GEMINI_API_KEY?)"),
+    ],
+)  # fmt: skip
+def test_a_near_miss_of_a_setting_name_is_refused_naming_the_setting(
+    name: str, refusal: str
+) -> None:
+    # Given a limit set under a near miss of its name (its case, a typo of the prefix)
+    reading = read_settings({name: "5"})
+    # Then the reading is refused in one line naming the setting it resembles
+    assert reading.problems == [refusal]
+
+
+def test_names_of_other_programs_are_not_taken_for_near_misses() -> None:
+    environ = {
+        "AIRFLOW_HOME": "/a",
+        "API_KEY": "x",
+        "APOLLO_URL": "y",
+        "AI_MODEL": "z",
+        "PATH": "/",
+    }
+    assert read_settings(environ).problems == []
+
+
+def test_a_retired_setting_is_refused_saying_why() -> None:
+    # Given AIPOOL_LOG_PROMPTS, which once put the last user message in every hop's log line
+    problems = read_settings({"AIPOOL_LOG_PROMPTS": "1"}).problems
+    # Then it is refused: prompts never go to the logs, whatever is set
+    assert problems == [
+        "AIPOOL_LOG_PROMPTS is no longer a setting: the pool never writes prompt text to its "
+        "logs, at any level (docs/operations.md, What the pool stores, and where)"
+    ]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "AIPOOL_TIMEOUT_GEMINI",
+        "AIPOOL_TIMEOUT_OLLAMA",
+        "AIPOOL_CLAUDE_RECOVERY_TIMEOUT",
+        "AIPOOL_REDIS_SOCKET_TIMEOUT",
+        "AIPOOL_REDIS_CONNECT_TIMEOUT",
+    ],
+)
+@pytest.mark.parametrize("value", ["inf", "Infinity", "nan"])
+def test_an_infinite_or_undefined_time_is_refused(name: str, value: str) -> None:
+    # Given a timeout or a breaker's recovery time of inf (a call nothing ends, a breaker that
+    # never probes again) or nan (never greater or smaller than anything)
+    problems = read_settings({name: value}).problems
+    # Then it is refused, naming the variable, the value and why
+    assert problems == [f"{name}={value}: Input should be a finite number"]
+
+
+def test_a_visibility_timeout_within_the_hard_limit_is_refused_naming_both() -> None:
+    # Given a visibility timeout below the hard time limit, then one equal to it
+    for visibility in ("100", "120"):
+        problems = read_settings(
+            {"AIPOOL_VISIBILITY_TIMEOUT": visibility, "AIPOOL_TASK_TIME_LIMIT": "120"}
+        ).problems
+        # Then it is refused, naming both values and the promise it breaks
+        assert problems == [
+            f"AIPOOL_VISIBILITY_TIMEOUT={visibility}: must exceed the hard limit "
+            f"AIPOOL_TASK_TIME_LIMIT=120: a hop still running after {visibility} s would be "
+            "given to a second worker and run twice (unset, it is the hard limit + 60 s)"
+        ]
+    # And one above it is accepted
+    assert read_settings({"AIPOOL_VISIBILITY_TIMEOUT": "121"}).problems == []
+
+
+def test_an_empty_key_file_is_refused_rather_than_served_without_the_key(tmp_path: Path) -> None:
+    # Given a key file left empty (printf %s "$GEMINI_API_KEY" > file, the variable unset), and an
+    # empty secret mounted where Docker and Kubernetes put them
+    (tmp_path / "gemini.key").write_text("\n")
+    (tmp_path / "anthropic_api_key").write_text("")
+    reading = read_settings(
+        {"GEMINI_API_KEY_FILE": str(tmp_path / "gemini.key"), "AIPOOL_SECRETS_DIR": str(tmp_path)}
+    )
+    # Then both are refused, naming the file and what to do
+    assert reading.problems == [
+        f"GEMINI_API_KEY_FILE={tmp_path / 'gemini.key'}: the file is empty; put GEMINI_API_KEY "
+        "in it, or unset GEMINI_API_KEY_FILE",
+        f"secret file {tmp_path / 'anthropic_api_key'} is empty; put ANTHROPIC_API_KEY in it, "
+        "or remove it",
+    ]
