@@ -8,19 +8,21 @@ ai-usage-alerts.yaml`` (``AIPOOL_ALERTS=prometheus``) fire under the same one, s
 routed the same way whichever side sends it. ``tests/deploy/test_alert_rules.py`` checks that the
 rules fire exactly the name given here for each condition, and nothing else.
 
-============================================  =============================  ======================
-condition (rule, provider, threshold)         name                           ADR-006
-============================================  =============================  ======================
-``daily_tokens``, gemini, 70%                 ``GeminiDailyUsageWarning``    yes
-``daily_tokens``, gemini, 90%                 ``GeminiDailyUsageCritical``   yes
-``daily_tokens``, claude, 70%                 ``ClaudeDailyUsageWarning``    yes
-``breaker_open``, ollama                      ``OllamaConsecutiveFailures``  yes
-``monthly_cost``, 50%                         ``MonthlyAIBudgetWarning``     yes
+============================================  ================================  ======================
+condition (rule, provider, threshold)         name                              ADR-006
+============================================  ================================  ======================
+``daily_tokens``, gemini, 70%                 ``GeminiDailyUsageWarning``       yes
+``daily_tokens``, gemini, 90%                 ``GeminiDailyUsageCritical``      yes
+``daily_tokens``, claude, 70%                 ``ClaudeDailyUsageWarning``       yes
+``breaker_open``, ollama                      ``OllamaConsecutiveFailures``     yes
+``monthly_cost``, 50%                         ``MonthlyAIBudgetWarning``        yes
 any other calendar quota, 70%                 ``AipoolQuotaWarning``
 any other calendar quota, 90%                 ``AipoolQuotaCritical``
 ``breaker_open``, a cloud provider            ``AipoolBreakerOpen``
 ``monthly_cost``, 100%                        ``AipoolMonthlyBudgetExceeded``
-============================================  =============================  ======================
+``service_budget``, 50% (a service's budget)  ``AipoolServiceBudgetWarning``
+``service_budget``, 100%                      ``AipoolServiceBudgetExceeded``
+============================================  ================================  ======================
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ _GENERIC: dict[tuple[str, str], str] = {
     ("quota", "90%"): "AipoolQuotaCritical",
     ("breaker_open", "open"): "AipoolBreakerOpen",
     ("monthly_cost", "100%"): "AipoolMonthlyBudgetExceeded",
+    ("service_budget", "50%"): "AipoolServiceBudgetWarning",
+    ("service_budget", "100%"): "AipoolServiceBudgetExceeded",
 }
 
 

@@ -66,6 +66,13 @@ def _zh(c: Condition) -> tuple[str, str]:
             f"本月累計成本 ${_money(f['cost'])}，月預算 ${_money(f['budget'])}"
             + (f"（預算的 {f['reached']}%）" if f.get("reached") is not None else ""),
         )
+    if c.rule == "service_budget":
+        return (
+            f"服務 {f['name']} 本月成本已達 ${_money(f['line'])} (預算 {f['percent']}%)",
+            f"服務 {c.service} 本月付費呼叫成本 ${_money(f['cost'])}，月預算 ${_money(f['budget'])}"
+            + (f"（預算的 {f['reached']}%）" if f.get("reached") is not None else "")
+            + ("；用完後其雲端請求改走本地模型" if c.threshold == "100%" else ""),
+        )
     if c.rule == "breaker_open":
         detail = f"{p} 熔斷器開啟，暫停呼叫 {p}，流量改走備援"
         if f.get("failures"):
@@ -90,6 +97,17 @@ def _en(c: Condition) -> tuple[str, str]:
             f"AI monthly cost reached ${_money(f['line'])} ({f['percent']}% of budget)",
             f"Cost this month ${_money(f['cost'])}, monthly budget ${_money(f['budget'])}"
             + (f" ({f['reached']}% of it)" if f.get("reached") is not None else ""),
+        )
+    if c.rule == "service_budget":
+        return (
+            f"Service {f['name']}'s monthly cost reached ${_money(f['line'])} "
+            f"({f['percent']}% of its budget)",
+            f"Paid calls of {c.service} cost ${_money(f['cost'])} this month, its monthly budget "
+            f"${_money(f['budget'])}"
+            + (f" ({f['reached']}% of it)" if f.get("reached") is not None else "")
+            + (
+                "; its cloud hops are skipped until the month ends" if c.threshold == "100%" else ""
+            ),
         )
     if c.rule == "breaker_open":
         detail = f"Calls to {p} are paused; traffic goes to the fallback providers"
