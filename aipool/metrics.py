@@ -19,11 +19,14 @@ read at scrape time instead, by the maintenance worker (:mod:`aipool.pool_state`
 
 from __future__ import annotations
 
+import time
+
 from prometheus_client import Counter, Histogram
 
 from aipool.attempt.event import AttemptEvent
 from aipool.breaker.state import BreakerTransition
 from aipool.errors import ProviderFailure
+from aipool.routing.table import OTHER_SERVICE, RouteTableError, load_table
 
 
 def _failure_codes() -> frozenset[str]:
@@ -101,13 +104,26 @@ def service_label(service: str | None) -> str:
     """The ``service`` label of a request counted as ``service``: a service the route table in
     force declares, else ``other``. A worker's route already counts undeclared names as
     ``other``; this holds the label set to the table whatever a message carried."""
-    from aipool.routing.table import OTHER_SERVICE, RouteTableError, load_table
+    return service if service is not None and service in _declared() else OTHER_SERVICE
 
-    try:
-        declared = load_table().services
-    except RouteTableError:  # the table is unreadable now: the worker says so at routing
-        return OTHER_SERVICE
-    return service if service is not None and service in declared else OTHER_SERVICE
+
+#: The declared services and when they were read (monotonic): a hop must not pay for reading
+#: the route table again (about 20 us); an edited table reaches the labels within this many s.
+_DECLARED_FOR_S = 5.0
+_declared_cache: tuple[float, frozenset[str]] = (float("-inf"), frozenset())
+
+
+def _declared() -> frozenset[str]:
+    global _declared_cache
+    read_at, names = _declared_cache
+    now = time.monotonic()
+    if now - read_at >= _DECLARED_FOR_S:
+        try:
+            names = frozenset(load_table().services)
+        except RouteTableError:  # unreadable now: the worker says so at routing
+            names = frozenset()
+        _declared_cache = (now, names)
+    return names
 
 
 def failure_code(outcome: str, error: str | None) -> str | None:

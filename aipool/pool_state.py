@@ -221,7 +221,6 @@ class PoolState(Collector):
         # table declares and ``other`` (rows of a name no longer declared count as other).
         from aipool.ledger.services import service_usage_day
         from aipool.ledger.spend import service_month_cost
-        from aipool.metrics import service_label
         from aipool.routing.table import OTHER_SERVICE, load_table
 
         declared = load_table().services
@@ -240,9 +239,9 @@ class PoolState(Collector):
             name: {"day": 0.0, "month": 0.0} for name in [*declared, OTHER_SERVICE]
         }
         for name, usage in service_usage_day(self.engine(), today, self.zone).items():
-            figures[service_label(name)]["day"] += float(usage.cost_usd)
+            figures[name if name in declared else OTHER_SERVICE]["day"] += float(usage.cost_usd)
         for name, spent in service_month_cost(self.engine(), today, self.zone).items():
-            figures[service_label(name)]["month"] += float(spent)
+            figures[name if name in declared else OTHER_SERVICE]["month"] += float(spent)
         for name, periods in figures.items():
             for period, value in periods.items():
                 cost.add_metric([name, period], value)

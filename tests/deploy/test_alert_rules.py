@@ -136,7 +136,9 @@ def test_given_the_budget_alerts_when_read_then_their_thresholds_are_the_pools()
     assert alerts["MonthlyAIBudgetWarning"]["labels"]["severity"] == warn
     assert alerts["AipoolMonthlyBudgetExceeded"]["labels"]["severity"] == exceed
     # a service's budget alerts at the same lines
-    assert f">= {Decimal(half)} < {Decimal(whole)}\n" in alerts["AipoolServiceBudgetWarning"]["expr"]
+    assert (
+        f">= {Decimal(half)} < {Decimal(whole)}\n" in alerts["AipoolServiceBudgetWarning"]["expr"]
+    )
     assert f">= {Decimal(whole)}\n" in alerts["AipoolServiceBudgetExceeded"]["expr"]
     assert alerts["AipoolServiceBudgetWarning"]["labels"]["severity"] == warn
     assert alerts["AipoolServiceBudgetExceeded"]["labels"]["severity"] == exceed
