@@ -267,14 +267,26 @@ def run_budget_checks(
 
 
 def _service_conditions(engine: Engine, today: date, zone: tzinfo, month: str) -> list[Condition]:
+    from aipool.ledger.services import ServiceUsage, service_usage_day
     from aipool.ledger.spend import service_month_cost
     from aipool.routing.table import load_table
+    from aipool.service_report import share_use
 
     declared = load_table().services
-    if not any(s.monthly_budget_usd is not None for s in declared.values()):
-        return []  # no service has a budget: no query
-    costs = service_month_cost(engine, today, zone)
-    return rules.service_budget_conditions(costs, declared, month)
+    conditions = []
+    if any(s.shares for s in declared.values()):
+        used = service_usage_day(engine, today, zone)
+        limits = settings().limits
+        uses = {
+            key: share_use(service, used.get(key, ServiceUsage(key)), limits)
+            for key, service in declared.items()
+        }
+        names = {key: service.name for key, service in declared.items()}
+        conditions += rules.service_share_conditions(uses, names, today.isoformat())
+    if any(s.monthly_budget_usd is not None for s in declared.values()):
+        costs = service_month_cost(engine, today, zone)
+        conditions += rules.service_budget_conditions(costs, declared, month)
+    return conditions
 
 
 def _breaker(

@@ -6,6 +6,9 @@
 - ``monthly_cost``: the month's cost at 50% (warning) and 100% (critical) of the monthly budget.
 - ``service_budget``: a service's month of paid calls at the same thresholds of the monthly budget
   the route table gives it (issue #24); one alert per service, sent to its owner too.
+- ``service_daily_tokens``, ``service_daily_requests``: a service's use of its share of a
+  provider's daily limit at 70% and 90% (the quotas' thresholds), per service and provider, sent
+  to its owner too: past its share its requests go on to the next provider.
 - ``breaker_open``: a provider's breaker opened (critical), reported by the breaker's listener. For
   Ollama, the first hop of the general chain, this is ADR-006's "Ollama may be offline": its
   breaker opens on consecutive failures that count against it, never on skipped hops.
@@ -19,7 +22,7 @@ same thresholds (``tests/deploy`` checks that they agree).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, tzinfo
 from decimal import Decimal
@@ -27,6 +30,7 @@ from decimal import Decimal
 from aipool.budget.usage import CALENDAR_QUOTAS, BudgetUsage
 from aipool.periods import day_range, month_range
 from aipool.routing.table import Service
+from aipool.service_report import ShareUse
 from aipool.settings.provider_limits import QuotaLimits
 
 QUOTA_THRESHOLDS = ((70, "warning"), (90, "critical"))
@@ -35,7 +39,12 @@ MONTHLY_BUDGET_THRESHOLDS = ((Decimal("0.5"), "warning"), (Decimal("1"), "critic
 #: ADR-006's warning line (the Prometheus rule's threshold too).
 MONTHLY_BUDGET_FRACTION = MONTHLY_BUDGET_THRESHOLDS[0][0]
 #: Rules keyed by a local calendar day, and by a local calendar month.
-DAILY_RULES = ("daily_tokens", "daily_requests")
+#: A service's share of a provider's daily limit, by the limit's name.
+SERVICE_SHARE_RULES = {
+    "daily_tokens": "service_daily_tokens",
+    "daily_requests": "service_daily_requests",
+}
+DAILY_RULES = ("daily_tokens", "daily_requests", *SERVICE_SHARE_RULES.values())
 MONTHLY_RULES = ("monthly_tokens", "monthly_cost", "service_budget")
 CALENDAR_RULES = DAILY_RULES + MONTHLY_RULES
 
@@ -130,6 +139,36 @@ def service_budget_conditions(
             result += monthly_cost_conditions(
                 cost, service.monthly_budget_usd, month, service=service
             )
+    return result
+
+
+def service_share_conditions(
+    uses: Mapping[str, Sequence[ShareUse]], names: Mapping[str, str], day: str
+) -> list[Condition]:
+    """Each service's use of each of its shares (``uses``, by service) against
+    :data:`QUOTA_THRESHOLDS`; per (service, provider, limit) the highest threshold first.
+    ``names``: each service's display name."""
+    result = []
+    for service, shares in uses.items():
+        for share in shares:
+            for percent, severity in sorted(QUOTA_THRESHOLDS, reverse=True):
+                result.append(
+                    Condition(
+                        rule=SERVICE_SHARE_RULES[share.limit],
+                        provider=share.provider,
+                        service=service,
+                        threshold=f"{percent}%",
+                        severity=severity,
+                        holds=share.allowed > 0 and share.used * 100 >= share.allowed * percent,
+                        period=day,
+                        facts={
+                            "used": share.used,
+                            "limit": share.allowed,
+                            "percent": percent,
+                            "name": names.get(service, service),
+                        },
+                    )
+                )
     return result
 
 

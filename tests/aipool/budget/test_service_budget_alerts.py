@@ -3,6 +3,7 @@ per service per month, sent to the pool's channels and to the owner the route ta
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -54,7 +55,7 @@ def services(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, http_sink: Any, sm
 
 def _spend(engine: Engine, service: str, cost: str, at: datetime) -> None:
     record = UsageRecord(
-        f"{service}-{at.timestamp()}-{cost}", 0, "gemini", "m", "ok", True, input_tokens=100,
+        f"{service}-{uuid.uuid4().hex}", 0, "gemini", "m", "ok", True, input_tokens=100,
         cost_usd=Decimal(cost), created_at=at, service=service,
     )  # fmt: skip
     with engine.begin() as conn:
@@ -129,3 +130,44 @@ def test_given_two_services_at_the_same_threshold_then_each_has_its_own_alert(
     sent = run_budget_checks(engine, [], now=DAY, tz=TAIPEI, lang="en")
     # Then one warning each: the journal's key tells the services apart
     assert sorted((s.service, s.threshold) for s in sent) == [("batch", "50%"), ("triage", "50%")]
+
+
+def test_given_a_service_near_its_share_of_gemini_then_its_owner_is_warned_once_per_threshold(
+    engine: Engine, services: dict[str, str], http_sink: Any, tmp_path: Path, monkeypatch
+) -> None:
+    # Given batch may use 10% of Gemini's 20,000 daily tokens (2,000), its owner a webhook
+    routes = Path(services["AIPOOL_ROUTES_FILE"])
+    routes.write_text(
+        routes.read_text(encoding="utf-8")
+        + "\n[services.batch.shares.gemini]\ndaily_tokens = 0.1\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("AIPOOL_GEMINI_DAILY_TOKENS", "20000")
+
+    def check(now: datetime) -> list[Any]:
+        return run_budget_checks(engine, [], now=now, tz=TAIPEI, lang="en")
+
+    # When batch used 1,500 of its 2,000 tokens (75%), and the checks run twice
+    for _ in range(15):
+        _spend(engine, "batch", "0", DAY)
+    sent = check(DAY) + check(DAY + timedelta(minutes=5))
+    # Then one warning about batch's share of Gemini, to its owner too, named as Prometheus names it
+    assert [(s.rule, s.service, s.provider, s.threshold) for s in sent] == [
+        ("service_daily_tokens", "batch", "gemini", "70%")
+    ]
+    alert = http_sink.bodies("/batch-owner")[0]["alerts"][0]
+    assert alert["labels"]["alertname"] == "AipoolServiceShareWarning"
+    assert alert["annotations"]["summary"] == (
+        "Service Nightly summaries's share of Gemini daily tokens reached 70%"
+    )
+    # When it passes 90% (1,900), then the day ends
+    for _ in range(4):
+        _spend(engine, "batch", "0", DAY + timedelta(minutes=10))
+    crossed = check(DAY + timedelta(minutes=10))
+    ended = check(datetime(2026, 3, 15, 0, 1, tzinfo=TAIPEI))
+    # Then one critical, and both resolved with the day
+    assert [(s.threshold, s.state) for s in crossed] == [("90%", "firing")]
+    assert sorted((s.threshold, s.state) for s in ended) == [
+        ("70%", "resolved"),
+        ("90%", "resolved"),
+    ]
