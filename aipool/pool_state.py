@@ -247,7 +247,32 @@ class PoolState(Collector):
                 cost.add_metric([name, period], value)
         for name, service in declared.items():
             budget.add_metric([name], float(service.monthly_budget_usd or 0))
-        return [cost, budget]
+        return [cost, budget, *self._service_shares(declared, today)]
+
+    def _service_shares(self, declared: Mapping[str, Any], today: Any) -> list[Metric]:
+        # Each declared share of a provider's daily limit, and the day's use of it (ledger).
+        from aipool.ledger.services import ServiceUsage, service_usage_day
+        from aipool.service_report import share_use
+
+        used = GaugeMetricFamily(
+            "aipool_service_share_used",
+            "Ledger: a service's use of the local day at a provider, for each share of a daily "
+            "limit it has (limit: daily_tokens or daily_requests).",
+            labels=["service", "provider", "limit"],
+        )
+        allowed = GaugeMetricFamily(
+            "aipool_service_share_limit",
+            "A service's share of a provider's daily limit, in the limit's unit (route table).",
+            labels=["service", "provider", "limit"],
+        )
+        if any(service.shares for service in declared.values()):
+            day = service_usage_day(self.engine(), today, self.zone)
+            for name, service in declared.items():
+                for share in share_use(service, day.get(name, ServiceUsage(name)), self.limits):
+                    labels = [name, share.provider, share.limit]
+                    used.add_metric(labels, share.used)
+                    allowed.add_metric(labels, share.allowed)
+        return [used, allowed]
 
 
 def _families(read: Callable[[], Iterator[Metric]]) -> list[Metric]:

@@ -262,7 +262,8 @@ def test_given_services_spending_when_scraped_then_each_declared_service_has_its
     routes = tmp_path / "routes.toml"
     routes.write_text(
         '[[rules]]\nname = "all"\nprovider = "gemini"\n\n'
-        "[services.batch]\nmonthly_budget_usd = 4\n\n[services.triage]\n",
+        "[services.batch]\nmonthly_budget_usd = 4\n"
+        "[services.batch.shares.gemini]\ndaily_tokens = 0.1\n\n[services.triage]\n",
         encoding="utf-8",
     )
     monkeypatch.setenv("AIPOOL_ROUTES_FILE", str(routes))
@@ -286,3 +287,8 @@ def test_given_services_spending_when_scraped_then_each_declared_service_has_its
     assert value(cost, {"service": "old-name", "period": "day"}) is None
     assert value("aipool_service_budget_usd", {"service": "batch"}) == 4
     assert value("aipool_service_budget_usd", {"service": "triage"}) == 0
+    # And batch's share of Gemini's day (10% of 100,000 tokens) beside what it used of it today
+    share = {"service": "batch", "provider": "gemini", "limit": "daily_tokens"}
+    assert value("aipool_service_share_limit", share) == 10_000
+    assert value("aipool_service_share_used", share) == 10
+    assert value("aipool_service_share_used", {**share, "service": "triage"}) is None

@@ -39,6 +39,8 @@ GATED = {
     "AipoolMonthlyBudgetExceeded",
     "AipoolServiceBudgetWarning",
     "AipoolServiceBudgetExceeded",
+    "AipoolServiceShareWarning",
+    "AipoolServiceShareCritical",
 }
 #: ADR-006 §3's alerts and the summary each one carries there (k8s/monitoring/prometheus/
 #: ai-usage-alerts.yaml in the ADR). MonthlyAIBudgetWarning's "$5" is half of the budget in force,
@@ -142,6 +144,9 @@ def test_given_the_budget_alerts_when_read_then_their_thresholds_are_the_pools()
     assert f">= {Decimal(whole)}\n" in alerts["AipoolServiceBudgetExceeded"]["expr"]
     assert alerts["AipoolServiceBudgetWarning"]["labels"]["severity"] == warn
     assert alerts["AipoolServiceBudgetExceeded"]["labels"]["severity"] == exceed
+    # a service's share alerts at the quotas' lines
+    assert f">= {warning / 100} < {critical / 100})" in alerts["AipoolServiceShareWarning"]["expr"]
+    assert f">= {critical / 100})" in alerts["AipoolServiceShareCritical"]["expr"]
     for name in ("GeminiDailyUsageWarning", "ClaudeDailyUsageWarning"):
         assert f">= {warning / 100} < {critical / 100})" in alerts[name]["expr"]
     assert f">= {critical / 100})" in alerts["GeminiDailyUsageCritical"]["expr"]
@@ -198,6 +203,9 @@ def _conditions() -> list[tuple[str, str, str, float | None]]:
     found.append(("monthly_cost", "*", "100%", 1.03))
     found.append(("service_budget", "*", "50%", 0.6))
     found.append(("service_budget", "*", "100%", 1.03))
+    for rule in pool_rules.SERVICE_SHARE_RULES.values():
+        found.append((rule, "gemini", "70%", 0.75))
+        found.append((rule, "gemini", "90%", 0.95))
     return found
 
 
@@ -215,6 +223,17 @@ def _condition_case(rule: str, provider: str, fraction: float | None) -> dict[st
     elif rule == "breaker_open":
         labels = f'provider="{provider}", state="closed", {m}'
         series.append({"series": f"aipool_breaker_state{{{labels}}}", "values": "0x10"})
+    elif rule in pool_rules.SERVICE_SHARE_RULES.values():
+        assert fraction is not None
+        limit = rule.removeprefix("service_")
+        labels = f'service="batch", provider="{provider}", limit="{limit}", {m}'
+        series += [
+            {
+                "series": f"aipool_service_share_used{{{labels}}}",
+                "values": f"{int(fraction * 1000)}x10",
+            },
+            {"series": f"aipool_service_share_limit{{{labels}}}", "values": "1000x10"},
+        ]
     elif rule == "service_budget":
         series += [
             {
