@@ -7,8 +7,11 @@ Two carry ADR-006 §3's names, so queries written against the ADR work unchanged
 that counts against the provider; also by ``code``). They are the only series of their kind, not
 copies of ``aipool_*`` ones, so the ADR's names cost no extra series.
 
-Labels are bounded (provider, model, outcome, direction, code): never a user id or a request id,
-so the series count stays fixed however many users the pool serves. Under Celery's prefork pool the
+Labels are bounded (provider, model, outcome, direction, code, service): never a user id or a
+request id, so the series count stays fixed however many users the pool serves. ``service`` is
+one of the services the route table declares, or ``other``: a name a request makes up never
+becomes a label (:func:`service_label`). Requests, tokens and cost carry it (spend per service);
+latency and failures, which say how a provider is doing, do not. Under Celery's prefork pool the
 values are aggregated across processes through ``PROMETHEUS_MULTIPROC_DIR`` (see
 ``workers.signals``). Gauges of the pool's shared state (breakers, quotas, queues, budgets) are
 read at scrape time instead, by the maintenance worker (:mod:`aipool.pool_state`).
@@ -16,12 +19,15 @@ read at scrape time instead, by the maintenance worker (:mod:`aipool.pool_state`
 
 from __future__ import annotations
 
+import time
+
 from prometheus_client import Counter, Histogram
 
 from aipool.attempt.event import AttemptEvent
 from aipool.breaker.state import BreakerTransition
 from aipool.contract.journey import Attempt
 from aipool.errors import ProviderFailure
+from aipool.routing.table import OTHER_SERVICE, RouteTableError, load_table
 
 
 def _failure_codes() -> frozenset[str]:
@@ -40,12 +46,21 @@ FAILURE_CODES = _failure_codes()
 
 REQUESTS = Counter(
     "aipool_requests",
-    "Hops handled, by provider and outcome (ok, error, circuit_open, quota_exceeded, ...).",
-    ["provider", "outcome"],
+    "Hops handled, by provider, outcome (ok, error, circuit_open, quota_exceeded, ...) and the "
+    "service the request came from (declared in the route table, else other).",
+    ["provider", "outcome", "service"],
 )
 #: ADR-006's ``ai_tokens_total``.
-TOKENS = Counter("ai_tokens", "Tokens reported by providers.", ["provider", "model", "direction"])
-COST = Counter("aipool_cost_usd", "Cost of answered calls in USD.", ["provider"])
+TOKENS = Counter(
+    "ai_tokens",
+    "Tokens reported by providers, by the service the request came from too.",
+    ["provider", "model", "direction", "service"],
+)
+COST = Counter(
+    "aipool_cost_usd",
+    "Cost of answered calls in USD, by provider and service.",
+    ["provider", "service"],
+)
 LATENCY = Histogram(
     "aipool_call_latency_seconds",
     "Latency of model calls that reached the provider.",
@@ -71,7 +86,8 @@ def observe_attempt(event: AttemptEvent) -> None:
     if event.replayed:
         return
     provider = event.hop.provider
-    REQUESTS.labels(provider, event.attempt.outcome).inc()
+    service = service_label(event.route.service)
+    REQUESTS.labels(provider, event.attempt.outcome, service).inc()
     code = failure_code(event.attempt)
     if code is not None:
         FAILURES.labels(provider, code).inc()
@@ -80,9 +96,35 @@ def observe_attempt(event: AttemptEvent) -> None:
     completion = event.completion
     if event.input_tokens or event.output_tokens:
         model = completion.model if completion is not None else event.hop.model
-        TOKENS.labels(provider, model, "input").inc(event.input_tokens)
-        TOKENS.labels(provider, model, "output").inc(event.output_tokens)
-        COST.labels(provider).inc(float(event.cost_usd))
+        TOKENS.labels(provider, model, "input", service).inc(event.input_tokens)
+        TOKENS.labels(provider, model, "output", service).inc(event.output_tokens)
+        COST.labels(provider, service).inc(float(event.cost_usd))
+
+
+def service_label(service: str | None) -> str:
+    """The ``service`` label of a request counted as ``service``: a service the route table in
+    force declares, else ``other``. A worker's route already counts undeclared names as
+    ``other``; this holds the label set to the table whatever a message carried."""
+    return service if service is not None and service in _declared() else OTHER_SERVICE
+
+
+#: The declared services and when they were read (monotonic): a hop must not pay for reading
+#: the route table again (about 20 us); an edited table reaches the labels within this many s.
+_DECLARED_FOR_S = 5.0
+_declared_cache: tuple[float, frozenset[str]] = (float("-inf"), frozenset())
+
+
+def _declared() -> frozenset[str]:
+    global _declared_cache
+    read_at, names = _declared_cache
+    now = time.monotonic()
+    if now - read_at >= _DECLARED_FOR_S:
+        try:
+            names = frozenset(load_table().services)
+        except RouteTableError:  # unreadable now: the worker says so at routing
+            names = frozenset()
+        _declared_cache = (now, names)
+    return names
 
 
 def failure_code(attempt: Attempt) -> str | None:

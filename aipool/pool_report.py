@@ -18,6 +18,7 @@ from typing import Any
 
 from aipool.errors import PoolUnavailable
 from aipool.ledger.summary import ProviderSummary
+from aipool.service_report import ServicesReport
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,8 @@ class Snapshot:
     today: tuple[str, list[ProviderSummary]] | None
     budget: MonthBudget | None
     pending: int | None
+    #: Each service's use of today and the month (issue #24); ``None`` while the ledger has none.
+    services: ServicesReport | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The reading as JSON data (``aipool status --json``, the usage endpoint)."""
@@ -75,6 +78,7 @@ class Snapshot:
                 "used": round(self.budget.used, 6),
             },
             "pending_records": self.pending,
+            "services": None if self.services is None else self.services.to_json(),
         }
 
 
@@ -147,6 +151,7 @@ def read_snapshot(
     depths = broker_queue_depths(app, pool_queues() if queues is None else queues)
     today: tuple[str, list[ProviderSummary]] | None = None
     budget: MonthBudget | None = None
+    services: ServicesReport | None = None
     try:
         ledger = engine(ledger_url)
     except PoolUnavailable:
@@ -157,6 +162,7 @@ def read_snapshot(
             today = day.isoformat(), summarize_day(ledger, day, zone)
             month_cost = budget_usage(ledger, moment, zone).month_cost
             budget = MonthBudget(day.strftime("%Y-%m"), month_cost, settings().monthly_budget_usd)
+            services = _services(ledger, day, zone)
         finally:
             ledger.dispose()
     return Snapshot(
@@ -167,4 +173,13 @@ def read_snapshot(
         today=today,
         budget=budget,
         pending=pending_records(redis_client),
+        services=services,
     )
+
+
+def _services(ledger: Any, day: Any, zone: Any) -> ServicesReport:
+    from aipool.routing.table import load_table
+    from aipool.service_report import read_services
+    from aipool.settings import settings
+
+    return read_services(ledger, day, zone, load_table(), settings().limits)

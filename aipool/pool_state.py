@@ -32,6 +32,7 @@ from aipool.breaker import Breaker
 from aipool.breaker.state import BreakerState
 from aipool.budget.sender import alert_sender
 from aipool.budget.usage import CALENDAR_QUOTAS, budget_usage
+from aipool.periods import local_day
 from aipool.quota import Quota
 from aipool.settings.provider_limits import ProviderLimits
 
@@ -213,7 +214,65 @@ class PoolState(Collector):
             "The monthly AI budget in USD (AIPOOL_MONTHLY_BUDGET_USD).",
             value=float(self.monthly_budget_usd()),
         )
-        return iter([used, limit, cost, budget])
+        return iter([used, limit, cost, budget, *self._service_spend(now)])
+
+    def _service_spend(self, now: datetime) -> list[Metric]:
+        # Issue #24: each service's spend against its budget, labelled by the services the route
+        # table declares and ``other`` (rows of a name no longer declared count as other).
+        from aipool.ledger.services import service_usage_day
+        from aipool.ledger.spend import service_month_cost
+        from aipool.routing.table import OTHER_SERVICE, load_table
+
+        declared = load_table().services
+        today = local_day(now, self.zone)
+        cost = GaugeMetricFamily(
+            "aipool_service_cost_usd",
+            "Ledger: cost in USD of the local day and month so far, per producing service.",
+            labels=["service", "period"],
+        )
+        budget = GaugeMetricFamily(
+            "aipool_service_budget_usd",
+            "Each declared service's monthly budget in USD (route table); 0: it has none.",
+            labels=["service"],
+        )
+        figures: dict[str, dict[str, float]] = {
+            name: {"day": 0.0, "month": 0.0} for name in [*declared, OTHER_SERVICE]
+        }
+        for name, usage in service_usage_day(self.engine(), today, self.zone).items():
+            figures[name if name in declared else OTHER_SERVICE]["day"] += float(usage.cost_usd)
+        for name, spent in service_month_cost(self.engine(), today, self.zone).items():
+            figures[name if name in declared else OTHER_SERVICE]["month"] += float(spent)
+        for name, periods in figures.items():
+            for period, value in periods.items():
+                cost.add_metric([name, period], value)
+        for name, service in declared.items():
+            budget.add_metric([name], float(service.monthly_budget_usd or 0))
+        return [cost, budget, *self._service_shares(declared, today)]
+
+    def _service_shares(self, declared: Mapping[str, Any], today: Any) -> list[Metric]:
+        # Each declared share of a provider's daily limit, and the day's use of it (ledger).
+        from aipool.ledger.services import ServiceUsage, service_usage_day
+        from aipool.service_report import share_use
+
+        used = GaugeMetricFamily(
+            "aipool_service_share_used",
+            "Ledger: a service's use of the local day at a provider, for each share of a daily "
+            "limit it has (limit: daily_tokens or daily_requests).",
+            labels=["service", "provider", "limit"],
+        )
+        allowed = GaugeMetricFamily(
+            "aipool_service_share_limit",
+            "A service's share of a provider's daily limit, in the limit's unit (route table).",
+            labels=["service", "provider", "limit"],
+        )
+        if any(service.shares for service in declared.values()):
+            day = service_usage_day(self.engine(), today, self.zone)
+            for name, service in declared.items():
+                for share in share_use(service, day.get(name, ServiceUsage(name)), self.limits):
+                    labels = [name, share.provider, share.limit]
+                    used.add_metric(labels, share.used)
+                    allowed.add_metric(labels, share.allowed)
+        return [used, allowed]
 
 
 def _families(read: Callable[[], Iterator[Metric]]) -> list[Metric]:

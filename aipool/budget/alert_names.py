@@ -8,24 +8,31 @@ ai-usage-alerts.yaml`` (``AIPOOL_ALERTS=prometheus``) fire under the same one, s
 routed the same way whichever side sends it. ``tests/deploy/test_alert_rules.py`` checks that the
 rules fire exactly the name given here for each condition, and nothing else.
 
-============================================  =============================  ======================
-condition (rule, provider, threshold)         name                           ADR-006
-============================================  =============================  ======================
-``daily_tokens``, gemini, 70%                 ``GeminiDailyUsageWarning``    yes
-``daily_tokens``, gemini, 90%                 ``GeminiDailyUsageCritical``   yes
-``daily_tokens``, claude, 70%                 ``ClaudeDailyUsageWarning``    yes
-``breaker_open``, ollama                      ``OllamaConsecutiveFailures``  yes
-``monthly_cost``, 50%                         ``MonthlyAIBudgetWarning``     yes
+============================================  ================================  ======================
+condition (rule, provider, threshold)         name                              ADR-006
+============================================  ================================  ======================
+``daily_tokens``, gemini, 70%                 ``GeminiDailyUsageWarning``       yes
+``daily_tokens``, gemini, 90%                 ``GeminiDailyUsageCritical``      yes
+``daily_tokens``, claude, 70%                 ``ClaudeDailyUsageWarning``       yes
+``breaker_open``, ollama                      ``OllamaConsecutiveFailures``     yes
+``monthly_cost``, 50%                         ``MonthlyAIBudgetWarning``        yes
 any other calendar quota, 70%                 ``AipoolQuotaWarning``
 any other calendar quota, 90%                 ``AipoolQuotaCritical``
 ``breaker_open``, a cloud provider            ``AipoolBreakerOpen``
 ``monthly_cost``, 100%                        ``AipoolMonthlyBudgetExceeded``
-============================================  =============================  ======================
+``service_budget``, 50% (a service's budget)  ``AipoolServiceBudgetWarning``
+``service_budget``, 100%                      ``AipoolServiceBudgetExceeded``
+a service's share of a daily limit, 70%       ``AipoolServiceShareWarning``
+a service's share of a daily limit, 90%       ``AipoolServiceShareCritical``
+============================================  ================================  ======================
 """
 
 from __future__ import annotations
 
+from aipool.budget.rules import SERVICE_SHARE_RULES
 from aipool.budget.usage import CALENDAR_QUOTAS
+
+_SHARE_RULES = frozenset(SERVICE_SHARE_RULES.values())
 
 #: ADR-006's alert names, by the condition each one stands for.
 ADR_ALERTS: dict[tuple[str, str, str], str] = {
@@ -42,6 +49,10 @@ _GENERIC: dict[tuple[str, str], str] = {
     ("quota", "90%"): "AipoolQuotaCritical",
     ("breaker_open", "open"): "AipoolBreakerOpen",
     ("monthly_cost", "100%"): "AipoolMonthlyBudgetExceeded",
+    ("service_budget", "50%"): "AipoolServiceBudgetWarning",
+    ("service_budget", "100%"): "AipoolServiceBudgetExceeded",
+    ("service_share", "70%"): "AipoolServiceShareWarning",
+    ("service_share", "90%"): "AipoolServiceShareCritical",
 }
 
 
@@ -51,5 +62,5 @@ def alert_name(rule: str, provider: str, threshold: str) -> str:
     adr = ADR_ALERTS.get((rule, provider, threshold))
     if adr is not None:
         return adr
-    kind = "quota" if rule in CALENDAR_QUOTAS else rule
+    kind = "quota" if rule in CALENDAR_QUOTAS else "service_share" if rule in _SHARE_RULES else rule
     return _GENERIC.get((kind, threshold), rule)

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime, tzinfo
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime, tzinfo
 from decimal import Decimal
 from functools import cache
 
@@ -40,6 +40,7 @@ from aipool.budget.events import (
     set_channels,
 )
 from aipool.budget.messages import describe, describe_period_end
+from aipool.budget.owners import owner_notifiers
 from aipool.budget.rules import Condition
 from aipool.budget.sender import pool_sends_alerts
 from aipool.budget.usage import budget_usage
@@ -72,6 +73,8 @@ class Sent:
     state: str
     summary: str
     channels: dict[str, str]
+    #: The service the alert is about (a service's budget), ``*`` for none.
+    service: str = "*"
 
 
 def _notification(
@@ -94,6 +97,7 @@ def _notification(
             "provider": c.provider,
             "threshold": c.threshold,
             **({"period": c.period} if c.period else {}),
+            **({"service": c.service} if c.service != "*" else {}),
         },
         starts_at=starts_at,
         ends_at=ends_at,
@@ -122,12 +126,14 @@ def _send(
     event_id = record_once(engine, c, state, period, episode, summary, now)
     if event_id is None:
         return None  # another run journaled it first and sends it
-    labelled = Condition(c.rule, c.provider, c.threshold, c.severity, c.holds, period, c.facts)
+    labelled = replace(c, period=period)
+    # A service's alert goes to its owner too (issue #24).
+    targets = [*notifiers, *owner_notifiers(c.service, settings().alerts)]
     channels = dispatch(
-        _notification(labelled, state, summary, description, starts_at, ends_at), notifiers
+        _notification(labelled, state, summary, description, starts_at, ends_at), targets
     )
     set_channels(engine, event_id, channels)
-    return Sent(c.rule, c.provider, c.threshold, state, summary, channels)
+    return Sent(c.rule, c.provider, c.threshold, state, summary, channels, c.service)
 
 
 def apply_conditions(
@@ -141,7 +147,7 @@ def apply_conditions(
 ) -> list[Sent]:
     """Journal and send the transitions among ``conditions`` (see the module docstring)."""
     sent: list[Sent] = []
-    superseded: set[tuple[str, str]] = set()
+    superseded: set[tuple[str, str, str]] = set()
     for c in conditions:
         opened = open_episode(engine, c) if c.period is None or not c.holds else None
         episode = None
@@ -160,10 +166,10 @@ def apply_conditions(
                 now,
                 starts_at=now,
                 ends_at=None,
-                silent=(c.rule, c.provider) in superseded,
+                silent=(c.rule, c.provider, c.service) in superseded,
             )
             # Conditions come highest threshold first (see rules.quota_conditions).
-            superseded.add((c.rule, c.provider))
+            superseded.add((c.rule, c.provider, c.service))
         elif not c.holds and opened is not None:
             result = _send(
                 engine,
@@ -236,7 +242,8 @@ def run_budget_checks(
     tz: tzinfo | str | None = None,
     lang: str | None = None,
 ) -> list[Sent]:
-    """Evaluate the calendar quotas and the monthly cost now; send what is news.
+    """Evaluate the calendar quotas, the monthly cost and each service's budget now; send
+    what is news (a service's budget alert to its owner too).
 
     Nothing is evaluated or sent when Prometheus sends the alerts (``AIPOOL_ALERTS``).
     """
@@ -253,9 +260,33 @@ def run_budget_checks(
     conditions = [
         *rules.quota_conditions(usage, quotas, today.isoformat(), month),
         *rules.monthly_cost_conditions(usage.month_cost, monthly_budget_usd(), month),
+        *_service_conditions(engine, today, zone, month),
     ]
     ended = expire_periods(engine, notifiers, now, zone=zone, lang=lang)
     return ended + apply_conditions(engine, conditions, notifiers, now, zone=zone, lang=lang)
+
+
+def _service_conditions(engine: Engine, today: date, zone: tzinfo, month: str) -> list[Condition]:
+    from aipool.ledger.services import ServiceUsage, service_usage_day
+    from aipool.ledger.spend import service_month_cost
+    from aipool.routing.table import load_table
+    from aipool.service_report import share_use
+
+    declared = load_table().services
+    conditions = []
+    if any(s.shares for s in declared.values()):
+        used = service_usage_day(engine, today, zone)
+        limits = settings().limits
+        uses = {
+            key: share_use(service, used.get(key, ServiceUsage(key)), limits)
+            for key, service in declared.items()
+        }
+        names = {key: service.name for key, service in declared.items()}
+        conditions += rules.service_share_conditions(uses, names, today.isoformat())
+    if any(s.monthly_budget_usd is not None for s in declared.values()):
+        costs = service_month_cost(engine, today, zone)
+        conditions += rules.service_budget_conditions(costs, declared, month)
+    return conditions
 
 
 def _breaker(

@@ -1,6 +1,7 @@
 """The alert journal (``ai_alert_events``): episodes of each alert, decided race-free.
 
-An alert is (rule, provider, threshold, period). Its journal is a sequence of episodes, each a
+An alert is (service, rule, provider, threshold, period); ``service`` is ``*`` for alerts about
+no one service (all but a service's budget). Its journal is a sequence of episodes, each a
 "firing" row and, once it ended, a "resolved" row with the same episode number:
 
 ==========================  ========================================  ===========================
@@ -14,7 +15,7 @@ ended (calendar rules)
 
 So a condition that holds again after a resolution in the same period is sent again, and the
 messages of an alert alternate firing, resolved, firing... A transition is news when its row can be
-inserted: the unique key (rule, provider, threshold, period, episode, state) lets exactly one of
+inserted: the unique key (service, rule, provider, threshold, period, episode, state) lets exactly one of
 two racing beat runs win; the loser inserts nothing and sends nothing. A transition journaled as
 ``superseded`` (a lower threshold crossed in the same run as a higher one) is never sent, and
 neither is the end of its episode.
@@ -30,7 +31,7 @@ from sqlalchemy import Connection, Engine, and_, func, select, update
 from sqlalchemy.orm import aliased
 
 from aipool.budget.rules import Condition
-from aipool.ledger.models import AlertEvent, alert_events
+from aipool.ledger.models import ALERT_KEY, AlertEvent, alert_events
 
 #: ``channels`` of a transition journaled but deliberately not sent.
 SUPERSEDED = {"superseded": "higher threshold"}
@@ -50,11 +51,18 @@ class OpenEpisode:
     summary: str
     #: Journaled without being sent (superseded): its end is not sent either.
     silent: bool
+    service: str = "*"
 
     def condition(self) -> Condition:
         """The alert as a condition that no longer holds (for journaling its end)."""
         return Condition(
-            self.rule, self.provider, self.threshold, self.severity, False, self.period
+            self.rule,
+            self.provider,
+            self.threshold,
+            self.severity,
+            False,
+            self.period,
+            service=self.service,
         )
 
 
@@ -65,9 +73,7 @@ def _insert_once(conn: Connection) -> Any:
         from sqlalchemy.dialects.sqlite import insert  # type: ignore[assignment]
     return (
         insert(alert_events)
-        .on_conflict_do_nothing(
-            index_elements=["rule", "provider", "threshold", "period", "episode", "state"]
-        )
+        .on_conflict_do_nothing(index_elements=list(ALERT_KEY))
         .returning(alert_events.c.id)
     )
 
@@ -86,6 +92,7 @@ def record_once(
     row's id, or ``None`` when that transition was already journaled (by this or a concurrent
     run)."""
     row = {
+        "service": condition.service,
         "rule": condition.rule,
         "provider": condition.provider,
         "severity": condition.severity,
@@ -115,10 +122,12 @@ def _open_query() -> Any:
             fired.created_at,
             fired.message,
             fired.channels,
+            fired.service,
         )
         .outerjoin(
             resolved,
             and_(
+                resolved.service == fired.service,
                 resolved.rule == fired.rule,
                 resolved.provider == fired.provider,
                 resolved.threshold == fired.threshold,
@@ -142,6 +151,7 @@ def _episode(row: Any) -> OpenEpisode:
         fired_at=row.created_at,
         summary=row.message,
         silent=bool(row.channels and "superseded" in row.channels),
+        service=row.service,
     )
 
 
@@ -152,6 +162,7 @@ def open_episode(engine: Engine, condition: Condition) -> OpenEpisode | None:
     """
     fired, query = _open_query()
     query = query.where(
+        fired.service == condition.service,
         fired.rule == condition.rule,
         fired.provider == condition.provider,
         fired.threshold == condition.threshold,
@@ -182,6 +193,7 @@ def next_episode(engine: Engine, condition: Condition, period: str) -> int | Non
     """
     e = alert_events.c
     same = and_(
+        e.service == condition.service,
         e.rule == condition.rule,
         e.provider == condition.provider,
         e.threshold == condition.threshold,

@@ -52,6 +52,16 @@ _EN_QUOTA = {
 }
 
 
+_ZH_SHARE = {
+    "service_daily_tokens": ("每日 tokens ", "tokens"),
+    "service_daily_requests": ("每日請求數", "次"),
+}
+_EN_SHARE = {
+    "service_daily_tokens": ("daily tokens", "tokens"),
+    "service_daily_requests": ("daily requests", "requests"),
+}
+
+
 def _zh(c: Condition) -> tuple[str, str]:
     p, f = display_name(c.provider), c.facts
     if c.rule in _ZH_QUOTA:
@@ -65,6 +75,20 @@ def _zh(c: Condition) -> tuple[str, str]:
             f"AI 月度成本已達 ${_money(f['line'])} (預算 {f['percent']}%)",
             f"本月累計成本 ${_money(f['cost'])}，月預算 ${_money(f['budget'])}"
             + (f"（預算的 {f['reached']}%）" if f.get("reached") is not None else ""),
+        )
+    if c.rule in _ZH_SHARE:
+        what, unit = _ZH_SHARE[c.rule]
+        summary = f"服務 {f['name']} 的 {p} {what}份額已達 {f['percent']}%"
+        return summary, (
+            f"今日服務 {c.service} 在 {p} 已使用 {f['used']:,} {unit}（份額 {f['limit']:,}）；"
+            f"份額用完後其請求改走下一個供應商"
+        )
+    if c.rule == "service_budget":
+        return (
+            f"服務 {f['name']} 本月成本已達 ${_money(f['line'])} (預算 {f['percent']}%)",
+            f"服務 {c.service} 本月付費呼叫成本 ${_money(f['cost'])}，月預算 ${_money(f['budget'])}"
+            + (f"（預算的 {f['reached']}%）" if f.get("reached") is not None else "")
+            + ("；用完後其雲端請求改走本地模型" if c.threshold == "100%" else ""),
         )
     if c.rule == "breaker_open":
         detail = f"{p} 熔斷器開啟，暫停呼叫 {p}，流量改走備援"
@@ -90,6 +114,24 @@ def _en(c: Condition) -> tuple[str, str]:
             f"AI monthly cost reached ${_money(f['line'])} ({f['percent']}% of budget)",
             f"Cost this month ${_money(f['cost'])}, monthly budget ${_money(f['budget'])}"
             + (f" ({f['reached']}% of it)" if f.get("reached") is not None else ""),
+        )
+    if c.rule in _EN_SHARE:
+        what, unit = _EN_SHARE[c.rule]
+        summary = f"Service {f['name']}'s share of {p} {what} reached {f['percent']}%"
+        return summary, (
+            f"{c.service} used {f['used']:,} {unit} of {p} today (its share {f['limit']:,}); "
+            "past its share its requests go on to the next provider"
+        )
+    if c.rule == "service_budget":
+        return (
+            f"Service {f['name']}'s monthly cost reached ${_money(f['line'])} "
+            f"({f['percent']}% of its budget)",
+            f"Paid calls of {c.service} cost ${_money(f['cost'])} this month, its monthly budget "
+            f"${_money(f['budget'])}"
+            + (f" ({f['reached']}% of it)" if f.get("reached") is not None else "")
+            + (
+                "; its cloud hops are skipped until the month ends" if c.threshold == "100%" else ""
+            ),
         )
     if c.rule == "breaker_open":
         detail = f"Calls to {p} are paused; traffic goes to the fallback providers"

@@ -1,4 +1,4 @@
-"""The daily budget report: per provider, the day and the month to date.
+"""The daily budget report: per provider and per service, the day and the month to date.
 
 Figures come from the raw ledger rows of each period (one index range scan of ``created_at``
 per period), so the day is exact to the last drain and p95 latencies are exact percentiles, not
@@ -20,6 +20,8 @@ from aipool.budget.messages import alert_lang
 from aipool.ledger.summary import ProviderSummary, summarize_day, summarize_month_to
 from aipool.notify import Notification
 from aipool.periods import pool_zone
+from aipool.service_report import ServicesReport, read_services
+from aipool.service_view import render_services
 from aipool.status_view import summary_table
 
 
@@ -32,6 +34,8 @@ class Report:
     timezone: str
     day_rows: list[ProviderSummary]
     month_rows: list[ProviderSummary]
+    #: The same day and month per producing service (issue #24); ``None``: not read.
+    services: ServicesReport | None = None
 
     @property
     def day_cost(self) -> Decimal:
@@ -46,9 +50,16 @@ class Report:
 
 def build_report(engine: Engine, day: date, tz: tzinfo | str | None = None) -> Report:
     """Totals per provider for the local calendar ``day`` and its month up to that day."""
+    from aipool.routing.table import load_table
+    from aipool.settings import settings
+
     zone = tz if isinstance(tz, tzinfo) else pool_zone(tz)
     return Report(
-        day, str(zone), summarize_day(engine, day, zone), summarize_month_to(engine, day, zone)
+        day,
+        str(zone),
+        summarize_day(engine, day, zone),
+        summarize_month_to(engine, day, zone),
+        read_services(engine, day, zone, load_table(), settings().limits),
     )
 
 
@@ -72,6 +83,15 @@ def render_report(report: Report, console: Console | None = None, lang: str | No
     day_title, month_title = _titles(report, lang)
     console.print(summary_table(report.day_rows, lang=lang, title=day_title))
     console.print(summary_table(report.month_rows, lang=lang, title=month_title))
+    if report.services is not None:
+        render_services(report.services, console, lang=lang, titles=_service_titles(report, lang))
+
+
+def _service_titles(report: Report, lang: str) -> tuple[str, str]:
+    month = report.day.strftime("%Y-%m")
+    if lang == "en":
+        return f"Per service {report.day}", f"Per service, month to date {month}"
+    return f"各服務 {report.day}", f"各服務本月累計 {month}"
 
 
 def report_notification(report: Report, lang: str | None = None) -> Notification:

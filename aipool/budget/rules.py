@@ -4,6 +4,11 @@
   the local day or month at 70% (warning) and 90% (critical) of each limit it has
   (the settings' quota limits); a provider without that limit has no such alert.
 - ``monthly_cost``: the month's cost at 50% (warning) and 100% (critical) of the monthly budget.
+- ``service_budget``: a service's month of paid calls at the same thresholds of the monthly budget
+  the route table gives it (issue #24); one alert per service, sent to its owner too.
+- ``service_daily_tokens``, ``service_daily_requests``: a service's use of its share of a
+  provider's daily limit at 70% and 90% (the quotas' thresholds), per service and provider, sent
+  to its owner too: past its share its requests go on to the next provider.
 - ``breaker_open``: a provider's breaker opened (critical), reported by the breaker's listener. For
   Ollama, the first hop of the general chain, this is ADR-006's "Ollama may be offline": its
   breaker opens on consecutive failures that count against it, never on skipped hops.
@@ -17,12 +22,15 @@ same thresholds (``tests/deploy`` checks that they agree).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, tzinfo
 from decimal import Decimal
 
 from aipool.budget.usage import CALENDAR_QUOTAS, BudgetUsage
 from aipool.periods import day_range, month_range
+from aipool.routing.table import Service
+from aipool.service_report import ShareUse
 from aipool.settings.provider_limits import QuotaLimits
 
 QUOTA_THRESHOLDS = ((70, "warning"), (90, "critical"))
@@ -31,8 +39,13 @@ MONTHLY_BUDGET_THRESHOLDS = ((Decimal("0.5"), "warning"), (Decimal("1"), "critic
 #: ADR-006's warning line (the Prometheus rule's threshold too).
 MONTHLY_BUDGET_FRACTION = MONTHLY_BUDGET_THRESHOLDS[0][0]
 #: Rules keyed by a local calendar day, and by a local calendar month.
-DAILY_RULES = ("daily_tokens", "daily_requests")
-MONTHLY_RULES = ("monthly_tokens", "monthly_cost")
+#: A service's share of a provider's daily limit, by the limit's name.
+SERVICE_SHARE_RULES = {
+    "daily_tokens": "service_daily_tokens",
+    "daily_requests": "service_daily_requests",
+}
+DAILY_RULES = ("daily_tokens", "daily_requests", *SERVICE_SHARE_RULES.values())
+MONTHLY_RULES = ("monthly_tokens", "monthly_cost", "service_budget")
 CALENDAR_RULES = DAILY_RULES + MONTHLY_RULES
 
 
@@ -41,7 +54,8 @@ class Condition:
     """One alert's state right now.
 
     ``period`` is the calendar period for calendar rules and ``None`` for episode rules.
-    ``facts`` fill the message templates.
+    ``facts`` fill the message templates. ``service``: the service the alert is about, ``*``
+    for alerts about no one service.
     """
 
     rule: str
@@ -51,6 +65,7 @@ class Condition:
     holds: bool
     period: str | None
     facts: dict[str, object] = field(default_factory=dict)
+    service: str = "*"
 
 
 def quota_conditions(
@@ -80,15 +95,19 @@ def quota_conditions(
     return result
 
 
-def monthly_cost_conditions(cost: Decimal, budget: Decimal, month: str) -> list[Condition]:
-    """The month's cost against each of :data:`MONTHLY_BUDGET_THRESHOLDS`, highest first."""
+def monthly_cost_conditions(
+    cost: Decimal, budget: Decimal, month: str, *, service: Service | None = None
+) -> list[Condition]:
+    """The month's cost against each of :data:`MONTHLY_BUDGET_THRESHOLDS`, highest first: the
+    pool's, or ``service``'s (its cost against its own budget, rule ``service_budget``)."""
     result = []
     for fraction, severity in sorted(MONTHLY_BUDGET_THRESHOLDS, reverse=True):
         percent = int(fraction * 100)
         result.append(
             Condition(
-                rule="monthly_cost",
+                rule="monthly_cost" if service is None else "service_budget",
                 provider="*",
+                service="*" if service is None else service.key,
                 threshold=f"{percent}%",
                 severity=severity,
                 # The exact fraction, as the Prometheus rule compares it; never a rounded line.
@@ -101,9 +120,55 @@ def monthly_cost_conditions(cost: Decimal, budget: Decimal, month: str) -> list[
                     "percent": percent,
                     # Where the month really is (103%), besides the line it crossed.
                     "reached": int(cost * 100 / budget) if budget > 0 else None,
+                    **({"name": service.name} if service is not None else {}),
                 },
             )
         )
+    return result
+
+
+def service_budget_conditions(
+    costs: Mapping[str, Decimal], services: Mapping[str, Service], month: str
+) -> list[Condition]:
+    """Each service with a monthly budget: its month's cost (``costs``, by service) against
+    each threshold, highest first."""
+    result = []
+    for key, service in services.items():
+        if service.monthly_budget_usd is not None:
+            cost = costs.get(key, Decimal(0))
+            result += monthly_cost_conditions(
+                cost, service.monthly_budget_usd, month, service=service
+            )
+    return result
+
+
+def service_share_conditions(
+    uses: Mapping[str, Sequence[ShareUse]], names: Mapping[str, str], day: str
+) -> list[Condition]:
+    """Each service's use of each of its shares (``uses``, by service) against
+    :data:`QUOTA_THRESHOLDS`; per (service, provider, limit) the highest threshold first.
+    ``names``: each service's display name."""
+    result = []
+    for service, shares in uses.items():
+        for share in shares:
+            for percent, severity in sorted(QUOTA_THRESHOLDS, reverse=True):
+                result.append(
+                    Condition(
+                        rule=SERVICE_SHARE_RULES[share.limit],
+                        provider=share.provider,
+                        service=service,
+                        threshold=f"{percent}%",
+                        severity=severity,
+                        holds=share.allowed > 0 and share.used * 100 >= share.allowed * percent,
+                        period=day,
+                        facts={
+                            "used": share.used,
+                            "limit": share.allowed,
+                            "percent": percent,
+                            "name": names.get(service, service),
+                        },
+                    )
+                )
     return result
 
 

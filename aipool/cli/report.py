@@ -7,11 +7,15 @@ records still wait there to be drained (the ledger lags the pool by up to one dr
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from aipool.cli.grouping import By, ByOption
 from aipool.cli.lang import LangOption, chosen
+
+if TYPE_CHECKING:
+    from aipool.service_report import ServicesReport
 
 
 def _day(value: str | None) -> str | None:
@@ -32,8 +36,10 @@ def report(
         typer.Option(callback=_day, help="Local calendar day, YYYY-MM-DD (default: today)."),
     ] = None,
     lang: LangOption = None,
+    by: ByOption = By.provider,
 ) -> None:
-    """Per provider: calls, failures by reason, skips, answers, tokens, cost, p50/p95 latency."""
+    """Per provider: calls, failures by reason, skips, answers, tokens, cost, p50/p95 latency.
+    With ``--by service``, per service: requests, calls, tokens, cost, budget and shares used."""
     from aipool.cli.pool import (
         ledger_engine,
         ledger_url,
@@ -44,6 +50,7 @@ def report(
     )
     from aipool.ledger.summary import summarize_day, summarize_month_to
     from aipool.periods import local_day, pool_zone
+    from aipool.service_view import render_services
     from aipool.status_view import render_summary
     from aipool.usage_words import words
 
@@ -52,21 +59,40 @@ def report(
     chosen_day = date.fromisoformat(day) if day else local_day(datetime.now(UTC), zone)
     url = ledger_url()
     engine = ledger_engine(url)
+    from aipool.cli.console import console as make_console
+
+    console = make_console()
+    w = words(language)
+    day_title, month_title = (
+        f"{chosen_day} ({zone})",
+        f"{w['month']} {chosen_day.strftime('%Y-%m')}",
+    )
+    if by is By.service:
+        try:
+            services = _services(engine, chosen_day, zone)
+        finally:
+            engine.dispose()
+        say_where(console, None, url, language)
+        render_services(services, console, lang=language, titles=(day_title, month_title))
+        say_pending(console, pending_records(optional_redis_url()), language)
+        return
     try:
         today = summarize_day(engine, chosen_day, zone)
         month = summarize_month_to(engine, chosen_day, zone)
     finally:
         engine.dispose()
-    from aipool.cli.console import console as make_console
-
-    console = make_console()
     say_where(console, None, url, language)
-    w = words(language)
-    render_summary(today, console, lang=language, title=f"{chosen_day} ({zone})")
-    render_summary(
-        month, console, lang=language, title=f"{w['month']} {chosen_day.strftime('%Y-%m')}"
-    )
+    render_summary(today, console, lang=language, title=day_title)
+    render_summary(month, console, lang=language, title=month_title)
     say_pending(console, pending_records(optional_redis_url()), language)
+
+
+def _services(engine: Any, day: date, zone: Any) -> ServicesReport:
+    from aipool.routing.table import load_table
+    from aipool.service_report import read_services
+    from aipool.settings import settings
+
+    return read_services(engine, day, zone, load_table(), settings().limits)
 
 
 def register(app: typer.Typer) -> None:

@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 
+from aipool.cli.grouping import By, ByOption
 from aipool.cli.lang import LangOption, chosen
 from aipool.pool_report import Snapshot
 
@@ -32,9 +33,10 @@ def status(
         str, typer.Option(help="Interface for --serve (0.0.0.0: every interface).")
     ] = "127.0.0.1",
     lang: LangOption = None,
+    by: ByOption = By.provider,
 ) -> None:
     """Breakers, quotas, today's usage and cost, the month's budget, queue depths, and where
-    they were read."""
+    they were read; ``--by service``: today's usage, budget and shares per service instead."""
     from aipool.cli.pool import ledger_url, redis_url
     from aipool.health import required_token
     from aipool.health import serve as serve_health
@@ -61,6 +63,8 @@ def status(
         from aipool.cli.console import console
 
         console().print_json(json.dumps(snapshot.to_json(), ensure_ascii=False))
+    elif by is By.service:
+        _print_services(snapshot, chosen(lang))
     else:
         _print_tables(snapshot, chosen(lang))
 
@@ -91,6 +95,23 @@ def _print_tables(snap: Snapshot, lang: str) -> None:
         )
         out.print(line, highlight=False, soft_wrap=True)
     render_queues(snap.queues, out, lang=lang)
+    say_pending(out, snap.pending, lang)
+
+
+def _print_services(snap: Snapshot, lang: str) -> None:
+    from aipool.cli.console import console
+    from aipool.cli.pool import say_pending, say_where
+    from aipool.periods import pool_zone
+    from aipool.service_view import services_table
+    from aipool.usage_words import words
+
+    out = console()
+    say_where(out, snap.redis, snap.ledger, lang)
+    if snap.services is None:
+        out.print(words(lang)["no_ledger"], highlight=False)
+    else:
+        title = f"{words(lang)['today']} {snap.services.day} ({pool_zone()})"
+        out.print(services_table(snap.services.day_lines, lang=lang, title=title))
     say_pending(out, snap.pending, lang)
 
 

@@ -207,9 +207,14 @@ class MonthlyUsage(_RollupColumns, Base):
     month: Mapped[date] = mapped_column(Date, primary_key=True)
 
 
+#: What makes an alert journal's message news: one row per (service, rule, provider, threshold,
+#: period, episode, state).
+ALERT_KEY = ("service", "rule", "provider", "threshold", "period", "episode", "state")
+
+
 class AlertEvent(Base):
     """``ai_alert_events``: the alert journal, one row per message (firing or resolved) of an
-    episode of (rule, provider, threshold, period).
+    episode of (service, rule, provider, threshold, period).
 
     A condition that holds again after its resolution in the same period opens the next episode.
     The unique constraint is what makes "once" hold when two beat runs race.
@@ -218,12 +223,7 @@ class AlertEvent(Base):
     __tablename__ = "ai_alert_events"
     __table_args__ = (
         UniqueConstraint(
-            "rule",
-            "provider",
-            "threshold",
-            "period",
-            "episode",
-            "state",
+            *ALERT_KEY,
             name="uq_ai_alert_events_once",
         ),
         Index("ix_ai_alert_events_created_at", "created_at"),
@@ -233,6 +233,8 @@ class AlertEvent(Base):
     rule: Mapped[str] = mapped_column(String(64))
     # "*" for rules that are not about one provider (the monthly budget).
     provider: Mapped[str] = mapped_column(String(32))
+    # The service a budget alert is about (issue #24); "*" for alerts about no one service.
+    service: Mapped[str] = mapped_column(String(64), default="*", server_default="*")
     severity: Mapped[str] = mapped_column(String(16))
     threshold: Mapped[str] = mapped_column(String(32))
     period: Mapped[str] = mapped_column(String(32))

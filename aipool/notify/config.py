@@ -31,22 +31,25 @@ def notifiers_for(alerts: AlertSettings) -> list[Notifier]:
     if alerts.webhook_url is not None:
         result.append(AlertWebhook(alerts.webhook_url.get_secret_value()))
     if alerts.smtp_host and alerts.smtp_to:
-        result.append(
-            EmailNotifier(
-                alerts.smtp_host,
-                alerts.smtp_port,
-                alerts.smtp_from,
-                list(alerts.smtp_to),
-                user=alerts.smtp_user,
-                password=(
-                    alerts.smtp_password.get_secret_value()
-                    if alerts.smtp_password is not None
-                    else None
-                ),
-                starttls=alerts.smtp_starttls,
-            )
-        )
+        result.append(email_to(alerts, list(alerts.smtp_to)))
     return result
+
+
+def email_to(alerts: AlertSettings, recipients: list[str]) -> EmailNotifier:
+    """E-mail to ``recipients`` through the SMTP server ``alerts`` configures (its host set)."""
+    if not alerts.smtp_host:
+        raise ValueError("e-mail needs an SMTP server: AIPOOL_SMTP_HOST")
+    return EmailNotifier(
+        alerts.smtp_host,
+        alerts.smtp_port,
+        alerts.smtp_from,
+        recipients,
+        user=alerts.smtp_user,
+        password=(
+            alerts.smtp_password.get_secret_value() if alerts.smtp_password is not None else None
+        ),
+        starttls=alerts.smtp_starttls,
+    )
 
 
 def notifiers_from_env(env: Mapping[str, str] | None = None) -> list[Notifier]:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 from prometheus_client import REGISTRY
 
+from aipool import metrics
 from aipool.attempt.event import AttemptEvent
 from aipool.chains import Hop
 from aipool.contract.journey import Attempt, Route
@@ -58,7 +61,7 @@ def test_given_timeouts_and_deadline_skips_when_observed_then_only_timeouts_are_
     route = Route("CHAT", 1, (Hop("ollama", "llama3.2:3b"), Hop("static", "static")), "test")
     timeouts = _sample("ai_requests_failed_total", provider="ollama", code="timeout")
     failures = _all_failures("ollama")
-    skips = _sample("aipool_requests_total", provider="ollama", outcome="deadline")
+    skips = _sample("aipool_requests_total", provider="ollama", outcome="deadline", service="other")
 
     def event(outcome: Outcome, error: str, code: str | None = None) -> AttemptEvent:
         attempt = Attempt("ollama", "llama3.2:3b", outcome, error, code=code)
@@ -72,4 +75,58 @@ def test_given_timeouts_and_deadline_skips_when_observed_then_only_timeouts_are_
     # Then: the skips are hops, not failures
     assert _sample("ai_requests_failed_total", provider="ollama", code="timeout") == (timeouts + 2)
     assert _all_failures("ollama") == failures + 2
-    assert _sample("aipool_requests_total", provider="ollama", outcome="deadline") == skips + 5
+    assert (
+        _sample("aipool_requests_total", provider="ollama", outcome="deadline", service="other")
+        == skips + 5
+    )
+
+
+def _families_of(name: str) -> set[str]:
+    return {
+        sample.labels["service"]
+        for family in REGISTRY.collect()
+        if family.name == name
+        for sample in family.samples
+        if "service" in sample.labels
+    }
+
+
+def test_given_declared_and_made_up_services_when_observed_then_the_label_stays_bounded(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a route table declaring batch only
+    routes = tmp_path / "routes.toml"
+    routes.write_text(
+        '[[rules]]\nname = "all"\nprovider = "gemini"\n\n[services.batch]\n', encoding="utf-8"
+    )
+    monkeypatch.setenv("AIPOOL_ROUTES_FILE", str(routes))
+    monkeypatch.setattr(metrics, "_declared_cache", (float("-inf"), frozenset()))
+    hop = Hop("gemini", "gemini-2.5-flash")
+    before = _sample("aipool_cost_usd_total", provider="gemini", service="batch")
+
+    def event(service: str) -> AttemptEvent:
+        route = Route("CHAT", 1, (hop,), "test", service=service)
+        attempt = Attempt("gemini", hop.model, "ok", None)
+        return AttemptEvent(
+            "r", "r", 0, hop, attempt, route, None,
+            input_tokens=10, output_tokens=5, cost_usd=Decimal("0.25"),
+        )  # fmt: skip
+
+    # When batch's call and calls under a hundred invented names are observed
+    observe_attempt(event("batch"))
+    for i in range(100):
+        observe_attempt(event(f"made-up-{i}"))
+    # Then batch has its own series, and every invented name is counted as other
+    assert _sample("aipool_cost_usd_total", provider="gemini", service="batch") == before + 0.25
+    for name in ("aipool_requests", "ai_tokens", "aipool_cost_usd"):
+        assert _families_of(name) <= {"batch", "other"}, name
+    assert (
+        _sample(
+            "ai_tokens_total",
+            provider="gemini",
+            model=hop.model,
+            direction="output",
+            service="other",
+        )
+        >= 500
+    )

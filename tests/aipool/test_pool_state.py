@@ -252,3 +252,43 @@ def test_given_messages_in_a_redis_queue_when_asked_then_the_broker_counts_them(
         app.close()
     # Then: an empty (absent) queue holds nothing
     assert depths == {queue: 3, "aipool-test-empty": 0}
+
+
+def test_given_services_spending_when_scraped_then_each_declared_service_has_its_cost_and_budget(
+    ledger: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given batch (budget $4) and triage declared, and rows of batch, triage and two names the
+    # table does not declare
+    routes = tmp_path / "routes.toml"
+    routes.write_text(
+        '[[rules]]\nname = "all"\nprovider = "gemini"\n\n'
+        "[services.batch]\nmonthly_budget_usd = 4\n"
+        "[services.batch.shares.gemini]\ndaily_tokens = 0.1\n\n[services.triage]\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("AIPOOL_ROUTES_FILE", str(routes))
+    rows = [("batch", "1.50", NOW), ("batch", "1.00", NOW - timedelta(days=3))]
+    rows += [("triage", "0.25", NOW), ("old-name", "0.10", NOW), ("other", "0.05", NOW)]
+    for service, cost, at in rows:
+        record = UsageRecord(
+            uuid.uuid4().hex, 0, "gemini", "m", "ok", True, input_tokens=10,
+            cost_usd=Decimal(cost), created_at=at, service=service,
+        )  # fmt: skip
+        with ledger.begin() as conn:
+            conn.execute(usage_logs.insert(), [_row(record)])
+    # When scraped
+    value = _registry(_state(fakeredis.FakeRedis(), ledger)).get_sample_value
+    # Then each declared service has its day and month; undeclared names are counted as other
+    cost = "aipool_service_cost_usd"
+    assert value(cost, {"service": "batch", "period": "day"}) == 1.5
+    assert value(cost, {"service": "batch", "period": "month"}) == 2.5
+    assert value(cost, {"service": "triage", "period": "month"}) == 0.25
+    assert value(cost, {"service": "other", "period": "day"}) == pytest.approx(0.15)
+    assert value(cost, {"service": "old-name", "period": "day"}) is None
+    assert value("aipool_service_budget_usd", {"service": "batch"}) == 4
+    assert value("aipool_service_budget_usd", {"service": "triage"}) == 0
+    # And batch's share of Gemini's day (10% of 100,000 tokens) beside what it used of it today
+    share = {"service": "batch", "provider": "gemini", "limit": "daily_tokens"}
+    assert value("aipool_service_share_limit", share) == 10_000
+    assert value("aipool_service_share_used", share) == 10
+    assert value("aipool_service_share_used", {**share, "service": "triage"}) is None

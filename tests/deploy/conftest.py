@@ -64,6 +64,20 @@ def _scratch_ledger() -> str:
     return url.set(database=name).render_as_string(hide_password=False)
 
 
+def _routes_with_a_share(directory: Path) -> Path:
+    """The packaged route table, with a share of Gemini's day for one service: the maintenance
+    worker then serves the per-service share gauges the rules read."""
+    from aipool.routing.table import DEFAULT_ROUTES_FILE
+
+    path = directory / "routes.toml"
+    path.write_text(
+        DEFAULT_ROUTES_FILE.read_text(encoding="utf-8")
+        + "\n[services.summaries.shares.gemini]\ndaily_tokens = 0.1\n",
+        encoding="utf-8",
+    )
+    return path
+
+
 @pytest.fixture(scope="package")
 def monitored_pool(simulator: Simulator) -> Iterator[MonitoredPool]:
     redis = RedisServer().start()
@@ -96,6 +110,7 @@ def monitored_pool(simulator: Simulator) -> Iterator[MonitoredPool]:
                     "PROMETHEUS_MULTIPROC_DIR": str(directory / "maintenance"),
                     "AIPOOL_METRICS_PORT": str(maintenance_port),
                     "AIPOOL_ALERTS": "prometheus",
+                    "AIPOOL_ROUTES_FILE": str(_routes_with_a_share(directory)),
                 },
                 queues=("maintenance",),
                 concurrency=1,

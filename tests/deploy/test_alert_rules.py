@@ -37,6 +37,10 @@ GATED = {
     "AipoolQuotaWarning",
     "AipoolQuotaCritical",
     "AipoolMonthlyBudgetExceeded",
+    "AipoolServiceBudgetWarning",
+    "AipoolServiceBudgetExceeded",
+    "AipoolServiceShareWarning",
+    "AipoolServiceShareCritical",
 }
 #: ADR-006 §3's alerts and the summary each one carries there (k8s/monitoring/prometheus/
 #: ai-usage-alerts.yaml in the ADR). MonthlyAIBudgetWarning's "$5" is half of the budget in force,
@@ -133,6 +137,16 @@ def test_given_the_budget_alerts_when_read_then_their_thresholds_are_the_pools()
     assert f">= {Decimal(whole)})" in alerts["AipoolMonthlyBudgetExceeded"]["expr"]
     assert alerts["MonthlyAIBudgetWarning"]["labels"]["severity"] == warn
     assert alerts["AipoolMonthlyBudgetExceeded"]["labels"]["severity"] == exceed
+    # a service's budget alerts at the same lines
+    assert (
+        f">= {Decimal(half)} < {Decimal(whole)}\n" in alerts["AipoolServiceBudgetWarning"]["expr"]
+    )
+    assert f">= {Decimal(whole)}\n" in alerts["AipoolServiceBudgetExceeded"]["expr"]
+    assert alerts["AipoolServiceBudgetWarning"]["labels"]["severity"] == warn
+    assert alerts["AipoolServiceBudgetExceeded"]["labels"]["severity"] == exceed
+    # a service's share alerts at the quotas' lines
+    assert f">= {warning / 100} < {critical / 100})" in alerts["AipoolServiceShareWarning"]["expr"]
+    assert f">= {critical / 100})" in alerts["AipoolServiceShareCritical"]["expr"]
     for name in ("GeminiDailyUsageWarning", "ClaudeDailyUsageWarning"):
         assert f">= {warning / 100} < {critical / 100})" in alerts[name]["expr"]
     assert f">= {critical / 100})" in alerts["GeminiDailyUsageCritical"]["expr"]
@@ -187,6 +201,11 @@ def _conditions() -> list[tuple[str, str, str, float | None]]:
         found.append(("breaker_open", provider, "open", None))
     found.append(("monthly_cost", "*", "50%", 0.6))
     found.append(("monthly_cost", "*", "100%", 1.03))
+    found.append(("service_budget", "*", "50%", 0.6))
+    found.append(("service_budget", "*", "100%", 1.03))
+    for rule in pool_rules.SERVICE_SHARE_RULES.values():
+        found.append((rule, "gemini", "70%", 0.75))
+        found.append((rule, "gemini", "90%", 0.95))
     return found
 
 
@@ -204,6 +223,25 @@ def _condition_case(rule: str, provider: str, fraction: float | None) -> dict[st
     elif rule == "breaker_open":
         labels = f'provider="{provider}", state="closed", {m}'
         series.append({"series": f"aipool_breaker_state{{{labels}}}", "values": "0x10"})
+    elif rule in pool_rules.SERVICE_SHARE_RULES.values():
+        assert fraction is not None
+        limit = rule.removeprefix("service_")
+        labels = f'service="batch", provider="{provider}", limit="{limit}", {m}'
+        series += [
+            {
+                "series": f"aipool_service_share_used{{{labels}}}",
+                "values": f"{int(fraction * 1000)}x10",
+            },
+            {"series": f"aipool_service_share_limit{{{labels}}}", "values": "1000x10"},
+        ]
+    elif rule == "service_budget":
+        series += [
+            {
+                "series": f'aipool_service_cost_usd{{service="batch", period="month", {m}}}',
+                "values": f"{(fraction or 0.6) * 4:g}x10",
+            },
+            {"series": f'aipool_service_budget_usd{{service="batch", {m}}}', "values": "4x10"},
+        ]
     else:
         series += [
             {

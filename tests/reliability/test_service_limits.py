@@ -6,10 +6,14 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import Engine
 
 from aipool.attempt.layout import spend_key
@@ -19,7 +23,7 @@ from aipool.simulator import Simulator
 from tests.support.accounting import drain_everything, ledger_rows, trail
 from tests.support.pool import Worker
 from tests.support.producer import Producer
-from tests.support.services import RedisServer
+from tests.support.services import RedisServer, free_port
 
 pytestmark = pytest.mark.integration
 TIMEOUT = 90
@@ -62,6 +66,33 @@ def _gemini_tokens_by_service(rows: list[Any]) -> dict[str, int]:
     return dict(used)
 
 
+def _per_service(engine: Engine, routes: str) -> dict[str, tuple[int, Decimal]]:
+    """``aipool report --by service``'s figures of today: tokens and cost per service."""
+    from aipool.periods import local_day
+    from aipool.routing.table import load_table
+    from aipool.service_report import read_services
+    from aipool.settings import settings
+
+    zone = pool_zone()
+    day = local_day(datetime.now(UTC), zone)
+    report = read_services(engine, day, zone, load_table(routes), settings().limits)
+    return {line.service: (line.usage.tokens, line.usage.cost_usd) for line in report.day_lines}
+
+
+def _scraped_per_service(port: int) -> dict[str, tuple[int, float]]:
+    """The worker's counters by service: tokens (every provider, model, direction) and cost."""
+    body = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+    tokens: dict[str, float] = defaultdict(float)
+    cost: dict[str, float] = defaultdict(float)
+    for family in text_string_to_metric_families(body):
+        for sample in family.samples:
+            if sample.name == "ai_tokens_total":
+                tokens[sample.labels["service"]] += sample.value
+            elif sample.name == "aipool_cost_usd_total":
+                cost[sample.labels["service"]] += sample.value
+    return {name: (int(tokens[name]), cost[name]) for name in tokens}
+
+
 def test_a_service_over_its_share_goes_past_gemini_while_another_is_served(
     providers: Simulator,
     redis_server: Callable[..., RedisServer],
@@ -69,10 +100,21 @@ def test_a_service_over_its_share_goes_past_gemini_while_another_is_served(
     producer: Callable[[str], Producer],
     ledger: Engine,
     routes: str,
+    tmp_path: Path,
 ) -> None:
-    # Given batch may use 10% of Gemini's 20,000 daily tokens, and triage has no share
+    # Given batch may use 10% of Gemini's 20,000 daily tokens, and triage has no share; the
+    # worker serves its metrics, and the report's figures of the day so far are noted
     server = redis_server()
-    spawn_worker(server.url, concurrency=2, AIPOOL_ROUTES_FILE=routes, **LIMITS)
+    port = free_port()
+    spawn_worker(
+        server.url,
+        concurrency=2,
+        AIPOOL_ROUTES_FILE=routes,
+        PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "prometheus"),
+        AIPOOL_METRICS_PORT=str(port),
+        **LIMITS,
+    )
+    reported_before = _per_service(ledger, routes)
     send = producer(server.url)
     # When batch sends ten requests, one after another, then triage three
     batch = [
@@ -98,6 +140,27 @@ def test_a_service_over_its_share_goes_past_gemini_while_another_is_served(
     assert used["batch"] <= 2_000 and used["triage"] > 0
     # (and it was turned away because one more reservation, about 310 tokens, no longer fit)
     assert used["batch"] + 310 > 2_000
+    # And the ledger, the report per service and the metrics agree per service, to the token
+    booked = _booked_per_service(rows)
+    reported = _per_service(ledger, routes)
+    scraped = _scraped_per_service(port)
+    for name in ("batch", "triage"):
+        tokens, cost = booked[name]
+        before = reported_before.get(name, (0, Decimal(0)))
+        assert (reported[name][0] - before[0], reported[name][1] - before[1]) == (tokens, cost)
+        assert scraped[name][0] == tokens, name
+        assert scraped[name][1] == pytest.approx(float(cost)), name
+    assert set(scraped) <= {"batch", "triage", "other"}
+
+
+def _booked_per_service(rows: list[Any]) -> dict[str, tuple[int, Decimal]]:
+    """Tokens and cost per service in the ledger's rows."""
+    tokens: dict[str, int] = defaultdict(int)
+    cost: dict[str, Decimal] = defaultdict(Decimal)
+    for row in rows:
+        tokens[row.service] += row.input_tokens + row.output_tokens
+        cost[row.service] += Decimal(row.cost_usd)
+    return {name: (tokens[name], cost[name]) for name in tokens}
 
 
 def test_four_processes_at_once_never_overspend_a_services_share(

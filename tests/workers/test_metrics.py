@@ -53,14 +53,14 @@ def test_calls_tokens_and_cost_appear_on_the_metrics_endpoint(
     assert {a["provider"] for a in answers} == {"claude"}
     body = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
     # Then the counters carry provider and model labels only, never a user or request id
-    served = _sample(body, 'aipool_requests_total{outcome="ok",provider="claude"}')
+    served = _sample(body, 'aipool_requests_total{outcome="ok",provider="claude",service="other"}')
     assert 1 <= served <= 4
     assert (
         _sample(
             body,
-            'ai_tokens_total{direction="output",model="claude-sonnet-5",provider="claude"}',
+            'ai_tokens_total{direction="output",model="claude-sonnet-5",provider="claude",service="other"}',
         )
         > 0
     )
-    assert _sample(body, 'aipool_cost_usd_total{provider="claude"}') > 0
+    assert _sample(body, 'aipool_cost_usd_total{provider="claude",service="other"}') > 0
     assert "user" not in body and answers[0]["request_id"] not in body

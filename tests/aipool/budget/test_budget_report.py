@@ -61,3 +61,39 @@ def test_given_a_month_of_usage_when_reported_then_day_and_month_per_provider(
     assert "breaker 1" in text
     note = report_notification(report, lang="zh-TW")
     assert note.summary.startswith("AI 預算日報") and note.body and "gemini" in note.body
+
+
+def test_given_two_services_when_reported_then_a_table_per_service_beside_the_providers(
+    engine: Engine, tmp_path, monkeypatch
+) -> None:
+    # Given batch and triage declared, and a day where each made Gemini calls
+    routes = tmp_path / "routes.toml"
+    routes.write_text(
+        '[[rules]]\nname = "all"\nprovider = "gemini"\n\n'
+        '[services.batch]\nname = "Nightly summaries"\nmonthly_budget_usd = 1\n\n'
+        '[services.triage]\nname = "Alert triage"\n',
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("AIPOOL_ROUTES_FILE", str(routes))
+    day = datetime(2026, 3, 14, 12, tzinfo=TAIPEI)
+    rows = [
+        UsageRecord(
+            f"{service}{i}", 0, "gemini", "m", "ok", True, input_tokens=100, output_tokens=50,
+            cost_usd=Decimal("0.25"), created_at=day, service=service,
+        )
+        for service, n in (("batch", 3), ("triage", 1))
+        for i in range(n)
+    ]  # fmt: skip
+    with engine.begin() as conn:
+        conn.execute(usage_logs.insert(), [_row(r) for r in rows])
+    # When the daily report is built and sent
+    report = build_report(engine, date(2026, 3, 14), TAIPEI)
+    body = report_notification(report, lang="en").body or ""
+    # Then it has a line per service, which add up to the providers' day
+    assert report.services is not None
+    lines = {line.service: line for line in report.services.day_lines}
+    assert [lines["batch"].usage.tokens, lines["triage"].usage.tokens] == [450, 150]
+    assert lines["batch"].budget_used == 0.75
+    assert sum(line.usage.cost_usd for line in lines.values()) == report.day_cost
+    assert "Per service 2026-03-14" in body and "batch (Nightly summaries)" in body
+    assert "$0.7500 / $1 (75%)" in body

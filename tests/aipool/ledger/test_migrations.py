@@ -138,3 +138,36 @@ def test_given_rows_and_roll_ups_of_revision_0003_when_upgraded_then_spend_is_th
     assert month_spend(engine, date(2026, 11, 30), taipei).cost() == expected
     with engine.connect() as conn:
         assert conn.execute(text("SELECT episode FROM ai_alert_events")).scalar_one() == 1
+
+
+def test_given_alerts_journaled_at_revision_0005_when_upgraded_then_they_are_about_no_service(
+    at_0002: tuple[str, Engine],
+) -> None:
+    # Given: the pool's monthly budget alert journaled at 0005 (two episodes)
+    url, engine = at_0002
+    migrate(url, revision="0005_service")
+    with engine.begin() as conn:
+        for episode in (1, 2):
+            conn.execute(
+                text(
+                    "INSERT INTO ai_alert_events (rule, provider, severity, threshold, period,"
+                    " episode, state, message, channels, created_at) VALUES ('monthly_cost', '*',"
+                    " 'warning', '50%', '2026-11', :e, 'firing', 'm', '{}',"
+                    " '2026-11-30 12:00:00+00:00')"
+                ),
+                {"e": episode},
+            )
+    # When: the ledger is upgraded
+    migrate(url)
+    # Then: they are about no one service, and two services may each journal the same alert
+    insert = text(
+        "INSERT INTO ai_alert_events (service, rule, provider, severity, threshold, period,"
+        " episode, state, message, channels, created_at) VALUES (:s, 'service_budget', '*',"
+        " 'warning', '50%', '2026-11', 1, 'firing', 'm', '{}', '2026-11-30 12:00:00+00:00')"
+    )
+    with engine.begin() as conn:
+        assert conn.execute(text("SELECT DISTINCT service FROM ai_alert_events")).all() == [("*",)]
+        conn.execute(insert, {"s": "batch"})
+        conn.execute(insert, {"s": "triage"})
+    with pytest.raises(Exception, match=r"(?i)unique"), engine.begin() as conn:
+        conn.execute(insert, {"s": "batch"})
