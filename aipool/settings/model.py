@@ -181,6 +181,10 @@ class Settings(BaseSettings):
     #: Let Flower and the usage report serve without a login (``AIPOOL_ALLOW_ANONYMOUS=1``);
     #: off, each refuses to start without one (:mod:`aipool.serving`).
     allow_anonymous: bool = False
+    #: Whether workers send task events from the start (``AIPOOL_TASK_EVENTS``). Only Flower reads
+    #: them; off, a running Flower still turns them on in every worker it reaches (its periodic
+    #: ``enable_events``), and a pool without Flower saves their cost on every hop.
+    task_events: bool = True
     metrics_port: int = Field(default=9808, ge=1, le=65535)
     prometheus_multiproc_dir: Path | None = None
     secrets_dir: Path = Path("/run/secrets")
