@@ -21,7 +21,18 @@ from rich.console import Console
 
 from bench.figures import Figure, Report
 
-GROUPS = ("cpu", "overhead", "skip", "failover", "scale", "throughput", "outage", "quota", "memory")
+GROUPS = (
+    "cpu",
+    "plain",
+    "overhead",
+    "skip",
+    "failover",
+    "scale",
+    "throughput",
+    "outage",
+    "quota",
+    "memory",
+)
 
 
 @dataclass(frozen=True)
@@ -34,13 +45,34 @@ class Sizes:
     outage_s: float
     scale: tuple[int, ...]
     cpu_runs: int
+    #: Round trips per kind against plain Celery, in blocks of ``plain_block``, at each
+    #: concurrency of ``plain_concurrency``.
+    plain: int
+    plain_block: int
+    plain_concurrency: tuple[int, ...]
 
 
 QUICK = Sizes(
-    latency=40, throughput=100, rounds=1, outage_s=3.0, scale=(10, 1_000, 10_000), cpu_runs=15
+    latency=40,
+    throughput=100,
+    rounds=1,
+    outage_s=3.0,
+    scale=(10, 1_000, 10_000),
+    cpu_runs=15,
+    plain=20,
+    plain_block=10,
+    plain_concurrency=(1,),
 )
 FULL = Sizes(
-    latency=300, throughput=500, rounds=2, outage_s=5.0, scale=(10, 1_000, 100_000), cpu_runs=101
+    latency=300,
+    throughput=500,
+    rounds=2,
+    outage_s=5.0,
+    scale=(10, 1_000, 100_000),
+    cpu_runs=101,
+    plain=400,
+    plain_block=20,
+    plain_concurrency=(1, 4),
 )
 
 
@@ -101,7 +133,7 @@ def _progress(message: str) -> None:
 
 def run(groups: tuple[str, ...], quick: bool) -> Report:
     """Measure ``groups`` and return the report (the JSON lines are printed as they come)."""
-    from bench import bench_rollup, cpu, latency, load, memory
+    from bench import bench_rollup, cpu, latency, load, memory, plain
     from bench.environment import prepare
 
     sizes = QUICK if quick else FULL
@@ -114,6 +146,12 @@ def run(groups: tuple[str, ...], quick: bool) -> Report:
         return report
     pool = prepare(quick)
     try:
+        if "plain" in pool_groups:
+            for concurrency in sizes.plain_concurrency:
+                _progress(f"against plain Celery, -c {concurrency}")
+                plain.latency(pool, report, sizes.plain, sizes.plain_block, concurrency)
+            # Back to the pool's defaults for the other groups.
+            pool.app.conf.task_send_sent_event = True
         steps: list[tuple[str, Callable[[], None]]] = []
         latency_steps = [
             ("overhead", lambda: latency.overhead(pool, report, sizes.latency)),
