@@ -174,7 +174,7 @@ def main() -> None:
     parser.add_argument("--raw", type=Path, help="keep py-spy's raw stacks in this file")
     args = parser.parse_args()
     spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
-    if spy is None:
+    if spy is None and not args.commands:
         raise SystemExit("py-spy is not installed: .venv/bin/pip install py-spy")
     from bench.environment import prepare
 
