@@ -188,6 +188,24 @@ def run(groups: tuple[str, ...], quick: bool) -> Report:
     return report
 
 
+def profile_only(runs: int) -> int:
+    """``--profile``: the cost table of one request, and the round trips real workers make."""
+    from bench import costs
+    from bench.environment import prepare
+
+    pool = prepare(quick=True)
+    try:
+        table = costs.profile(pool, runs)
+        costs.print_table(table, sys.stdout)
+        trips = costs.round_trips_with_workers(pool, 50)
+        costs.print_round_trips(trips, sys.stdout)
+    finally:
+        pool.simulator.stop()
+        pool.redis.flushdb()
+        pool.redis.close()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench/run", description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -200,7 +218,14 @@ def main(argv: list[str] | None = None) -> int:
         default=",".join(GROUPS),
         help=f"comma-separated groups to run (default all: {','.join(GROUPS)})",
     )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="print where the pool's added time goes, step by step (bench/costs.py), and stop",
+    )
     args = parser.parse_args(argv)
+    if args.profile:
+        return profile_only(300 if not args.quick else 40)
     groups = tuple(g.strip() for g in args.only.split(",") if g.strip())
     unknown = set(groups) - set(GROUPS)
     if unknown:

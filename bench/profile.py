@@ -90,8 +90,11 @@ def count_commands(pool: Any, run: Callable[[], None], requests: int) -> dict[st
                     continue
                 words = event["command"].split(" ")
                 name = words[0].upper()
-                if name == "EVALSHA" and len(words) > 1:
-                    name = f"EVALSHA {scripts.get(words[1], words[1][:8])}"
+                if name == "EVALSHA" and len(words) > 2:
+                    # The attempt script's first argument, after its keys, names its op.
+                    keys = int(words[2].strip('"')) if words[2].strip('"').isdigit() else 0
+                    op = words[3 + keys].strip('"') if len(words) > 3 + keys else ""
+                    name = f"EVALSHA {scripts.get(words[1], op or words[1][:8])}"
                 sender = f"{event.get('client_address')}:{event.get('client_port')}"
                 if event.get("client_type") == "lua":
                     name = f"lua: {name}"
