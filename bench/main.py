@@ -24,6 +24,7 @@ from bench.figures import Figure, Report
 GROUPS = (
     "cpu",
     "plain",
+    "network",
     "overhead",
     "skip",
     "failover",
@@ -150,8 +151,11 @@ def run(groups: tuple[str, ...], quick: bool) -> Report:
             for concurrency in sizes.plain_concurrency:
                 _progress(f"against plain Celery, -c {concurrency}")
                 plain.latency(pool, report, sizes.plain, sizes.plain_block, concurrency)
-            # Back to the pool's defaults for the other groups.
-            pool.app.conf.task_send_sent_event = True
+        if "network" in pool_groups:
+            _progress("Redis a network away (0.5 ms per command)")
+            plain.network(pool, report, sizes.plain, sizes.plain_block)
+        # Back to the pool's defaults for the other groups.
+        pool.app.conf.task_send_sent_event = True
         steps: list[tuple[str, Callable[[], None]]] = []
         latency_steps = [
             ("overhead", lambda: latency.overhead(pool, report, sizes.latency)),

@@ -79,14 +79,15 @@ def in_blocks(
 
 
 @contextlib.contextmanager
-def plain_worker(pool: Pool, concurrency: int, events: bool) -> Iterator[Any]:
-    """A ``celery -A bench.plain_app worker`` serving both plain queues."""
+def plain_worker(pool: Pool, concurrency: int, events: bool, **env: str) -> Iterator[Any]:
+    """A ``celery -A bench.plain_app worker`` serving both plain queues (``env``: more
+    environment)."""
     from bench.plain_app import EVENTS_ENV, FIRST, SECOND
     from bench.plain_app import app as plain
     from tests.support.pool import Worker
 
     worker = Worker(
-        pool.worker_env(**{EVENTS_ENV: "1" if events else "0"}),
+        pool.worker_env(**{EVENTS_ENV: "1" if events else "0"}, **env),
         queues=(FIRST, SECOND),
         concurrency=concurrency,
         app="bench.plain_app",
@@ -119,16 +120,17 @@ def mode_name(events: bool) -> str:
 
 
 @contextlib.contextmanager
-def side_by_side(pool: Pool, concurrency: int, events: bool) -> Iterator[None]:
-    """The pool's worker and the plain one, task events ``events`` in both, producers included."""
+def side_by_side(pool: Pool, concurrency: int, events: bool, **env: str) -> Iterator[None]:
+    """The pool's worker and the plain one, task events ``events`` in both, producers included
+    (``env``: more environment for both workers)."""
     from bench.plain_app import app as plain
     from bench.plain_app import configure
 
     configure(plain, events)
     pool.app.conf.task_send_sent_event = events
     with (
-        pool.workers(1, concurrency=concurrency, AIPOOL_TASK_EVENTS="1" if events else "0"),
-        plain_worker(pool, concurrency, events),
+        pool.workers(1, concurrency=concurrency, AIPOOL_TASK_EVENTS="1" if events else "0", **env),
+        plain_worker(pool, concurrency, events, **env),
     ):
         pool.reset_guards("ollama", "gemini")
         pool.warm("ollama", copies=2 * concurrency)
@@ -235,3 +237,76 @@ def added(
             details,
         ),
     ]
+
+
+def network(pool: Pool, report: Report, n: int, block: int, delay_ms: float = 0.5) -> None:
+    """By name against plain Celery's two hops with Redis a network away: every worker's Redis
+    command held ``delay_ms`` by :mod:`bench.delay_proxy`, and so the producer's, which is a
+    plain Celery app for both (the pool is sent ``ai.generate`` by name, as by a producer that
+    does not import it). The time added, divided by what one round trip through the proxy costs
+    (a ``PING``), is the round trips the pool adds per request."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    import redis
+    from celery import Celery
+
+    from bench import delay_proxy
+    from bench.environment import BENCH_REDIS_URL
+    from bench.plain_app import FIRST, TASK_NAME, configure
+
+    direct = urlsplit(BENCH_REDIS_URL)
+    with delay_proxy.started(f"{direct.hostname}:{direct.port or 6379}", delay_ms) as port:
+        url = urlunsplit(direct._replace(netloc=f"{direct.hostname}:{port}"))
+        per_trip = _ping_ms(redis.Redis.from_url(url)) - _ping_ms(pool.redis)
+        producer = Celery("network-producer", broker=url, backend=url)
+        configure(producer, True)
+        env = {"REDIS_URL": url, "CELERY_BROKER_URL": url, "CELERY_RESULT_BACKEND": url}
+
+        def send(name: str, queue: str, **kwargs: Any) -> Any:
+            return producer.send_task(
+                name, kwargs={"request": SIMPLE, **kwargs}, queue=queue, routing_key=queue
+            ).get(timeout=TIMEOUT_S)
+
+        try:
+            with side_by_side(pool, 1, True, **env):
+                samples = in_blocks(
+                    {
+                        "by_name": lambda: send("ai.generate", "router"),
+                        "plain_2hop": lambda: send(TASK_NAME, FIRST),
+                    },
+                    n,
+                    block,
+                )
+        finally:
+            producer.close()
+    at50 = p50(samples["by_name"]) - p50(samples["plain_2hop"])
+    low, high = difference_ci(samples["by_name"], samples["plain_2hop"])
+    report.add(
+        Figure(
+            "network",
+            f"by name vs plain Celery 2 hops, {delay_ms:g} ms added to every Redis command: "
+            "added at p50",
+            at50,
+            "ms",
+            "≤ 1.2 ms (2 round trips)",
+            at50 <= 1.2,
+            p50(samples["plain_2hop"]),
+            "plain Celery p50",
+            {
+                "pool_p50_ms": p50(samples["by_name"]),
+                "pool_p99_ms": p99(samples["by_name"]),
+                "plain_p50_ms": p50(samples["plain_2hop"]),
+                "plain_p99_ms": p99(samples["plain_2hop"]),
+                "added_p50_ci95_ms": [low, high],
+                "round_trip_through_proxy_ms": per_trip,
+                "round_trips_added": at50 / per_trip if per_trip > 0 else None,
+                "n": len(samples["by_name"]),
+            },
+        )
+    )
+
+
+def _ping_ms(client: Any, n: int = 300) -> float:
+    """The median ``PING`` round trip of ``client``, in ms."""
+    client.ping()
+    return statistics.median(timed(client.ping) for _ in range(n))
