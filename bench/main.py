@@ -10,6 +10,7 @@ and loopback simulators of every provider; it starts and stops its own worker pr
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import subprocess
 import sys
@@ -227,6 +228,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="print where the pool's added time goes, step by step (bench/costs.py), and stop",
     )
+    parser.add_argument(
+        "--write",
+        action="store_true",
+        help="keep the run in docs/benchmarks.json and its tables in docs/benchmarks.md",
+    )
     args = parser.parse_args(argv)
     if args.profile:
         return profile_only(300 if not args.quick else 40)
@@ -235,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown group(s): {', '.join(sorted(unknown))}")
     started = time.monotonic()
+    date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     info = machine()
     print(Figure("machine", "machine", 0, "", details=info).to_json(), flush=True)
     report = run(groups, args.quick)
@@ -244,6 +252,19 @@ def main(argv: list[str] | None = None) -> int:
         f"{'quick' if args.quick else 'full'} run, {time.monotonic() - started:.0f} s, "
         + ", ".join(f"{k} {v}" for k, v in info.items())
     )
+    if args.write:
+        from bench import page
+
+        run_info = {
+            "date": date,
+            "quick": args.quick,
+            "groups": list(groups),
+            "duration_s": round(time.monotonic() - started),
+            "load_average": load,
+            "machine": info,
+        }
+        page.write(report, run_info)
+        console.print(f"written: {page.JSON_PATH}, {page.PAGE_PATH}")
     return 0
 
 
