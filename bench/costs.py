@@ -29,7 +29,12 @@ from typing import Any
 from bench.environment import Pool
 from bench.latency import SIMPLE, by_name
 
-_local_round_trips = [0]
+_counter: list[Any] = [None]
+
+
+def _sent() -> int:
+    counter = _counter[0]
+    return counter.sent if counter is not None else 0
 
 
 @dataclass
@@ -61,14 +66,14 @@ class Meters:
     def step(self, name: str) -> Iterator[None]:
         """Time what runs inside as ``name``, net of the steps nested in it."""
         self._inner.append([0.0, 0.0, 0.0])
-        cpu, wall, trips = time.thread_time(), time.perf_counter(), _local_round_trips[0]
+        cpu, wall, trips = time.thread_time(), time.perf_counter(), _sent()
         try:
             yield
         finally:
             spent = [
                 (time.thread_time() - cpu) * 1e6,
                 (time.perf_counter() - wall) * 1e6,
-                float(_local_round_trips[0] - trips),
+                float(_sent() - trips),
             ]
             inner = self._inner.pop()
             if self._inner:
@@ -95,24 +100,6 @@ class Meters:
                 return fn(*args, **kwargs)
 
         return metered
-
-
-@contextlib.contextmanager
-def counting_round_trips() -> Iterator[None]:
-    """Count every packet redis-py sends (one per command, pipeline or transaction)."""
-    from redis.connection import AbstractConnection
-
-    real = AbstractConnection.send_packed_command
-
-    def counted(self: Any, command: Any, check_health: bool = True) -> None:
-        _local_round_trips[0] += 1
-        real(self, command, check_health)
-
-    AbstractConnection.send_packed_command = counted  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        AbstractConnection.send_packed_command = real  # type: ignore[method-assign]
 
 
 @contextlib.contextmanager
@@ -317,7 +304,10 @@ def profile(pool: Pool, runs: int) -> dict[str, Any]:
     _quiet_logging()
     pool.reset_guards("ollama", "gemini")
     pool_meters, plain_meters = Meters(), Meters()
-    with counting_round_trips():
+    from tests.support.round_trips import counting_round_trips
+
+    with counting_round_trips() as counter:
+        _counter[0] = counter
         for _ in range(20):  # warm-up: clients, scripts, SDK
             pool_request(pool, Meters())
             plain_request(Meters(), plain)

@@ -234,6 +234,10 @@ def main(argv: list[str] | None = None) -> int:
         help="keep the run in docs/benchmarks.json and its tables in docs/benchmarks.md",
     )
     args = parser.parse_args(argv)
+    if args.write:
+        from bench import page
+
+        page.check()
     if args.profile:
         return profile_only(300 if not args.quick else 40)
     groups = tuple(g.strip() for g in args.only.split(",") if g.strip())

@@ -18,6 +18,13 @@ START = "<!-- bench/run --write: the tables below are generated; edit bench/page
 END = "<!-- bench/run --write: end -->"
 
 
+def check(page: Path = PAGE_PATH) -> None:
+    """Stop before a run whose figures would have no place on ``page``."""
+    text = page.read_text(encoding="utf-8")
+    if START not in text or END not in text:
+        raise SystemExit(f"{page} has no generated section ({START} ... {END})")
+
+
 def write(
     report: Report, run: dict[str, Any], json_path: Path = JSON_PATH, page: Path = PAGE_PATH
 ) -> None:
@@ -25,10 +32,9 @@ def write(
     page's tables. The page must hold both markers."""
     data = {**run, "figures": [figure.to_dict() for figure in report.figures]}
     json_path.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    check(page)
     text = page.read_text(encoding="utf-8")
     pattern = re.compile(re.escape(START) + ".*?" + re.escape(END), re.S)
-    if not pattern.search(text):
-        raise SystemExit(f"{page} has no generated section ({START} ... {END})")
     block = f"{START}\n\n{tables(data)}\n{END}"
     page.write_text(pattern.sub(lambda _: block, text), encoding="utf-8")
 

@@ -32,7 +32,7 @@ def formatted(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
 def _trace(body: Any) -> Any:
     app = Celery("tracing-test", broker="memory://", backend="cache+memory://")
-    task = app.task(bind=True, name="tracing.test")(body)
+    task = app.task(bind=True, name=f"tracing.{body.__name__}")(body)
     tracer = trace.build_tracer(task.name, task, app=app, eager=False, propagate=False)
     return tracer(str(uuid.uuid4()), (), {}, {"id": "x", "delivery_info": {}})
 
