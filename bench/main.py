@@ -151,7 +151,15 @@ def run(groups: tuple[str, ...], quick: bool) -> Report:
         if "plain" in pool_groups:
             for concurrency in sizes.plain_concurrency:
                 _progress(f"against plain Celery, -c {concurrency}")
-                plain.latency(pool, report, sizes.plain, sizes.plain_block, concurrency)
+                plain.latency(
+                    pool,
+                    report,
+                    sizes.plain,
+                    sizes.plain_block,
+                    concurrency,
+                    throughput_n=sizes.throughput,
+                    rounds=sizes.rounds,
+                )
         if "network" in pool_groups:
             _progress("Redis a network away (0.5 ms per command)")
             plain.network(pool, report, sizes.plain, sizes.plain_block)

@@ -137,8 +137,17 @@ def side_by_side(pool: Pool, concurrency: int, events: bool, **env: str) -> Iter
         yield
 
 
-def latency(pool: Pool, report: Report, n: int, block: int, concurrency: int) -> None:
-    """By name and through ``submit()``, against plain Celery's two hops and one hop, both modes."""
+def latency(
+    pool: Pool,
+    report: Report,
+    n: int,
+    block: int,
+    concurrency: int,
+    throughput_n: int = 0,
+    rounds: int = 1,
+) -> None:
+    """By name and through ``submit()``, against plain Celery's two hops and one hop, both modes;
+    then, when ``throughput_n``, their throughput on the same workers."""
     from bench.sdk_calls import call_ollama
     from tasks.client import submit
 
@@ -157,7 +166,9 @@ def latency(pool: Pool, report: Report, n: int, block: int, concurrency: int) ->
                 n,
                 block,
             )
-        where = f"{mode_name(events)}, -c {concurrency}"
+            where = f"{mode_name(events)}, -c {concurrency}"
+            if throughput_n:
+                throughput(pool, report, throughput_n, rounds, where)
         for figure in added(
             f"by name → router → ollama vs plain Celery 2 hops + SDK call, {where}",
             samples["by_name"],
@@ -181,6 +192,55 @@ def latency(pool: Pool, report: Report, n: int, block: int, concurrency: int) ->
                 p50(samples["sdk"]),
                 "ms",
                 details={"p95_ms": p95(samples["sdk"]), "p99_ms": p99(samples["sdk"]), "n": n},
+            )
+        )
+
+
+def throughput(pool: Pool, report: Report, n: int, rounds: int, where: str) -> None:
+    """Requests per second by name and through ``submit()`` against plain Celery's two hops and
+    one hop: ``n`` sent as fast as one producer can, until the last answer; the kinds take
+    turns, and the best of ``rounds`` rounds of each counts."""
+    from bench.load import rate
+    from bench.plain_app import FIRST, SECOND, TASK_NAME
+    from bench.plain_app import app as plain
+    from tasks.client import submit
+
+    def plain_send(queue: str) -> Any:
+        return plain.send_task(
+            TASK_NAME,
+            kwargs={"request": SIMPLE, "second": queue == SECOND},
+            queue=queue,
+            routing_key=queue,
+        )
+
+    paths: dict[str, Callable[[], Any]] = {
+        "by_name": lambda: pool.app.send_task(
+            "ai.generate", kwargs={"request": SIMPLE}, queue="router"
+        ),
+        "plain_2hop": lambda: plain_send(FIRST),
+        "submit": lambda: submit(SIMPLE, app=pool.app),
+        "plain_1hop": lambda: plain_send(SECOND),
+    }
+    rates: dict[str, list[float]] = {name: [] for name in paths}
+    for _ in range(rounds):
+        for name, send in paths.items():
+            rates[name].append(rate(send, n))
+    for mine, theirs, label in (
+        ("by_name", "plain_2hop", "by name vs plain Celery 2 hops"),
+        ("submit", "plain_1hop", "submit() vs plain Celery 1 hop"),
+    ):
+        ratio = max(rates[mine]) / max(rates[theirs])
+        report.add(
+            Figure(
+                "plain",
+                f"throughput, {label}, {where}",
+                max(rates[mine]),
+                "req/s",
+                f"≥ {THROUGHPUT_RATIO}x plain",
+                ratio >= THROUGHPUT_RATIO,
+                max(rates[theirs]),
+                "plain Celery",
+                {"ratio": ratio, "n": n, "rounds": rates[mine], "plain_rounds": rates[theirs]},
             )
         )
 
