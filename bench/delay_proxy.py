@@ -107,6 +107,8 @@ def started(to: str, delay_ms: float) -> Iterator[int]:
     finally:
         process.terminate()
         process.wait(timeout=10)
+        if process.stdout is not None:
+            process.stdout.close()
 
 
 def main(argv: list[str] | None = None) -> None:
