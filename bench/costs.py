@@ -153,14 +153,14 @@ def pool_request(pool: Pool, meters: Meters) -> None:
     """One request by name through both hops, every step metered."""
     from celery.app.task import Context
 
-    from aipool import result
     from aipool.attempt import runner as runner_module
     from aipool.attempt.identity import journey_id
     from aipool.attempt.lifecycle import AttemptBook
-    from aipool.journey import Journey
+    from aipool.contract import result
+    from aipool.contract.journey import Journey
     from aipool.ledger.outbox import OUTBOX
     from tasks import generate
-    from workers.edge import inspect_message
+    from workers.edge.inspection import inspect_message
     from workers.runtime import hop_runner, usage_log
 
     app = pool.app
