@@ -46,7 +46,7 @@ soak-money: install services
 		tests/tasks/test_maintenance_stateful.py
 
 bench: install
-	bench/run
+	bench/run --write
 
 demo: install
 	$(BIN)/aipool demo

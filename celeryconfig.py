@@ -1,8 +1,8 @@
 """Celery settings of the aipool worker pool, every one overridable from the environment.
 
 Loaded by ``workers.app:app``. Defaults follow DESIGN.md: JSON only, late acks with redelivery of a
-lost worker's message, prefetch 1 (so queue length is what KEDA scales on), events on for Flower,
-Asia/Taipei calendar.
+lost worker's message, prefetch 1 (so queue length is what KEDA scales on), events on for Flower
+(``AIPOOL_TASK_EVENTS``), Asia/Taipei calendar.
 
 The broker is Redis (``REDIS_URL``) unless ``CELERY_BROKER_URL`` names another, such as RabbitMQ
 (``amqp://``). Results, breakers and quotas stay in Redis whatever the broker: a result backend is
@@ -96,10 +96,13 @@ result_expires = _settings.result_expires_s
 result_extended = False
 broker_connection_retry_on_startup = True
 
-# Flower and the metrics exporter read task events. STARTED states are not stored: no producer
-# reads them, and each costs a result-backend write per hop.
-worker_send_task_events = True
-task_send_sent_event = True
+# Only Flower reads task events (the metrics are written by the hops themselves). They cost every
+# hop two or three publishes (docs/benchmarks.md); AIPOOL_TASK_EVENTS=0 leaves them off until a
+# Flower turns a worker's on (it broadcasts enable_events every few seconds), and keeps them off
+# in producers. STARTED states are not stored: no producer reads them, and each costs a
+# result-backend write per hop.
+worker_send_task_events = _settings.task_events
+task_send_sent_event = _settings.task_events
 task_track_started = False
 
 timezone = _settings.timezone

@@ -36,23 +36,23 @@ class Figure:
     baseline_name: str = ""
     details: dict[str, Any] = field(default_factory=dict)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The figure as JSON-ready data, rounded."""
+        return {
+            "group": self.group,
+            "figure": self.name,
+            "value": _rounded(self.value),
+            "unit": self.unit,
+            "baseline": _rounded(self.baseline),
+            "baseline_name": self.baseline_name or None,
+            "target": self.target or None,
+            "met": self.met,
+            "details": {key: _rounded(value) for key, value in self.details.items()},
+        }
+
     def to_json(self) -> str:
         """The figure as one line of JSON."""
-        return json.dumps(
-            {
-                "group": self.group,
-                "figure": self.name,
-                "value": _rounded(self.value),
-                "unit": self.unit,
-                "baseline": _rounded(self.baseline),
-                "baseline_name": self.baseline_name or None,
-                "target": self.target or None,
-                "met": self.met,
-                "details": {key: _rounded(value) for key, value in self.details.items()},
-            },
-            ensure_ascii=False,
-            default=str,
-        )
+        return json.dumps(self.to_dict(), ensure_ascii=False, default=str)
 
 
 def _rounded(value: Any) -> Any:

@@ -103,7 +103,7 @@ def _added(
 
 def overhead(pool: Pool, report: Report, n: int) -> None:
     """The pool's hop against a bare Celery hop that makes the same SDK call."""
-    from bench.bare_app import call_ollama
+    from bench.sdk_calls import call_ollama
     from tasks.client import submit
 
     pool.reset_guards("ollama", "gemini")

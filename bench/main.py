@@ -10,6 +10,7 @@ and loopback simulators of every provider; it starts and stops its own worker pr
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import subprocess
 import sys
@@ -21,7 +22,19 @@ from rich.console import Console
 
 from bench.figures import Figure, Report
 
-GROUPS = ("cpu", "overhead", "skip", "failover", "scale", "throughput", "outage", "quota", "memory")
+GROUPS = (
+    "cpu",
+    "plain",
+    "network",
+    "overhead",
+    "skip",
+    "failover",
+    "scale",
+    "throughput",
+    "outage",
+    "quota",
+    "memory",
+)
 
 
 @dataclass(frozen=True)
@@ -34,13 +47,34 @@ class Sizes:
     outage_s: float
     scale: tuple[int, ...]
     cpu_runs: int
+    #: Round trips per kind against plain Celery, in blocks of ``plain_block``, at each
+    #: concurrency of ``plain_concurrency``.
+    plain: int
+    plain_block: int
+    plain_concurrency: tuple[int, ...]
 
 
 QUICK = Sizes(
-    latency=40, throughput=100, rounds=1, outage_s=3.0, scale=(10, 1_000, 10_000), cpu_runs=15
+    latency=40,
+    throughput=100,
+    rounds=1,
+    outage_s=3.0,
+    scale=(10, 1_000, 10_000),
+    cpu_runs=15,
+    plain=20,
+    plain_block=10,
+    plain_concurrency=(1,),
 )
 FULL = Sizes(
-    latency=300, throughput=500, rounds=2, outage_s=5.0, scale=(10, 1_000, 100_000), cpu_runs=101
+    latency=300,
+    throughput=500,
+    rounds=2,
+    outage_s=5.0,
+    scale=(10, 1_000, 100_000),
+    cpu_runs=101,
+    plain=400,
+    plain_block=20,
+    plain_concurrency=(1, 4),
 )
 
 
@@ -101,7 +135,7 @@ def _progress(message: str) -> None:
 
 def run(groups: tuple[str, ...], quick: bool) -> Report:
     """Measure ``groups`` and return the report (the JSON lines are printed as they come)."""
-    from bench import bench_rollup, cpu, latency, load, memory
+    from bench import bench_rollup, cpu, latency, load, memory, plain
     from bench.environment import prepare
 
     sizes = QUICK if quick else FULL
@@ -114,6 +148,23 @@ def run(groups: tuple[str, ...], quick: bool) -> Report:
         return report
     pool = prepare(quick)
     try:
+        if "plain" in pool_groups:
+            for concurrency in sizes.plain_concurrency:
+                _progress(f"against plain Celery, -c {concurrency}")
+                plain.latency(
+                    pool,
+                    report,
+                    sizes.plain,
+                    sizes.plain_block,
+                    concurrency,
+                    throughput_n=sizes.throughput,
+                    rounds=sizes.rounds,
+                )
+        if "network" in pool_groups:
+            _progress("Redis a network away (0.5 ms per command)")
+            plain.network(pool, report, sizes.plain, sizes.plain_block)
+        # Back to the pool's defaults for the other groups.
+        pool.app.conf.task_send_sent_event = True
         steps: list[tuple[str, Callable[[], None]]] = []
         latency_steps = [
             ("overhead", lambda: latency.overhead(pool, report, sizes.latency)),
@@ -150,6 +201,24 @@ def run(groups: tuple[str, ...], quick: bool) -> Report:
     return report
 
 
+def profile_only(runs: int) -> int:
+    """``--profile``: the cost table of one request, and the round trips real workers make."""
+    from bench import costs
+    from bench.environment import prepare
+
+    pool = prepare(quick=True)
+    try:
+        table = costs.profile(pool, runs)
+        costs.print_table(table, sys.stdout)
+        trips = costs.round_trips_with_workers(pool, 50)
+        costs.print_round_trips(trips, sys.stdout)
+    finally:
+        pool.simulator.stop()
+        pool.redis.flushdb()
+        pool.redis.close()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench/run", description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -162,12 +231,30 @@ def main(argv: list[str] | None = None) -> int:
         default=",".join(GROUPS),
         help=f"comma-separated groups to run (default all: {','.join(GROUPS)})",
     )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="print where the pool's added time goes, step by step (bench/costs.py), and stop",
+    )
+    parser.add_argument(
+        "--write",
+        action="store_true",
+        help="keep the run in docs/benchmarks.json and its tables in docs/benchmarks.md",
+    )
     args = parser.parse_args(argv)
+    if args.write:
+        from bench import page
+
+        page.check()
+    if args.profile:
+        return profile_only(300 if not args.quick else 40)
     groups = tuple(g.strip() for g in args.only.split(",") if g.strip())
     unknown = set(groups) - set(GROUPS)
     if unknown:
         parser.error(f"unknown group(s): {', '.join(sorted(unknown))}")
     started = time.monotonic()
+    date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     info = machine()
     print(Figure("machine", "machine", 0, "", details=info).to_json(), flush=True)
     report = run(groups, args.quick)
@@ -177,6 +264,19 @@ def main(argv: list[str] | None = None) -> int:
         f"{'quick' if args.quick else 'full'} run, {time.monotonic() - started:.0f} s, "
         + ", ".join(f"{k} {v}" for k, v in info.items())
     )
+    if args.write:
+        from bench import page
+
+        run_info = {
+            "date": date,
+            "quick": args.quick,
+            "groups": list(groups),
+            "duration_s": round(time.monotonic() - started),
+            "load_average": load,
+            "machine": info,
+        }
+        page.write(report, run_info)
+        console.print(f"written: {page.JSON_PATH}, {page.PAGE_PATH}")
     return 0
 
 

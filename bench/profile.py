@@ -74,7 +74,7 @@ def count_commands(pool: Any, run: Callable[[], None], requests: int) -> dict[st
     counts: Counter[str] = Counter()
     stop = threading.Event()
     ready = threading.Event()
-    scripts: dict[str, str] = {}
+    scripts = _script_names()
     in_multi: set[str] = set()
 
     def listen() -> None:
@@ -90,8 +90,12 @@ def count_commands(pool: Any, run: Callable[[], None], requests: int) -> dict[st
                     continue
                 words = event["command"].split(" ")
                 name = words[0].upper()
-                if name == "EVALSHA" and len(words) > 1:
-                    name = f"EVALSHA {scripts.get(words[1], words[1][:8])}"
+                if name == "EVALSHA" and len(words) > 2:
+                    # The attempt script's first argument, after its keys, names its op.
+                    keys = int(words[2].strip('"')) if words[2].strip('"').isdigit() else 0
+                    op = words[3 + keys].strip('"') if len(words) > 3 + keys else ""
+                    script = scripts.get(words[1].strip('"'), words[1][:8])
+                    name = f"EVALSHA {script} {op}" if op.isalpha() else f"EVALSHA {script}"
                 sender = f"{event.get('client_address')}:{event.get('client_port')}"
                 if event.get("client_type") == "lua":
                     name = f"lua: {name}"
@@ -115,6 +119,21 @@ def count_commands(pool: Any, run: Callable[[], None], requests: int) -> dict[st
     pool.redis.ping()  # one more event so the listener sees the stop
     thread.join(5)
     return {name: count / requests for name, count in counts.most_common()}
+
+
+def _script_names() -> dict[str, str]:
+    """The pool's Lua scripts by SHA, named as their package names them."""
+    import hashlib
+
+    import workers.result_backend  # noqa: F401  (registers its script)
+    from aipool.attempt import lifecycle  # noqa: F401
+    from aipool.redis_lua import _ALL
+
+    return {
+        hashlib.sha1(body.encode()).hexdigest(): name
+        for scripts in _ALL
+        for name, body in scripts._sources.items()
+    }
 
 
 def _aggregate(raw: Path, requests: int, rate: int) -> dict[str, Any]:
@@ -174,7 +193,7 @@ def main() -> None:
     parser.add_argument("--raw", type=Path, help="keep py-spy's raw stacks in this file")
     args = parser.parse_args()
     spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
-    if spy is None:
+    if spy is None and not args.commands:
         raise SystemExit("py-spy is not installed: .venv/bin/pip install py-spy")
     from bench.environment import prepare
 

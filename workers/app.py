@@ -17,7 +17,7 @@ from celery import Celery
 
 from aipool import log_guard
 from aipool.errors import NoLogin, NoRedis, SettingsError
-from workers import flower
+from workers import flower, tracing
 from workers.result_backend import install as install_result_backend
 
 # Messages of ai.generate never carry the prompt in what Flower shows (workers/messages.py).
@@ -25,6 +25,8 @@ app = Celery("aipool", amqp="workers.messages:AMQP")
 app.config_from_object("celeryconfig")
 # Results in Redis carry the hop's usage records in the same write (workers/result_backend.py).
 install_result_backend(app)
+# A re-dispatched hop (Task.replace raises Ignore) costs no traceback (workers/tracing.py).
+tracing.install()
 
 
 app.conf.include = ["tasks.generate", "tasks.probe", "tasks.maintenance"]

@@ -1,11 +1,14 @@
-"""Celery's Redis result backend, carrying the hop's usage records in the result's own pipeline.
+"""Celery's Redis result backend, writing a result in one round trip with the hop's usage records.
 
-Celery writes a task's result with one pipeline (SETEX, PUBLISH). The ledger record of the hop that
-produced the result goes into the same pipeline as one more LPUSH, so answering a request costs the
-ledger no round trip (:mod:`aipool.ledger.outbox` says what is held and when). Records ride only
-when the result backend is the Redis that holds the ledger's spool (same server, same database);
-an operator who points ``CELERY_RESULT_BACKEND`` elsewhere gets the plain backend's behaviour and
-each record is pushed on its own when the task ends.
+Celery stores a result with two round trips: a GET (nothing is written over a SUCCESS already
+stored, so a lost worker's late answer never replaces one its producer may have read), then a
+pipeline of SETEX and PUBLISH. Here both are one script (``store_result.lua``): the same rule,
+checked atomically, and the ledger record of the hop that produced the result pushed in the same
+step, so answering a request costs neither the GET's round trip nor one for the ledger
+(:mod:`aipool.ledger.outbox` says what is held and when). Records ride only when the result
+backend is the Redis that holds the ledger's spool (same server, same database); an operator who
+points ``CELERY_RESULT_BACKEND`` elsewhere gets the script without records, and each record is
+pushed on its own when the task ends. Everything else (groups, chords, reads) is Celery's.
 
 Installed on the pool's app by :func:`install`.
 """
@@ -14,38 +17,61 @@ from __future__ import annotations
 
 from typing import Any
 
-from celery import Celery
+from celery import Celery, states
 from celery.backends import redis as celery_redis
+from celery.exceptions import BackendStoreError
+from kombu.utils.encoding import bytes_to_str
 
 from aipool.ledger.outbox import OUTBOX
 from aipool.ledger.record import UsageRecord
+from aipool.redis_lua import LuaScripts
+
+_SCRIPTS = LuaScripts("workers", "store_result")
 
 
 class RedisBackend(celery_redis.RedisBackend):
-    """A Redis result backend whose result writes also push held usage records."""
+    """A Redis result backend whose result writes are one script, held usage records included."""
 
     _rides: bool | None = None
 
-    def _set(self, key: Any, value: Any, expires: Any = None) -> None:
+    def _store_result(
+        self,
+        task_id: Any,
+        result: Any,
+        state: str,
+        traceback: Any = None,
+        request: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        # Celery's own _store_result (celery.backends.base.BaseKeyValueStoreBackend), with its
+        # GET folded into the write.
+        meta = self._get_result_meta(
+            result=result, state=state, traceback=traceback, request=request
+        )
+        meta["task_id"] = bytes_to_str(task_id)
+        value = self.encode(meta)
+        if isinstance(value, str) and len(value) > self._MAX_STR_VALUE_SIZE:
+            raise BackendStoreError(
+                "value too large for Redis backend", state=state, task_id=task_id
+            )
+        expires = self.failure_expires if state == states.FAILURE else self.expires
+        self.ensure(self._write, (self.get_key_for_task(task_id), value, expires))
+        return result
+
+    def _write(self, key: Any, value: Any, expires: Any) -> None:
         from workers.runtime import usage_log
 
-        if not (OUTBOX.holding and self._shares_ledger()):
-            super()._set(key, value, expires)
-            return
-        if expires is None:
-            expires = self.expires
-        records: list[UsageRecord] = []
+        log = usage_log()
+        records: list[UsageRecord] = log.held() if OUTBOX.holding and self._shares_ledger() else []
         try:
-            with self.client.pipeline() as pipe:
-                # SET with EX is SETEX (which redis-py deprecates), as Celery's own write does.
-                pipe.set(key, value, ex=int(expires) if expires else None)
-                pipe.publish(key, value)
-                records = usage_log().ride_in(pipe)
-                pipe.execute()
+            _SCRIPTS.for_client(self.client)["store_result"](
+                keys=[key, log.key],
+                args=[value, int(expires or 0), *(record.to_json() for record in records)],
+            )
         except BaseException:
-            # Celery retries the result write (result_backend_always_retry), and the records
-            # go with it; if it gives up, the task's end pushes them on their own.
-            usage_log().missed(records)
+            # Celery retries the write (result_backend_always_retry), and the records go with
+            # it; if it gives up, the task's end pushes them on their own.
+            log.missed(records)
             raise
 
     def _shares_ledger(self) -> bool:

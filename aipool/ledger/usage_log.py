@@ -123,17 +123,13 @@ class UsageLog:
             kept = False
         return kept
 
-    def ride_in(self, pipe: Any) -> list[UsageRecord]:
-        """Add the records held for this task to ``pipe`` (a pipeline on this log's Redis) as one
-        LPUSH, so they cost the pipeline's round trip only. Returns them: when the pipeline
-        fails, hand them to :meth:`missed`."""
-        records = self._outbox.take() if self._outbox is not None else []
-        if records:
-            pipe.lpush(self._key, *(rec.to_json() for rec in records))
-        return records
+    def held(self) -> list[UsageRecord]:
+        """The records held for this task, taken by a write that carries them (one on this
+        log's Redis): when it fails, hand them to :meth:`missed`."""
+        return self._outbox.take() if self._outbox is not None else []
 
     def missed(self, records: list[UsageRecord]) -> None:
-        """Records a failed pipeline carried: held again for the next write or the task's end."""
+        """Records a failed write carried: held again for the next write or the task's end."""
         if self._outbox is not None:
             self._outbox.give_back(records)
 

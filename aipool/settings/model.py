@@ -184,6 +184,10 @@ class Settings(BaseSettings):
     #: repr in its task-succeeded events, and Flower reads results from the result backend. Off,
     #: watching queues in Flower needs no access to answers (``workers.messages``).
     flower_shows_answers: bool = False
+    #: Whether workers send task events from the start (``AIPOOL_TASK_EVENTS``). Only Flower reads
+    #: them; off, a running Flower still turns them on in every worker it reaches (its periodic
+    #: ``enable_events``), and a pool without Flower saves their cost on every hop.
+    task_events: bool = True
     metrics_port: int = Field(default=9808, ge=1, le=65535)
     prometheus_multiproc_dir: Path | None = None
     secrets_dir: Path = Path("/run/secrets")

@@ -57,6 +57,7 @@ _POOL: dict[str, Path] = {
     "AIPOOL_METRICS_PORT": ("metrics_port",),
     "AIPOOL_ALLOW_ANONYMOUS": ("allow_anonymous",),
     "AIPOOL_FLOWER_SHOWS_ANSWERS": ("flower_shows_answers",),
+    "AIPOOL_TASK_EVENTS": ("task_events",),
     "PROMETHEUS_MULTIPROC_DIR": ("prometheus_multiproc_dir",),
     "AIPOOL_SECRETS_DIR": ("secrets_dir",),
     "AIPOOL_RUNTIME_DIR": ("runtime_dir",),

@@ -63,3 +63,41 @@ def test_given_the_redis_broker_when_loaded_then_priorities_are_off_and_lost_wor
     assert transport["visibility_timeout"] == 180
     assert transport["unacked_restore_interval"] == 18
     assert settings["broker_url"] == settings["result_backend"].split("+", 1)[-1] == REDIS
+
+
+def test_given_task_events_off_when_a_flower_asks_for_them_then_the_worker_sends_them() -> None:
+    from tests.support.events import heard_events
+    from tests.support.private_pool import private_pool
+    from tests.support.waiting import eventually
+
+    # Given a worker started with AIPOOL_TASK_EVENTS=0 (a pool without Flower), on a database of
+    # its own (events too are per database), and a listener to the events Flower would get
+    with (
+        private_pool(
+            11, app="workers.app", queues=("router",), concurrency=1, AIPOOL_TASK_EVENTS="0"
+        ) as pool,
+        heard_events(pool.app) as events,
+    ):
+        # (listening once the worker's heartbeat, a worker event, is heard)
+        eventually(lambda: any(e["type"] == "worker-heartbeat" for e in events), 15, "listening")
+        # When a request is served
+        first = pool.app.send_task("ai.ping", queue="router")
+        assert first.get(timeout=10) == "pong"
+        # (its message acked: the worker has done all it does for it, events included, in the
+        # callback that acks it, before it can read Flower's command)
+        eventually(lambda: not pool.client.hlen("unacked"), 10, "first acked")
+        # and then Flower asks for task events, as it does every few seconds while it runs
+        pool.app.control.enable_events()
+        second = pool.app.send_task("ai.ping", queue="router")
+        assert second.get(timeout=10) == "pong"
+        # Then the next request's events reach Flower
+        eventually(
+            lambda: any(
+                e["type"] == "task-succeeded" and e.get("uuid") == second.id for e in events
+            ),
+            10,
+            "task events after enable_events",
+        )
+    # and the worker sent none of the first request, served before Flower asked
+    sent = [e for e in events if e["hostname"] == pool.worker.name and e.get("uuid") == first.id]
+    assert not sent, sent

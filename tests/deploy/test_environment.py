@@ -105,6 +105,7 @@ DEFAULT_OK: dict[str, str] = {
     "FLOWER_AUTH": "OAuth instead of FLOWER_BASIC_AUTH, optional",
     "AIPOOL_ALLOW_ANONYMOUS": "off: Flower and the usage report refuse to start without a login",
     "AIPOOL_FLOWER_SHOWS_ANSWERS": "off: Flower shows no answers",
+    "AIPOOL_TASK_EVENTS": "on, for Flower; off saves their cost, and a Flower turns them on",
 }
 #: Families of names the code builds from a prefix (``AIPOOL_TIMEOUT_<PROVIDER>``): all optional.
 OPTIONAL_PREFIXES = ("AIPOOL_TIMEOUT_", "AIPOOL_MODEL_", "AIPOOL_SMTP_")

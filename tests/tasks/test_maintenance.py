@@ -122,14 +122,13 @@ def test_given_a_run_time_when_tasks_compute_today_then_it_is_the_taipei_day(
 def test_given_beat_and_the_maintenance_worker_when_routines_run_then_flower_sees_no_event_of_them(
     tmp_path,
 ) -> None:  # type: ignore[no-untyped-def]
-    import threading
-
     from celery import Celery
 
     from aipool.ledger.db import migrate
     from schedules.beat import beat_schedule
     from tests.conftest import worker_env
     from tests.support.beat import Beat
+    from tests.support.events import heard_events
     from tests.support.pool import Worker
     from tests.support.services import RedisServer
     from tests.support.waiting import eventually
@@ -146,25 +145,17 @@ def test_given_beat_and_the_maintenance_worker_when_routines_run_then_flower_see
         DATABASE_URL=ledger,
     )
     producer = Celery("events-listener", broker=server.url, backend=server.url)
-    events: list[dict[str, object]] = []
     worker = Worker(env, queues=("maintenance", "router"), concurrency=1)
     beat = None
     try:
         worker.wait_ready(producer)
-        with producer.connection() as connection:
-            receiver = producer.events.Receiver(connection, handlers={"*": events.append})
-            listening = threading.Thread(target=receiver.capture, kwargs={"limit": None})
-            listening.start()
-            try:
-                beat = Beat(env)
-                # When the drain has run a few times (every 5 s)
-                eventually(lambda: worker.log().count("aipool.drain_ledger") >= 2, 30, "drain runs")
-                # and a task that is not a routine runs too (the listener hears task events)
-                producer.send_task("ai.ping", queue="router").get(timeout=10)
-                eventually(lambda: any(e["type"] == "task-succeeded" for e in events), 10, "ping")
-            finally:
-                receiver.should_stop = True
-                listening.join(timeout=10)
+        with heard_events(producer) as events:
+            beat = Beat(env)
+            # When the drain has run a few times (every 5 s)
+            eventually(lambda: worker.log().count("aipool.drain_ledger") >= 2, 30, "drain runs")
+            # and a task that is not a routine runs too (the listener hears task events)
+            producer.send_task("ai.ping", queue="router").get(timeout=10)
+            eventually(lambda: any(e["type"] == "task-succeeded" for e in events), 10, "ping")
     finally:
         if beat is not None:
             beat.stop()

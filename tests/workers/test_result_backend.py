@@ -71,13 +71,13 @@ def test_given_held_records_when_a_result_is_written_then_they_go_with_it(
 def test_given_a_result_write_that_fails_when_it_ends_then_the_records_are_held_again(
     redis_client: redis.Redis,
 ) -> None:
-    # Given: the spool key holds a value of the wrong type, so the pipeline's LPUSH fails
+    # Given: the spool key holds a value of the wrong type, so the write's LPUSH fails
     backend = _backend(TEST_REDIS_URL)
     redis_client.set(PENDING_KEY, "not a list")
     OUTBOX.hold(_record("r1"))
     # When
     with pytest.raises(redis.ResponseError):
-        backend._set("celery-task-meta-task-r2", "{}")
+        backend.store_result("task-r2", {"answer": 2}, "SUCCESS")
     # Then: the record is not lost; the task's end pushes it on its own
     assert [r.request_id for r in OUTBOX.take()] == ["r1"]
 
@@ -95,3 +95,39 @@ def test_given_a_backend_on_another_redis_when_a_result_is_written_then_records_
     assert [r.request_id for r in OUTBOX.take()] == ["r1"]
     assert redis_client.llen(PENDING_KEY) == 0
     backend.forget("task-r3")
+
+
+@pytest.mark.usefixtures("held")
+def test_given_held_records_when_a_result_is_written_then_it_is_one_round_trip() -> None:
+    from tests.support.round_trips import counting_round_trips
+
+    # Given a backend that has written once (its script is loaded), and a held record
+    backend = _backend(TEST_REDIS_URL)
+    backend.store_result("task-r4", {"answer": 4}, "SUCCESS")
+    OUTBOX.hold(_record("r4"))
+    # When the next result is written, every packet sent to Redis counted
+    with counting_round_trips() as trips:
+        backend.store_result("task-r5", {"answer": 5}, "SUCCESS")
+    # Then result, publication and record went in one round trip (Celery's backend: a GET, then
+    # the write, then the record on its own)
+    assert trips.sent == 1
+    assert backend.get_task_meta("task-r5")["result"] == {"answer": 5}
+    backend.forget("task-r4")
+    backend.forget("task-r5")
+
+
+@pytest.mark.usefixtures("held")
+def test_given_a_success_stored_when_another_state_is_written_then_the_success_stays(
+    redis_client: redis.Redis,
+) -> None:
+    # Given an answer its producer may have read
+    backend = _backend(TEST_REDIS_URL)
+    backend.store_result("task-r6", {"answer": 6}, "SUCCESS")
+    # When a lost worker's late delivery of the same task writes a failure, its record held
+    OUTBOX.hold(_record("r6"))
+    backend.store_result("task-r6", ValueError("late"), "FAILURE")
+    # Then the answer stays (Celery's own rule), and the late hop's record still reaches the spool
+    meta = backend.get_task_meta("task-r6")
+    assert (meta["status"], meta["result"]) == ("SUCCESS", {"answer": 6})
+    assert redis_client.llen(PENDING_KEY) == 1
+    backend.forget("task-r6")
