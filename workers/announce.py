@@ -10,7 +10,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from celery import Celery
 from celery.signals import after_setup_logger
+
+from aipool.embedded_redis import is_embedded
+from aipool.pool_location import describe_database, describe_redis
+from aipool.redis_url import redis_url
 
 log = logging.getLogger("aipool.workers")
 
@@ -19,9 +24,6 @@ _said = False
 
 def where_line(broker_url: str, redis_url: str, database_url: str) -> tuple[int, str]:
     """The level and text of the line (pure, for tests)."""
-    from aipool.embedded_redis import is_embedded
-    from aipool.pool_location import describe_database, describe_redis
-
     ledger = describe_database(database_url)
     if is_embedded(broker_url):
         return logging.WARNING, (
@@ -34,16 +36,18 @@ def where_line(broker_url: str, redis_url: str, database_url: str) -> tuple[int,
     )
 
 
-@after_setup_logger.connect
-def say_where(**_: Any) -> None:
-    """Log :func:`where_line` once per process, right after Celery set its logging up."""
-    global _said
-    if _said:
-        return
-    _said = True
-    from aipool.ledger.db import database_url
-    from aipool.redis_url import redis_url
-    from workers.app import app
+def connect(app: Celery) -> None:
+    """Log :func:`where_line` for ``app`` once per process, right after Celery set its logging up."""
 
-    level, text = where_line(str(app.conf.broker_url), redis_url(), database_url())
-    log.log(level, "%s", text)
+    def say_where(**_: Any) -> None:
+        global _said
+        if _said:
+            return
+        _said = True
+        # Here, not at the top: a producer importing the app does not load SQLAlchemy for it.
+        from aipool.ledger.db import database_url
+
+        level, text = where_line(str(app.conf.broker_url), redis_url(), database_url())
+        log.log(level, "%s", text)
+
+    after_setup_logger.connect(say_where, weak=False)

@@ -17,7 +17,7 @@ from celery import Celery
 
 from aipool import log_guard
 from aipool.errors import NoLogin, NoRedis, SettingsError
-from workers import flower, tracing
+from workers import announce, default_queue, flower, memory, signals, tracing
 from workers.result_backend import install as install_result_backend
 
 # Messages of ai.generate never carry the prompt in what Flower shows (workers/messages.py).
@@ -65,6 +65,11 @@ app.conf.worker_consumer = "workers.edge.consumer:EdgeConsumer"
 if urlsplit(_broker_url).scheme in ("redis", "rediss") and not app.conf.broker_transport:
     app.conf.broker_transport = "workers.edge.transport:RedisTransport"
 
-# Worker-process wiring (metrics server, prometheus multiprocess cleanup) lives with the signals;
-# the first log line and the default queue have modules of their own.
-from workers import announce, default_queue, memory, signals  # noqa: E402,F401
+# The worker's and beat's life-cycle hooks, registered here and nowhere else: settings checked and
+# logs scrubbed before anything starts, the metrics server, the ledger schema (workers/signals.py);
+# the first log line (announce), Celery's default queue beside router (default_queue) and the
+# pool processes' garbage (memory).
+signals.connect()
+announce.connect(app)
+default_queue.connect()
+memory.connect()

@@ -32,7 +32,6 @@ def default_queue() -> Queue:
     )
 
 
-@celeryd_after_setup.connect
 def serve_default_queue(instance: Any = None, **_: Any) -> None:
     """Add Celery's default queue to a worker that consumes ``router``."""
     if instance is None:
@@ -72,9 +71,14 @@ class MisrouteWarning:
 _misroutes = MisrouteWarning()
 
 
-@task_received.connect
 def warn_misrouted(request: Any = None, **_: Any) -> None:
     """Warn when a task arrived through Celery's default queue."""
     info = getattr(request, "delivery_info", None) or {}
     if info.get("routing_key") == CELERY_DEFAULT_QUEUE:
         _misroutes.seen(str(getattr(request, "name", "task")))
+
+
+def connect() -> None:
+    """Serve the default queue beside ``router``, and warn of what arrives there."""
+    celeryd_after_setup.connect(serve_default_queue)
+    task_received.connect(warn_misrouted)

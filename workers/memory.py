@@ -46,6 +46,10 @@ class Reclaimer:
 _RECLAIMER = Reclaimer()
 
 
-@task_postrun.connect
 def _reclaim(**_: Any) -> None:
     _RECLAIMER.task_ended()
+
+
+def connect() -> None:
+    """Reclaim each task's garbage in the pool processes (``workers.app`` calls it once)."""
+    task_postrun.connect(_reclaim)

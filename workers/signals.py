@@ -36,7 +36,6 @@ log = logging.getLogger("aipool.workers")
 celery_trace.LOG_SUCCESS = "Task %(name)s[%(id)s] succeeded in %(runtime)ss"
 
 
-@import_modules.connect
 def _scrub_every_record(**_: Any) -> None:
     # Every record the worker or beat (and the worker's pool children, which inherit it) makes is
     # scrubbed as it is made, whichever logger makes it and whichever handler writes it
@@ -45,7 +44,6 @@ def _scrub_every_record(**_: Any) -> None:
     log_guard.install()
 
 
-@import_modules.connect
 def _refuse_invalid_settings(**_: Any) -> None:
     # A worker and beat send import_modules before any other start-up signal, before logging is
     # set up. Celery logs and swallows what a signal handler raises; SystemExit is not swallowed,
@@ -58,7 +56,6 @@ def _refuse_invalid_settings(**_: Any) -> None:
         raise SystemExit(1) from None
 
 
-@beat_init.connect
 def _no_sent_events_from_beat(sender: Any = None, **_: Any) -> None:
     # Beat sends only the pool's routines, which send no task events either (tasks.maintenance):
     # a task-sent event alone would leave each run PENDING in Flower's task list for ever.
@@ -67,15 +64,12 @@ def _no_sent_events_from_beat(sender: Any = None, **_: Any) -> None:
         app.conf.task_send_sent_event = False
 
 
-@worker_ready.connect
-@beat_init.connect
 def _note_limits_below_adr(**_: Any) -> None:
     # Once per worker or beat (the parent), once logging is set up.
     for note in below_adr_notes(settings()):
         log.warning(note)
 
 
-@worker_ready.connect
 def _warn_if_redis_keeps_nothing(**_: Any) -> None:
     # Once per worker (the parent): queued requests and undrained usage records wait in Redis.
     try:
@@ -92,7 +86,6 @@ def _warn_if_redis_keeps_nothing(**_: Any) -> None:
         log.warning(warning)
 
 
-@worker_init.connect
 def _import_provider_sdks(sender: Any = None, **_: Any) -> None:
     # Importing an SDK takes seconds (all four: 10 s on a busy machine). Imported in the parent
     # before it forks, every pool child, and every replacement of a killed one, starts with it;
@@ -109,7 +102,6 @@ def _consumed_queues(sender: Any) -> set[str]:
     return set(getattr(queues, "consume_from", None) or {})
 
 
-@worker_init.connect
 def _start_metrics_server(sender: Any = None, **_: Any) -> None:
     # Started in the parent before it forks, over a multiprocess registry: a server started in
     # each child would show one child's numbers only. Without the directory there is no endpoint.
@@ -133,7 +125,6 @@ def _start_metrics_server(sender: Any = None, **_: Any) -> None:
     log.info("metrics on :%d/metrics", port)
 
 
-@worker_process_shutdown.connect
 def _forget_process_metrics(pid: int | None = None, **_: Any) -> None:
     if settings().prometheus_multiproc_dir:
         from prometheus_client import multiprocess
@@ -141,7 +132,6 @@ def _forget_process_metrics(pid: int | None = None, **_: Any) -> None:
         multiprocess.mark_process_dead(pid or os.getpid())
 
 
-@worker_ready.connect
 def _migrate_ledger(**_: Any) -> None:
     # Every worker may try: migrations run under an advisory lock and are a no-op when current.
     # A database that is down must not keep a worker from serving: usage waits in Redis.
@@ -153,13 +143,11 @@ def _migrate_ledger(**_: Any) -> None:
         log.exception("ledger migration failed; usage records wait in Redis until it succeeds")
 
 
-@task_prerun.connect
 def _hold_usage_records(**_: Any) -> None:
     # The hop's ledger record rides with the task's result write (aipool.ledger.outbox).
     OUTBOX.task_started()
 
 
-@task_postrun.connect
 def _push_held_usage_records(**_: Any) -> None:
     # Sent after the result is written and before the message is acknowledged: what no result
     # write took (a forwarding hop's skips and failures) is pushed now, so it is in Redis before
@@ -169,3 +157,19 @@ def _push_held_usage_records(**_: Any) -> None:
         from workers.runtime import usage_log
 
         usage_log().push(left)
+
+
+def connect() -> None:
+    """Register the worker's and beat's life-cycle hooks (``workers.app`` calls it once)."""
+    import_modules.connect(_scrub_every_record)
+    import_modules.connect(_refuse_invalid_settings)
+    beat_init.connect(_no_sent_events_from_beat)
+    worker_ready.connect(_note_limits_below_adr)
+    beat_init.connect(_note_limits_below_adr)
+    worker_ready.connect(_warn_if_redis_keeps_nothing)
+    worker_init.connect(_import_provider_sdks)
+    worker_init.connect(_start_metrics_server)
+    worker_process_shutdown.connect(_forget_process_metrics)
+    worker_ready.connect(_migrate_ledger)
+    task_prerun.connect(_hold_usage_records)
+    task_postrun.connect(_push_held_usage_records)
