@@ -237,7 +237,7 @@ class Request(BaseModel):
         | int
         | None
     ) = Field(None, description="Recorded in the ledger.")
-    service: Annotated[str, Field(pattern=SERVICE_NAME.pattern)] | None = Field(
+    service: Annotated[str, Field(pattern=f"^{SERVICE_NAME.pattern}$")] | None = Field(
         None,
         description=(
             "The producing service, as the route table declares it; an undeclared name is "
