@@ -344,7 +344,9 @@ def _parse_messages(payload: dict[str, Any]) -> tuple[list[Message], str]:
             system = f"{system}\n{content}".strip() if system else content
             continue
         tool_calls = _parse_tool_calls(raw.get("tool_calls"), where) if role == "assistant" else ()
-        name = raw.get("name") or ""
+        name = raw.get("name")
+        if name is None:
+            name = ""
         if not isinstance(name, str):
             raise _fail("invalid_message", f"{where}.name must be a string")
         _text(name, f"{where}.name")
@@ -405,7 +407,9 @@ def _parse_tools(raw: Any) -> tuple[Tool, ...]:
         if params.get("type", "object") != "object":
             raise _fail("tool_without_schema", f"{where}.parameters must be of type 'object'")
         _json_value(params, f"{where}.parameters")
-        description = item.get("description") or ""
+        description = item.get("description")
+        if description is None:
+            description = ""
         if not isinstance(description, str):
             raise _fail("invalid_tools", f"{where}.description must be a string")
         _text(description, f"{where}.description")
@@ -477,7 +481,9 @@ def parse_request(payload: Any) -> Request:
         intent = _text(intent, "intent").strip().upper() if isinstance(intent, str) else intent
         if intent not in INTENTS:
             raise _fail("invalid_intent", f"'intent' must be one of {', '.join(INTENTS)}")
-    priority = payload.get("priority") or "normal"
+    priority = payload.get("priority")
+    if priority is None:
+        priority = "normal"
     if priority not in PRIORITIES:
         raise _fail("invalid_priority", f"'priority' must be one of {', '.join(PRIORITIES)}")
     user_id = payload.get("user_id")

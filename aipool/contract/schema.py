@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
-from pydantic.json_schema import models_json_schema
+from pydantic.json_schema import SkipJsonSchema, models_json_schema
 
 from aipool.contract.request import (
     DEFAULT_MAX_TOKENS,
@@ -163,8 +163,9 @@ class Tool(BaseModel):
 
     name: str = Field(min_length=1, pattern=_TOOL_NAME)
     description: Text | None = None
-    parameters: ToolSchema | None = None
-    input_schema: ToolSchema | None = None
+    # Either may be left out; neither may be null (the workers refuse a tool without a schema).
+    parameters: ToolSchema | SkipJsonSchema[None] = None
+    input_schema: ToolSchema | SkipJsonSchema[None] = None
 
 
 class FunctionTool(BaseModel):

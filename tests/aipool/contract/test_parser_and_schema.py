@@ -73,6 +73,24 @@ def requests(draw: st.DrawFn) -> Any:
     return request if draw(st.integers(0, 20)) else draw(json_values)
 
 
+def _beyond_the_schema(request: Any) -> bool:
+    """A rule JSON Schema cannot say, stated in the schema's descriptions: tool names used once.
+    (The others, metadata's size and depth and the prompt's length in tokens, are beyond what
+    this test generates.)"""
+    if not isinstance(request, dict):
+        return False
+    tools = request.get("tools")
+    if isinstance(tools, list):
+        names = [
+            (tool.get("function") or tool).get("name") if isinstance(tool, dict) else None
+            for tool in tools
+        ]
+        names = [name for name in names if isinstance(name, str)]
+        if len(names) != len(set(names)):
+            return True
+    return False
+
+
 def _known_leniency(request: Any) -> bool:
     """The workers accept these where the schema refuses (the schema module's docstring)."""
     if not isinstance(request, dict):
@@ -87,9 +105,14 @@ def _known_leniency(request: Any) -> bool:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(requests())
 # Verdicts that once differed: a falsy non-string system; a service matched only in part, because
-# a JSON Schema pattern is a search unless anchored.
+# a JSON Schema pattern is a search unless anchored; a tool whose parameters are null;
+# an empty priority.
 @example({"prompt": "0", "system": False})
 @example({"prompt": "0", "service": "0:"})
+@example({"prompt": "0", "priority": ""})
+@example(
+    {"prompt": "0", "tools": [{"type": "function", "function": {"name": "f", "parameters": None}}]}
+)
 def test_the_workers_and_the_schema_give_one_verdict(request: Any) -> None:
     try:
         parse_request(request)
@@ -98,6 +121,8 @@ def test_the_workers_and_the_schema_give_one_verdict(request: Any) -> None:
         workers_accept = False
     schema_accepts = VALIDATOR.is_valid({"request": request})
     if workers_accept and not schema_accepts and _known_leniency(request):
+        return
+    if schema_accepts and not workers_accept and _beyond_the_schema(request):
         return
     assert workers_accept == schema_accepts, (
         f"workers {'accept' if workers_accept else 'refuse'}, schema "
