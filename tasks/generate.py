@@ -15,13 +15,14 @@ from celery import Task, shared_task
 from celery.exceptions import Ignore, SoftTimeLimitExceeded, TimeLimitExceeded
 from celery.worker.state import task_ready
 
+from aipool import lanes
 from aipool.attempt.identity import journey_id
 from aipool.attempt.runner import Done, Drop, Forward
 from aipool.contract import result
 from aipool.contract.journey import Journey
 from aipool.contract.request import Request, parse_request
 from aipool.errors import InvalidJourney, InvalidRequest
-from aipool.routing.router import decide
+from aipool.routing.router import Route, decide, routed_priority
 from workers.edge.withholding import GENERATE, described
 from workers.messages import AnswerWithheldRequest
 from workers.runtime import hop_runner
@@ -135,6 +136,7 @@ def _hop(
         return runner.start(parsed, request_id, name, route)
     try:
         received = Journey.received(journey, name, route, queue)
+        _check_lane(parsed, route, queue)
     except InvalidJourney as exc:
         log.warning("request_id=%s refused on queue %s: %s", request_id, queue, exc)
         raise
@@ -143,6 +145,15 @@ def _hop(
         # saw the request) says whether every provider was passed over; a forged one is routed.
         return runner.start(parsed, request_id, name, route)
     return runner.run(parsed, request_id, received)
+
+
+def _check_lane(parsed: Request, route: Route, queue: str | None) -> None:
+    """Urgent provider lanes carry urgent requests only (:mod:`aipool.lanes`): a routine
+    request there would jump the line routine work waits in."""
+    if queue is None or not lanes.is_urgent_lane(queue):
+        return
+    if not lanes.is_urgent(parsed, route.intent, routed_priority(parsed)):
+        raise InvalidJourney(f"a routine request arrived on the urgent lane {queue}")
 
 
 def _forward(task: Task, request: Any, step: Forward) -> Any:

@@ -21,6 +21,7 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
+from aipool import lanes
 from aipool.attempt.bound import within
 from aipool.attempt.event import AttemptEvent, Observer
 from aipool.attempt.layout import (
@@ -142,6 +143,12 @@ class Visit:
                 for hop in chain
             ),
         )
+        #: Whether the request waits in the urgent lanes (:mod:`aipool.lanes`) at every hop.
+        self.urgent = lanes.is_urgent(self.request, self.journey.route.intent, self.header.priority)
+
+    def forward(self, queue: str, delay_s: float = 0.0) -> Forward:
+        """Send the request on to ``queue``, in its own lane."""
+        return Forward(queue=lanes.lane(queue, self.urgent), journey=self.journey, delay_s=delay_s)
 
 
 class HopRunner:
@@ -235,7 +242,7 @@ class HopRunner:
             # back a little later, gets that answer; if it died, its lease ends and the message
             # then moves on. Either way nothing is lost and nothing is called twice.
             wait = min(BUSY_RECHECK_S, max(0.5, begun.lease - begun.now + 0.5))
-            return Forward(queue=hop.provider, journey=journey, delay_s=wait)
+            return visit.forward(hop.provider, delay_s=wait)
         if isinstance(begun, Foreign):
             raise InvalidJourney("the attempt's record belongs to another request")
         return self._answer_if_terminal(visit, self._after(visit, position, begun))
@@ -423,7 +430,7 @@ class HopRunner:
             self._record(visit, journey.route.index(passed.provider), passed.code, message, at=now)
         journey.position = journey.route.index(decision.next)
         hop = journey.hop
-        return Forward(queue="router" if hop.terminal else hop.provider, journey=journey)
+        return visit.forward(lanes.ROUTER if hop.terminal else hop.provider)
 
     def _unguarded(self, visit: Visit, start: int, exc: Exception) -> Forward:
         """Redis cannot be asked: no call is made unguarded; every provider hop from ``start`` is
@@ -438,7 +445,7 @@ class HopRunner:
                 at=self.now(),
             )
         visit.journey.position = len(chain) - 1
-        return Forward(queue="router", journey=visit.journey)
+        return visit.forward(lanes.ROUTER)
 
     def _answer_if_terminal(self, visit: Visit, step: Done | Forward) -> Done | Forward:
         """Answer a terminal hop in place: it needs no model, so it needs no queue hop."""
