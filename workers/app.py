@@ -67,4 +67,4 @@ if urlsplit(_broker_url).scheme in ("redis", "rediss") and not app.conf.broker_t
 
 # Worker-process wiring (metrics server, prometheus multiprocess cleanup) lives with the signals;
 # the first log line and the default queue have modules of their own.
-from workers import announce, default_queue, memory, signals  # noqa: E402,F401
+from workers import announce, backlog, default_queue, memory, signals  # noqa: E402,F401

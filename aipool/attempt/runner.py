@@ -188,14 +188,19 @@ class HopRunner:
         route: Route,
         *,
         answer_terminal: bool = True,
+        seen_at: float | None = None,
     ) -> Done | Forward:
         """A new request: pick the first hop of ``route`` that can take it.
+
+        ``seen_at``: when the pool first saw the request waiting (Redis's time, from the lane's
+        stamps), if before now: its deadline counts from then.
 
         When every provider is passed over the terminal hop (static answer or refusal) is answered
         here, unless ``answer_terminal`` is false (a producer, which has no business answering):
         then the request is forwarded to the ``router`` queue positioned at its terminal hop.
         """
-        visit = Visit(request, request_id, Journey(id=journey_id, route=route), self.pricing)
+        journey = Journey(id=journey_id, route=route, received_at=seen_at)
+        visit = Visit(request, request_id, journey, self.pricing)
         try:
             routed = self.book.route(visit.header, visit.skips)
         except RedisError as exc:
@@ -490,6 +495,19 @@ class HopRunner:
         )
 
     def _terminal(self, visit: Visit, position: int) -> Done:
+        if any(a.outcome == "deadline" for a in visit.journey.attempts):
+            # The request's time ran out before a provider could answer: it asked for an answer
+            # within deadline_s, and the static apology late is not one (issue #29).
+            return Done(
+                result.error(
+                    visit.request_id,
+                    "deadline",
+                    f"no provider could answer within the deadline of "
+                    f"{visit.request.deadline_s:g}s (counted from when the pool first saw the "
+                    "request, time waiting in queues included)",
+                    visit.journey,
+                )
+            )
         hop = visit.journey.route.chain[position]
         completion = self.providers(hop.provider).complete(visit.request, hop.model)
         outcome: Outcome = "refused" if hop.provider == "refuse" else "fallback"

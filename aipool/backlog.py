@@ -1,0 +1,73 @@
+"""The backlog of each lane: how many messages wait, and how long the oldest has waited.
+
+A Redis list keeps no times, and a producer's clock is not the pool's (issue #20). So the pool
+stamps each waiting message the first time one of its components sees it, on Redis's clock:
+:func:`sight` (one script, ``backlog.lua``) looks at the newest and the oldest messages of each
+lane and stamps every task id it has not stamped yet, then answers the lane's length and the age
+of its oldest message. Every worker sights the lanes it consumes once a second
+(:mod:`workers.backlog`), the maintenance worker at each Prometheus scrape, ``aipool status`` when
+it runs. A message is stamped within a second of reaching either end of its list, so ages are
+exact to about a second (a burst of more than :data:`ENDS` messages in a second is stamped when it
+reaches the oldest end, and counts from then).
+
+The stamps serve twice: as the age gauges (``aipool_queue_oldest_age_seconds``) and as the moment a
+request sent by name was first seen by the pool: the router counts its ``deadline_s`` from there
+(:func:`first_seen`), so time spent waiting in the router queue counts against it (issue #29).
+
+Only the Redis broker has lists to look at: with RabbitMQ the lengths come from the broker and no
+age is measured (RabbitMQ's management plugin has its own ``head_message_timestamp``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from aipool.redis_lua import LuaScripts, text
+
+_SCRIPTS = LuaScripts("aipool", "backlog")
+#: How many messages are looked at at each end of a list per sighting.
+ENDS = 50
+#: How long a lane's stamps live after its last sighting.
+STAMPS_KEEP_S = 86_400
+#: The most stamps a lane keeps (a lane that never empties forgets the messages that passed).
+MAX_STAMPS = 50_000
+
+
+def stamps_key(lane: str) -> str:
+    """The hash of ``lane``'s stamps: task id → when the pool first saw it waiting."""
+    return f"aipool:seen:{lane}"
+
+
+@dataclass(frozen=True)
+class Backlog:
+    """One lane's backlog: messages waiting, and how long the oldest has waited (s)."""
+
+    length: int
+    oldest_age_s: float
+
+
+def sight(client: Any, lanes: Iterable[str]) -> dict[str, Backlog]:
+    """Stamp the messages now at either end of each of ``lanes``; their backlogs."""
+    names = list(lanes)
+    if not names:
+        return {}
+    keys = [key for lane in names for key in (lane, stamps_key(lane))]
+    script = _SCRIPTS.for_client(client)["backlog"]
+    reply = script(keys=keys, args=[ENDS, STAMPS_KEEP_S, MAX_STAMPS])
+    return {
+        lane: Backlog(int(length), float(text(age)))
+        for lane, (length, age) in zip(names, reply, strict=True)
+    }
+
+
+def first_seen(client: Any, lane: str, task_id: str) -> float | None:
+    """When the pool first saw message ``task_id`` waiting in ``lane`` (Redis's time), or None."""
+    raw = client.hget(stamps_key(lane), task_id)
+    if raw is None:
+        return None
+    try:
+        return float(text(raw))
+    except ValueError:
+        return None
