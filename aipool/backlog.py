@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from aipool.redis_lua import LuaScripts, text
@@ -71,3 +72,29 @@ def first_seen(client: Any, lane: str, task_id: str) -> float | None:
         return float(text(raw))
     except ValueError:
         return None
+
+
+@cache
+def broker_client() -> Any:
+    """A client on the broker's Redis, where the lanes' lists and stamps live; ``None`` when the
+    broker is not Redis (RabbitMQ keeps no list to look at)."""
+    from aipool.redis_url import connect
+    from aipool.settings import settings
+
+    broker = settings().celery_broker_url
+    if not broker:
+        return connect()
+    if broker.startswith(("redis://", "rediss://")):
+        return connect(broker)
+    if broker.startswith("redis+socket://"):
+        return connect("unix://" + broker[len("redis+socket://") :])
+    return None
+
+
+def oldest_ages(lanes: Iterable[str]) -> dict[str, float]:
+    """How long the oldest message of each of ``lanes`` has waited (s), sighting them now; empty
+    when the broker is not Redis."""
+    client = broker_client()
+    if client is None:
+        return {}
+    return {lane: backlog.oldest_age_s for lane, backlog in sight(client, lanes).items()}

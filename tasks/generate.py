@@ -19,7 +19,7 @@ from redis.exceptions import RedisError
 from aipool import lanes
 from aipool.attempt.identity import journey_id
 from aipool.attempt.runner import Done, Drop, Forward
-from aipool.backlog import first_seen
+from aipool.backlog import broker_client, first_seen
 from aipool.contract import result
 from aipool.contract.journey import Journey
 from aipool.contract.request import Request, parse_request
@@ -27,7 +27,7 @@ from aipool.errors import InvalidJourney, InvalidRequest
 from aipool.routing.router import Route, decide, routed_priority
 from workers.edge.withholding import GENERATE, described
 from workers.messages import AnswerWithheldRequest
-from workers.runtime import broker_redis, hop_runner
+from workers.runtime import hop_runner
 
 log = logging.getLogger("aipool.tasks")
 
@@ -153,7 +153,7 @@ def _hop(
 
 def _first_seen(queue: str | None, request_id: str) -> float | None:
     """When the pool first saw this message waiting in ``queue`` (:mod:`aipool.backlog`)."""
-    client = broker_redis()
+    client = broker_client()
     if client is None or queue is None:
         return None
     try:

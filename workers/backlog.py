@@ -13,7 +13,7 @@ from typing import Any
 
 from celery.signals import worker_ready
 
-from aipool.backlog import sight
+from aipool.backlog import broker_client, sight
 
 log = logging.getLogger("aipool.workers")
 
@@ -29,10 +29,8 @@ def consumed_lanes(consumer: Any) -> list[str]:
 
 @worker_ready.connect
 def _sight_lanes(sender: Any = None, **_: Any) -> None:
-    from workers.runtime import broker_redis
-
     timer = getattr(sender, "timer", None)
-    client = broker_redis()
+    client = broker_client()
     if timer is None or client is None:
         return
     lanes = consumed_lanes(sender)

@@ -81,19 +81,3 @@ def hop_runner() -> HopRunner:
         pricing=cost_usd,
         price_completion=completion_cost,
     )
-
-
-@cache
-def broker_redis() -> redis.Redis | None:
-    """A client on the broker's Redis, where the lanes' lists and stamps live (:mod:`aipool.backlog`);
-    ``None`` when the broker is not Redis (RabbitMQ keeps no list to look at)."""
-    from aipool.settings import settings
-
-    broker = settings().celery_broker_url
-    if not broker:
-        return shared_redis()
-    if broker.startswith(("redis://", "rediss://")):
-        return connect(broker)
-    if broker.startswith("redis+socket://"):
-        return connect("unix://" + broker[len("redis+socket://") :])
-    return None
