@@ -245,3 +245,53 @@ def test_the_last_provider_failing_answers_the_terminal_hop_in_place(
     assert isinstance(first, Done) and first.result["status"] == "fallback"
     assert isinstance(again, Done) and again.result["status"] == "fallback"
     assert claude.calls == 1
+
+
+@pytest.mark.parametrize(
+    ("raw", "queue"),
+    [
+        ({"prompt": "What is a pod?"}, "gemini"),
+        ({"prompt": "What is a pod?", "priority": "critical"}, "gemini.urgent"),
+        ({"prompt": "What is a pod?", "deadline_s": 30}, "gemini.urgent"),
+    ],
+)
+def test_urgent_requests_are_forwarded_to_urgent_lanes_at_every_hop(
+    redis_client: FlakyRedis, raw: dict[str, Any], queue: str
+) -> None:
+    # Given a route whose first hop is Gemini
+    runner = _runner(redis_client, {"claude": Provider(ProviderServerError("down"))}, [])
+    request = parse_request(raw)
+    # When the request is routed, then falls back from Claude
+    first = runner.start(request, "req-lane", journey_id("req-lane", raw), ROUTE)
+    assert isinstance(first, Forward) and first.queue == queue
+    route = Route(
+        intent="QUERY",
+        complexity=1,
+        chain=(Hop("claude", "claude-sonnet-5"), *ROUTE.chain[:1], ROUTE.chain[-1]),
+        reason="test",
+    )
+    fallback = runner.run(
+        request, "req-lane2", Journey(route=route, id=journey_id("req-lane2", raw))
+    )
+    # Then every forward is in the request's own lane
+    assert isinstance(fallback, Forward) and fallback.queue == queue
+
+
+def test_a_request_whose_deadline_passed_in_a_queue_gets_a_deadline_error(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given a request with a 2 s deadline the pool first saw waiting 5 s ago
+    gemini, events = Provider(), []
+    runner = _runner(redis_client, {"gemini": gemini}, events)
+    raw = {"prompt": "What is a pod?", "deadline_s": 2}
+    seen = runner.now() - 5
+    # When the router gets to it
+    step = runner.start(
+        parse_request(raw), "req-late", journey_id("req-late", raw), ROUTE, seen_at=seen
+    )
+    # Then no provider is called and the producer gets `deadline`, not a late answer
+    assert isinstance(step, Done)
+    assert step.result["status"] == "error" and step.result["error"]["code"] == "deadline"
+    assert [a["outcome"] for a in step.result["attempts"]] == ["deadline", "deadline"]
+    assert gemini.calls == 0
+    assert step.result["latency_ms"] >= 5000
