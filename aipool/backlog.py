@@ -25,9 +25,13 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from aipool.contract.vocabulary import Outcome
 from aipool.redis_lua import LuaScripts, text
 
 _SCRIPTS = LuaScripts("aipool", "backlog")
+#: The outcome of a hop passed over because its lane's oldest message has waited as long as the
+#: request's deadline leaves (aipool.attempt.runner).
+QUEUE_WAIT: Outcome = "queue_wait"
 #: How many messages are looked at at each end of a list per sighting.
 ENDS = 50
 #: How long a lane's stamps live after its last sighting.

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal
 from typing import Any
@@ -38,6 +38,7 @@ from aipool.attempt.layout import (
 )
 from aipool.attempt.lifecycle import AttemptBook, new_owner
 from aipool.attempt.money import micro
+from aipool.backlog import QUEUE_WAIT
 from aipool.breaker import BreakerState
 from aipool.contract import result
 from aipool.contract.journey import Attempt, Journey, Route
@@ -95,6 +96,8 @@ class Drop:
 
 Pricing = Callable[[str, str, int, int], Decimal]
 Timeouts = Callable[[str], float]
+#: How long the oldest message of each of some lanes has waited (s): :func:`aipool.backlog.oldest_ages`.
+LaneWaits = Callable[[list[str]], Mapping[str, float]]
 
 
 def _free(provider: str, model: str, input_tokens: int, output_tokens: int) -> Decimal:
@@ -119,6 +122,8 @@ class Visit:
     pricing: Pricing = field(default=lambda *_: Decimal(0))
     header: Header = field(init=False)
     skips: dict[int, str] = field(init=False)
+    #: The hops passed over for their lane's wait: provider → (lane, how long its oldest waited).
+    waits: dict[str, tuple[str, float]] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         chain = self.journey.route.chain
@@ -163,6 +168,7 @@ class HopRunner:
         timeouts: Timeouts = _provider_timeout,
         finish_retry_s: float = FINISH_RETRY_S,
         price_completion: Callable[[str, Completion], Decimal] | None = None,
+        lane_waits: LaneWaits | None = None,
     ) -> None:
         self.book = book
         self.observers = list(observers)
@@ -173,6 +179,8 @@ class HopRunner:
         #: Prices an answer as its provider bills it (cache reads and writes apart); without
         #: it, an answer is priced by its input and output tokens like any estimate.
         self.price_completion = price_completion
+        #: Reads the lanes' backlogs; without it, no hop is passed over for its queue's wait.
+        self.lane_waits = lane_waits
 
     def now(self) -> float:
         """The pool's time (Redis's), as this process estimates it."""
@@ -201,6 +209,7 @@ class HopRunner:
         """
         journey = Journey(id=journey_id, route=route, received_at=seen_at)
         visit = Visit(request, request_id, journey, self.pricing)
+        self._pass_over_long_waits(visit, range(len(route.chain)))
         try:
             routed = self.book.route(visit.header, visit.skips)
         except RedisError as exc:
@@ -219,6 +228,8 @@ class HopRunner:
         hop = journey.hop
         if hop.terminal:
             return self._terminal(visit, position)
+        # This hop's own wait is over (the message is here); the ones it may fall back to are not.
+        self._pass_over_long_waits(visit, range(position + 1, len(journey.route.chain)))
         owner = new_owner()
         bound = self.timeouts(hop.provider)
         try:
@@ -251,6 +262,34 @@ class HopRunner:
         if isinstance(begun, Foreign):
             raise InvalidJourney("the attempt's record belongs to another request")
         return self._answer_if_terminal(visit, self._after(visit, position, begun))
+
+    def _pass_over_long_waits(self, visit: Visit, positions: Iterable[int]) -> None:
+        """Pass over (``queue_wait``) the hops whose lane's oldest message has waited at least as
+        long as the request's deadline has left: the request would wait there as long, and then
+        be too late. Only for a request with a deadline; the lanes' ages unknown, nothing is
+        passed over."""
+        left_of = visit.request.deadline_s
+        if left_of is None or self.lane_waits is None:
+            return
+        chain = visit.journey.route.chain
+        candidates = {
+            position: lanes.lane(chain[position].provider, visit.urgent)
+            for position in positions
+            if not chain[position].terminal and position not in visit.skips
+        }
+        if not candidates:
+            return
+        try:
+            waits = self.lane_waits(sorted(set(candidates.values())))
+        except Exception:  # ages are advice: a Redis that does not answer decides nothing here
+            log.debug("lane waits unreadable for request_id=%s", visit.request_id, exc_info=True)
+            return
+        left = left_of - visit.journey.elapsed_s(self.now())
+        for position, lane in candidates.items():
+            wait = waits.get(lane, 0.0)
+            if wait > 0 and wait >= left:
+                visit.skips[position] = QUEUE_WAIT
+                visit.waits[chain[position].provider] = (lane, wait)
 
     # -- the call -------------------------------------------------------------------------------
 
@@ -526,6 +565,12 @@ class HopRunner:
             return f"deadline of {visit.request.deadline_s:g}s passed"
         if passed.code in _MONEY_SKIPS:
             return _MONEY_SKIPS[passed.code].format(provider=provider, what=" ".join(detail))
+        if passed.code == QUEUE_WAIT and provider in visit.waits:
+            lane, wait = visit.waits[provider]
+            return (
+                f"{provider}: the oldest request in {lane} has waited {wait:.1f}s, as long as "
+                f"the deadline of {visit.request.deadline_s:g}s leaves"
+            )
         if passed.code == CONTEXT_TOO_LONG:
             hop = visit.journey.route.chain[visit.journey.route.index(provider)]
             return skip_reason(visit.request, hop) or CONTEXT_TOO_LONG

@@ -295,3 +295,31 @@ def test_a_request_whose_deadline_passed_in_a_queue_gets_a_deadline_error(
     assert [a["outcome"] for a in step.result["attempts"]] == ["deadline", "deadline"]
     assert gemini.calls == 0
     assert step.result["latency_ms"] >= 5000
+
+
+def test_a_hop_whose_lane_waits_longer_than_the_deadline_leaves_is_passed_over(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given Gemini's urgent lane holding a request that has waited 20 s, Claude's none
+    events: list[AttemptEvent] = []
+    runner = _runner(redis_client, {}, events)
+    asked: list[list[str]] = []
+
+    def waits(lanes: list[str]) -> dict[str, float]:
+        asked.append(lanes)
+        return {"gemini.urgent": 20.0, "claude.urgent": 0.0}
+
+    runner.lane_waits = waits
+    raw = {"prompt": "What is a pod?", "deadline_s": 10}
+    # When a request with a 10 s deadline is routed
+    step = runner.start(parse_request(raw), "req-wait", journey_id("req-wait", raw), ROUTE)
+    # Then Gemini is passed over for its queue's wait, saying so, and Claude's lane takes it
+    assert isinstance(step, Forward) and step.queue == "claude.urgent"
+    (skipped,) = step.journey.attempts
+    assert (skipped.provider, skipped.outcome) == ("gemini", "queue_wait")
+    assert skipped.error and "gemini.urgent" in skipped.error and "20.0s" in skipped.error
+    assert [e.attempt.outcome for e in events] == ["queue_wait"]
+    # and a request without a deadline never asks
+    plain = {"prompt": "What is a pod?"}
+    step = runner.start(parse_request(plain), "req-p", journey_id("req-p", plain), ROUTE)
+    assert isinstance(step, Forward) and step.queue == "gemini" and len(asked) == 1
