@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from aipool import lanes
-from aipool.chains import PROVIDERS
-from aipool.contract import parse_request
+from aipool.contract.request import parse_request
+from aipool.providers.catalog import PROVIDERS
 from aipool.routing.router import decide, routed_priority
 from celeryconfig import QUEUES
 
