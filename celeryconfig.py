@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from kombu import Exchange, Queue
 
-from aipool.providers.catalog import PROVIDERS
+from aipool.lanes import QUEUES as LANE_QUEUES
 from aipool.redis_url import celery_url
 from aipool.settings import settings
 from schedules.beat import beat_schedule as beat_schedule
@@ -114,7 +114,8 @@ beat_scheduler = "schedules.store:PoolScheduler"
 beat_schedule_filename = DEFAULT_SCHEDULE_FILE
 
 _direct = Exchange("aipool", type="direct")
-QUEUES = ("router", *PROVIDERS, "maintenance")
+# Every queue, each lane its own (aipool.lanes: routine and urgent work never share a line).
+QUEUES = LANE_QUEUES
 # On RabbitMQ every queue of the pool is a quorum queue: replicated, durable, and a consumer's
 # unacked messages return to the queue the moment its connection is gone. Redis ignores queue
 # arguments. Quorum queues take no priorities (RabbitMQ 3.x), which agrees with priorities off on

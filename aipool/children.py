@@ -59,6 +59,12 @@ class Child:
         """Whether the child has not exited yet."""
         return self.process.poll() is None
 
+    def terminate(self) -> None:
+        """Ask the child to exit (SIGTERM) without waiting: :meth:`stop` waits."""
+        if self.alive():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGTERM)
+
     def stop(self, grace_s: float = STOP_GRACE_S, sig: int = signal.SIGTERM) -> int | None:
         """Ask the child to exit (``sig``), then kill its group after ``grace_s``; returns its
         exit code. Safe to call twice and after the child exited by itself."""

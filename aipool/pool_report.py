@@ -10,7 +10,7 @@ drained into the ledger. It only reads: no breaker trial slot is taken, no quota
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -49,6 +49,8 @@ class Snapshot:
     pending: int | None
     #: Each service's use of today and the month (issue #24); ``None`` while the ledger has none.
     services: ServicesReport | None = None
+    #: How long the oldest message of each queue and lane has waited (s); Redis broker only.
+    queue_ages: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The reading as JSON data (``aipool status --json``, the usage endpoint)."""
@@ -59,6 +61,7 @@ class Snapshot:
             "ledger": describe_database(self.ledger),
             "providers": self.providers,
             "queues": self.queues,
+            "queue_ages": self.queue_ages,
             "today": None
             if self.today is None
             else {
@@ -174,6 +177,7 @@ def read_snapshot(
         budget=budget,
         pending=pending_records(redis_client),
         services=services,
+        queue_ages=_oldest_ages(list(depths)),
     )
 
 
@@ -183,3 +187,15 @@ def _services(ledger: Any, day: Any, zone: Any) -> ServicesReport:
     from aipool.settings import settings
 
     return read_services(ledger, day, zone, load_table(), settings().limits)
+
+
+def _oldest_ages(queues: list[str]) -> dict[str, float]:
+    # Reading the ages also stamps what waits (aipool.backlog): status is a pool component too.
+    from redis.exceptions import RedisError
+
+    from aipool.backlog import oldest_ages
+
+    try:
+        return {q: round(age, 1) for q, age in oldest_ages(queues).items()}
+    except RedisError:
+        return {}

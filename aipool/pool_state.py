@@ -74,6 +74,7 @@ class PoolState(Collector):
         redis: Callable[[], Any],
         engine: Callable[[], Any],
         queue_depths: QueueDepths,
+        queue_ages: Callable[[], Mapping[str, float]] = dict,
         limits: Mapping[str, ProviderLimits],
         monthly_budget_usd: Callable[[], Any],
         zone: ZoneInfo,
@@ -83,6 +84,7 @@ class PoolState(Collector):
         self.redis = redis
         self.engine = engine
         self.queue_depths = queue_depths
+        self.queue_ages = queue_ages
         self.limits = limits
         self.monthly_budget_usd = monthly_budget_usd
         self.zone = zone
@@ -180,7 +182,15 @@ class PoolState(Collector):
         )
         for queue, count in sorted(self.queue_depths().items()):
             depth.add_metric([queue], count)
-        return iter([depth])
+        age = GaugeMetricFamily(
+            "aipool_queue_oldest_age_seconds",
+            "How long the oldest message waiting in each queue and lane has waited, on Redis's "
+            "clock (aipool.backlog; Redis broker only).",
+            labels=["queue"],
+        )
+        for queue, seconds in sorted(self.queue_ages().items()):
+            age.add_metric([queue], seconds)
+        return iter([depth, age])
 
     def _budgets(self) -> Iterator[Metric]:
         now = datetime.fromtimestamp(self.clock(), UTC)
@@ -352,6 +362,7 @@ def collectors_for(app: Any, consumed: Iterable[str]) -> list[Collector]:
         return collectors
     from sqlalchemy.pool import NullPool
 
+    from aipool.backlog import oldest_ages
     from aipool.budget import monthly_budget_usd
     from aipool.ledger.db import make_engine
     from aipool.periods import pool_zone
@@ -363,6 +374,7 @@ def collectors_for(app: Any, consumed: Iterable[str]) -> list[Collector]:
             redis=functools.cache(state_redis),
             engine=functools.cache(lambda: _scrape_engine(make_engine, NullPool)),
             queue_depths=lambda: broker_queue_depths(app, queues),
+            queue_ages=lambda: oldest_ages(queues),
             limits=settings().limits,
             monthly_budget_usd=monthly_budget_usd,
             zone=pool_zone(),

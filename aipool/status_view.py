@@ -73,12 +73,23 @@ def render_summary(
     console.print(summary_table(summaries, lang=lang, title=f"{title}  ${total:.4f}"))
 
 
-def render_queues(depths: dict[str, int], console: Console, *, lang: str) -> None:
-    """Print the messages waiting per queue."""
+def render_queues(
+    depths: dict[str, int],
+    console: Console,
+    *,
+    lang: str,
+    ages: dict[str, float] | None = None,
+) -> None:
+    """Print the messages waiting per queue and lane, and how long the oldest has waited."""
     w = words(lang)
     table = _titled(w["queues_title"])
     table.add_column(w["queue"])
     table.add_column(w["waiting"], justify="right")
+    if ages:
+        table.add_column(w["oldest"], justify="right")
     for queue, depth in depths.items():
-        table.add_row(queue, f"{depth:,}")
+        cells = [queue, f"{depth:,}"]
+        if ages:
+            cells.append(f"{ages[queue]:.1f} s" if depth and queue in ages else "")
+        table.add_row(*cells)
     console.print(table)

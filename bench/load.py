@@ -254,7 +254,11 @@ def quota(pool: Pool, report: Report, workers: int, threads: int, quick: bool) -
     }
     pool.reset_guards("gemini", "claude", "ollama")
     with pool.workers(
-        workers, concurrency=2, queues=("router", "ollama", "gemini", "claude"), **limits
+        workers,
+        concurrency=2,
+        # critical requests wait in the urgent lanes (aipool.lanes)
+        queues=("router", "ollama", "gemini", "claude", "claude.urgent"),
+        **limits,
     ):
         pool.warm("gemini", "claude")
         # Requests per minute: a burst far above the limit, all inside one minute, so every call

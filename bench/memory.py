@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from aipool.lanes import urgent_lane
 from bench.environment import Pool
 from bench.figures import Figure, Report
 from bench.latency import SIMPLE, TIMEOUT_S
 from bench.load import CORRELATE
 
 QUEUES = ("router", "ollama", "gemini", "claude", "nemotron", "maintenance")
+
+
+def lanes_of(queue: str) -> tuple[str, ...]:
+    """The lanes of ``queue`` (maintenance has one)."""
+    return (queue,) if queue == "maintenance" else (queue, urgent_lane(queue))
+
+
 #: A request whose route starts on each provider, to warm that provider's worker.
 _WARM = {
     "ollama": SIMPLE,
@@ -31,7 +39,9 @@ def memory(pool: Pool, report: Report) -> None:
     pool.reset_guards("ollama", "gemini", "claude", "nemotron")
     from bench.environment import start_worker
 
-    workers = {queue: start_worker(pool.worker_env(), (queue,), 1) for queue in QUEUES}
+    # Each worker serves its queue's two lanes (aipool.lanes): a critical request waits in
+    # claude.urgent.
+    workers = {queue: start_worker(pool.worker_env(), lanes_of(queue), 1) for queue in QUEUES}
     try:
         for worker in workers.values():
             worker.wait_ready(pool.app, timeout=60)

@@ -14,14 +14,17 @@ from typing import Any
 from celery import Task, shared_task
 from celery.exceptions import Ignore, SoftTimeLimitExceeded, TimeLimitExceeded
 from celery.worker.state import task_ready
+from redis.exceptions import RedisError
 
+from aipool import lanes
 from aipool.attempt.identity import journey_id
 from aipool.attempt.runner import Done, Drop, Forward
+from aipool.backlog import broker_client, first_seen
 from aipool.contract import result
 from aipool.contract.journey import Journey
 from aipool.contract.request import Request, parse_request
 from aipool.errors import InvalidJourney, InvalidRequest
-from aipool.routing.router import decide
+from aipool.routing.router import Route, decide, routed_priority
 from workers.edge.withholding import GENERATE, described
 from workers.messages import AnswerWithheldRequest
 from workers.runtime import hop_runner
@@ -132,9 +135,12 @@ def _hop(
     # The route is this worker's own: what a message says of it decides nothing.
     route = decide(parsed)
     if journey is None:
-        return runner.start(parsed, request_id, name, route)
+        # Sent by name: its deadline counts from when the pool first saw it waiting, so time in
+        # the router's queue counts against it (issue #29).
+        return runner.start(parsed, request_id, name, route, seen_at=_first_seen(queue, request_id))
     try:
         received = Journey.received(journey, name, route, queue)
+        _check_lane(parsed, route, queue)
     except InvalidJourney as exc:
         log.warning("request_id=%s refused on queue %s: %s", request_id, queue, exc)
         raise
@@ -143,6 +149,26 @@ def _hop(
         # saw the request) says whether every provider was passed over; a forged one is routed.
         return runner.start(parsed, request_id, name, route)
     return runner.run(parsed, request_id, received)
+
+
+def _first_seen(queue: str | None, request_id: str) -> float | None:
+    """When the pool first saw this message waiting in ``queue`` (:mod:`aipool.backlog`)."""
+    client = broker_client()
+    if client is None or queue is None:
+        return None
+    try:
+        return first_seen(client, queue, request_id)
+    except RedisError:
+        return None  # counted from now: routing itself will meet the outage and say so
+
+
+def _check_lane(parsed: Request, route: Route, queue: str | None) -> None:
+    """Urgent provider lanes carry urgent requests only (:mod:`aipool.lanes`): a routine
+    request there would jump the line routine work waits in."""
+    if queue is None or not lanes.is_urgent_lane(queue):
+        return
+    if not lanes.is_urgent(parsed, route.intent, routed_priority(parsed)):
+        raise InvalidJourney(f"a routine request arrived on the urgent lane {queue}")
 
 
 def _forward(task: Task, request: Any, step: Forward) -> Any:

@@ -9,6 +9,7 @@ import redis
 
 from aipool.attempt.lifecycle import AttemptBook
 from aipool.attempt.runner import HopRunner
+from aipool.backlog import oldest_ages
 from aipool.breaker import breakers_for
 from aipool.breaker.listeners import log_transition
 from aipool.breaker.state import BreakerTransition
@@ -80,4 +81,5 @@ def hop_runner() -> HopRunner:
         observers=[LedgerObserver(usage_log()), observe_attempt],
         pricing=cost_usd,
         price_completion=completion_cost,
+        lane_waits=oldest_ages,
     )

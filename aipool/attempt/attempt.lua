@@ -20,7 +20,8 @@
 --           request: the route record's time, never a producer's clock
 --   ARGV[6] the tokens a call may use (the estimate)    ARGV[7] the terminal hop's name
 --   ARGV[8] when the message says the pool first saw the request, used only when the route
---           record is gone (a Redis restarted empty), and never later than now
+--           record is gone (a Redis restarted empty), and never later than now; for 'advance',
+--           when a lane's stamp says the pool first saw it waiting (aipool/backlog.py)
 --   ARGV[9] the money rules, JSON: {svc (the service counted), cap (the pool's cap on paid
 --           spend a month), svc_budget (the service's), budget (the pool's monthly budget), save
 --           (the fraction of a daily limit or the budget from which this request stays off paid
@@ -409,16 +410,18 @@ if op == 'advance' then
   if not all_current() then
     return {'clock', NOW, '[]'}
   end
-  -- The pool sees the request for the first time: its latency budget starts now.
+  -- The pool routes the request for the first time: its latency budget started when the pool
+  -- first saw it waiting (ARGV[8], a lane's stamp on this same clock), or starts now.
+  local received = math.min(tonumber(ARGV[8]) or now, now)
   local deadline_at = nil
   if ARGV[5] ~= '' then
-    deadline_at = now + tonumber(ARGV[5])
+    deadline_at = received + tonumber(ARGV[5])
   end
   local first, passed = decide(deadline_at)
   local t = enc(passed)
-  redis.call('HSET', KEYS[1], 'rid', ARGV[3], 'next', first, 'trail', t, 'received', NOW)
+  redis.call('HSET', KEYS[1], 'rid', ARGV[3], 'next', first, 'trail', t, 'received', fmt(received))
   redis.call('EXPIRE', KEYS[1], ARGV[4])
-  return {'next', NOW, '[]', first, t, NOW}
+  return {'next', NOW, '[]', first, t, fmt(received)}
 end
 
 if op == 'sweep' then

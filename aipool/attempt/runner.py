@@ -14,13 +14,14 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal
 from typing import Any
 
 from redis.exceptions import RedisError
 
+from aipool import lanes
 from aipool.attempt.bound import within
 from aipool.attempt.event import AttemptEvent, Observer
 from aipool.attempt.layout import (
@@ -37,6 +38,7 @@ from aipool.attempt.layout import (
 )
 from aipool.attempt.lifecycle import AttemptBook, new_owner
 from aipool.attempt.money import micro
+from aipool.backlog import QUEUE_WAIT
 from aipool.breaker import BreakerState
 from aipool.contract import result
 from aipool.contract.journey import Attempt, Journey, Route
@@ -94,6 +96,8 @@ class Drop:
 
 Pricing = Callable[[str, str, int, int], Decimal]
 Timeouts = Callable[[str], float]
+#: How long the oldest message of each of some lanes has waited (s): :func:`aipool.backlog.oldest_ages`.
+LaneWaits = Callable[[list[str]], Mapping[str, float]]
 
 
 def _free(provider: str, model: str, input_tokens: int, output_tokens: int) -> Decimal:
@@ -118,6 +122,8 @@ class Visit:
     pricing: Pricing = field(default=lambda *_: Decimal(0))
     header: Header = field(init=False)
     skips: dict[int, str] = field(init=False)
+    #: The hops passed over for their lane's wait: provider → (lane, how long its oldest waited).
+    waits: dict[str, tuple[str, float]] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         chain = self.journey.route.chain
@@ -142,6 +148,12 @@ class Visit:
                 for hop in chain
             ),
         )
+        #: Whether the request waits in the urgent lanes (:mod:`aipool.lanes`) at every hop.
+        self.urgent = lanes.is_urgent(self.request, self.journey.route.intent, self.header.priority)
+
+    def forward(self, queue: str, delay_s: float = 0.0) -> Forward:
+        """Send the request on to ``queue``, in its own lane."""
+        return Forward(queue=lanes.lane(queue, self.urgent), journey=self.journey, delay_s=delay_s)
 
 
 class HopRunner:
@@ -156,6 +168,7 @@ class HopRunner:
         timeouts: Timeouts = _provider_timeout,
         finish_retry_s: float = FINISH_RETRY_S,
         price_completion: Callable[[str, Completion], Decimal] | None = None,
+        lane_waits: LaneWaits | None = None,
     ) -> None:
         self.book = book
         self.observers = list(observers)
@@ -166,6 +179,8 @@ class HopRunner:
         #: Prices an answer as its provider bills it (cache reads and writes apart); without
         #: it, an answer is priced by its input and output tokens like any estimate.
         self.price_completion = price_completion
+        #: Reads the lanes' backlogs; without it, no hop is passed over for its queue's wait.
+        self.lane_waits = lane_waits
 
     def now(self) -> float:
         """The pool's time (Redis's), as this process estimates it."""
@@ -181,14 +196,20 @@ class HopRunner:
         route: Route,
         *,
         answer_terminal: bool = True,
+        seen_at: float | None = None,
     ) -> Done | Forward:
         """A new request: pick the first hop of ``route`` that can take it.
+
+        ``seen_at``: when the pool first saw the request waiting (Redis's time, from the lane's
+        stamps), if before now: its deadline counts from then.
 
         When every provider is passed over the terminal hop (static answer or refusal) is answered
         here, unless ``answer_terminal`` is false (a producer, which has no business answering):
         then the request is forwarded to the ``router`` queue positioned at its terminal hop.
         """
-        visit = Visit(request, request_id, Journey(id=journey_id, route=route), self.pricing)
+        journey = Journey(id=journey_id, route=route, received_at=seen_at)
+        visit = Visit(request, request_id, journey, self.pricing)
+        self._pass_over_long_waits(visit, range(len(route.chain)))
         try:
             routed = self.book.route(visit.header, visit.skips)
         except RedisError as exc:
@@ -207,6 +228,8 @@ class HopRunner:
         hop = journey.hop
         if hop.terminal:
             return self._terminal(visit, position)
+        # This hop's own wait is over (the message is here); the ones it may fall back to are not.
+        self._pass_over_long_waits(visit, range(position + 1, len(journey.route.chain)))
         owner = new_owner()
         bound = self.timeouts(hop.provider)
         try:
@@ -235,10 +258,38 @@ class HopRunner:
             # back a little later, gets that answer; if it died, its lease ends and the message
             # then moves on. Either way nothing is lost and nothing is called twice.
             wait = min(BUSY_RECHECK_S, max(0.5, begun.lease - begun.now + 0.5))
-            return Forward(queue=hop.provider, journey=journey, delay_s=wait)
+            return visit.forward(hop.provider, delay_s=wait)
         if isinstance(begun, Foreign):
             raise InvalidJourney("the attempt's record belongs to another request")
         return self._answer_if_terminal(visit, self._after(visit, position, begun))
+
+    def _pass_over_long_waits(self, visit: Visit, positions: Iterable[int]) -> None:
+        """Pass over (``queue_wait``) the hops whose lane's oldest message has waited at least as
+        long as the request's deadline has left: the request would wait there as long, and then
+        be too late. Only for a request with a deadline; the lanes' ages unknown, nothing is
+        passed over."""
+        left_of = visit.request.deadline_s
+        if left_of is None or self.lane_waits is None:
+            return
+        chain = visit.journey.route.chain
+        candidates = {
+            position: lanes.lane(chain[position].provider, visit.urgent)
+            for position in positions
+            if not chain[position].terminal and position not in visit.skips
+        }
+        if not candidates:
+            return
+        try:
+            waits = self.lane_waits(sorted(set(candidates.values())))
+        except Exception:  # ages are advice: a Redis that does not answer decides nothing here
+            log.debug("lane waits unreadable for request_id=%s", visit.request_id, exc_info=True)
+            return
+        left = left_of - visit.journey.elapsed_s(self.now())
+        for position, lane in candidates.items():
+            wait = waits.get(lane, 0.0)
+            if wait > 0 and wait >= left:
+                visit.skips[position] = QUEUE_WAIT
+                visit.waits[chain[position].provider] = (lane, wait)
 
     # -- the call -------------------------------------------------------------------------------
 
@@ -423,7 +474,7 @@ class HopRunner:
             self._record(visit, journey.route.index(passed.provider), passed.code, message, at=now)
         journey.position = journey.route.index(decision.next)
         hop = journey.hop
-        return Forward(queue="router" if hop.terminal else hop.provider, journey=journey)
+        return visit.forward(lanes.ROUTER if hop.terminal else hop.provider)
 
     def _unguarded(self, visit: Visit, start: int, exc: Exception) -> Forward:
         """Redis cannot be asked: no call is made unguarded; every provider hop from ``start`` is
@@ -438,7 +489,7 @@ class HopRunner:
                 at=self.now(),
             )
         visit.journey.position = len(chain) - 1
-        return Forward(queue="router", journey=visit.journey)
+        return visit.forward(lanes.ROUTER)
 
     def _answer_if_terminal(self, visit: Visit, step: Done | Forward) -> Done | Forward:
         """Answer a terminal hop in place: it needs no model, so it needs no queue hop."""
@@ -483,6 +534,19 @@ class HopRunner:
         )
 
     def _terminal(self, visit: Visit, position: int) -> Done:
+        if any(a.outcome == "deadline" for a in visit.journey.attempts):
+            # The request's time ran out before a provider could answer: it asked for an answer
+            # within deadline_s, and the static apology late is not one (issue #29).
+            return Done(
+                result.error(
+                    visit.request_id,
+                    "deadline",
+                    f"no provider could answer within the deadline of "
+                    f"{visit.request.deadline_s:g}s (counted from when the pool first saw the "
+                    "request, time waiting in queues included)",
+                    visit.journey,
+                )
+            )
         hop = visit.journey.route.chain[position]
         completion = self.providers(hop.provider).complete(visit.request, hop.model)
         outcome: Outcome = "refused" if hop.provider == "refuse" else "fallback"
@@ -501,6 +565,12 @@ class HopRunner:
             return f"deadline of {visit.request.deadline_s:g}s passed"
         if passed.code in _MONEY_SKIPS:
             return _MONEY_SKIPS[passed.code].format(provider=provider, what=" ".join(detail))
+        if passed.code == QUEUE_WAIT and provider in visit.waits:
+            lane, wait = visit.waits[provider]
+            return (
+                f"{provider}: the oldest request in {lane} has waited {wait:.1f}s, as long as "
+                f"the deadline of {visit.request.deadline_s:g}s leaves"
+            )
         if passed.code == CONTEXT_TOO_LONG:
             hop = visit.journey.route.chain[visit.journey.route.index(provider)]
             return skip_reason(visit.request, hop) or CONTEXT_TOO_LONG

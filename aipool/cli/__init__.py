@@ -33,6 +33,7 @@ from aipool.cli import (
     simulate,
     status,
     submit,
+    worker,
 )
 from aipool.cli.mistakes import USER_MISTAKE, exit_code_for, one_line
 
@@ -58,7 +59,18 @@ def _options(
     config.refuse_invalid_settings()
 
 
-for module in (simulate, submit, route, status, cost_estimate, report, migrate, demo, embedded):
+for module in (
+    simulate,
+    submit,
+    route,
+    status,
+    cost_estimate,
+    report,
+    migrate,
+    demo,
+    embedded,
+    worker,
+):
     module.register(app)
 for module in (config, schema):
     module.register(app)

@@ -17,6 +17,7 @@ from typing import Any
 from aipool.chains import Hop
 from aipool.contract.vocabulary import Outcome, outcome_named
 from aipool.errors import InvalidJourney
+from aipool.lanes import queue_of
 from aipool.routing.router import Route
 
 __all__ = ["Attempt", "Journey", "Route"]
@@ -123,7 +124,7 @@ class Journey:
         worker's own table gives the request, so a producer with another table (a rolling change
         of a model name) loses nothing and a forged one gains nothing. What the message keeps is
         which hop it is for, and that hop must be the queue it arrived on (``queue``, when the
-        broker says it) and on ``route``'s chain: a message cannot make a worker call a provider
+        broker says it; either of its lanes, :mod:`aipool.lanes`) and on ``route``'s chain: a message cannot make a worker call a provider
         it does not serve, or one the request's chain never reaches. Attempts it lists survive
         only where they fit that chain (a provider before this hop, the chain's model, an outcome
         the pool records); ``received_at`` only where it is a finite time (the route record in
@@ -143,7 +144,7 @@ class Journey:
             raise InvalidJourney("the journey names another request")
         if sent.received_at is not None and not math.isfinite(sent.received_at):
             raise InvalidJourney("the journey's received_at is not a finite time")
-        if queue is not None and not hop.terminal and queue != hop.provider:
+        if queue is not None and not hop.terminal and queue_of(queue) != hop.provider:
             raise InvalidJourney(f"a hop for {hop.provider} arrived on the {queue} queue")
         if hop.terminal:
             # The terminal answer is the route's own, whatever the message names.

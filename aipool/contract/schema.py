@@ -222,13 +222,24 @@ class Request(BaseModel):
     )
     temperature: Annotated[float, Field(ge=0, le=2)] | None = None
     intent: Literal[INTENTS] | None = Field(  # type: ignore[valid-type]
-        None, description="Overrides the classifier."
+        None,
+        description="Overrides the classifier; ALERT_TRIAGE requests take the urgent lanes.",
     )
     priority: Literal[PRIORITIES] | None = Field(  # type: ignore[valid-type]
-        None, description="critical starts at Claude (default normal)."
+        None,
+        description=(
+            "critical starts at Claude and takes the urgent lanes (router.urgent, "
+            "<provider>.urgent) at every hop (default normal)."
+        ),
     )
     deadline_s: Annotated[float, Field(ge=0.001, le=3600)] | None = Field(
-        None, description="Latency budget in seconds; hops that would start after it are skipped."
+        None,
+        description=(
+            "Latency budget in seconds, counted from when the pool first saw the request "
+            "(time waiting in queues included); hops that would start after it are skipped, "
+            "and when none can answer in time the result is status error, code deadline. "
+            "A budget of 60 s or less takes the urgent lanes."
+        ),
     )
     user_id: (
         Annotated[

@@ -292,3 +292,17 @@ def test_given_services_spending_when_scraped_then_each_declared_service_has_its
     assert value("aipool_service_share_limit", share) == 10_000
     assert value("aipool_service_share_used", share) == 10
     assert value("aipool_service_share_used", {**share, "service": "triage"}) is None
+
+
+def test_given_a_waiting_urgent_lane_when_scraped_then_its_oldest_age_is_a_gauge(
+    ledger: Engine,
+) -> None:
+    # Given: a request waiting 12.5 s in Claude's urgent lane, none in Ollama's
+    state = _state(fakeredis.FakeRedis(), ledger, {"claude.urgent": 1, "ollama.urgent": 0})
+    state.queue_ages = lambda: {"claude.urgent": 12.5, "ollama.urgent": 0.0}
+    # When
+    value = _registry(state).get_sample_value
+    # Then: each lane's length and the age of its oldest message, which the alert reads
+    assert value("aipool_queue_depth", {"queue": "claude.urgent"}) == 1
+    assert value("aipool_queue_oldest_age_seconds", {"queue": "claude.urgent"}) == 12.5
+    assert value("aipool_queue_oldest_age_seconds", {"queue": "ollama.urgent"}) == 0

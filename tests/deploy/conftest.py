@@ -18,13 +18,14 @@ import httpx
 import pytest
 from sqlalchemy.engine import make_url
 
+from aipool.lanes import ROUTINE_LANES, URGENT_LANES
 from aipool.simulator import Simulator
 from tests.conftest import LOOPBACK, TEST_DATABASE_URL, worker_env
 from tests.support.pool import Worker
 from tests.support.producer import Producer
 from tests.support.services import RedisServer, free_port
 
-PROVIDER_QUEUES = ("router", "ollama", "nemotron", "gemini", "claude")
+PROVIDER_QUEUES = ROUTINE_LANES + URGENT_LANES
 
 
 @dataclass

@@ -23,6 +23,7 @@ import yaml
 
 import celeryconfig
 from aipool.chains import default_model
+from aipool.lanes import queue_of
 from celeryconfig import QUEUES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -217,7 +218,8 @@ def test_given_the_ollama_worker_when_inspected_then_it_holds_no_cloud_key() -> 
 def test_given_compose_when_inspected_then_each_cloud_worker_gets_only_its_own_key() -> None:
     compose = _compose()
     for name, service in SERVICES.items():
-        expected = {OWN_KEY[q] for q in _worker_queues(service) if q in OWN_KEY}
+        queues = [queue_of(q) for q in _worker_queues(service)]
+        expected = {OWN_KEY[q] for q in queues if q in OWN_KEY}
         assert _secret_names(service) & set(OWN_KEY.values()) == expected, name
         assert not [k for k in service.get("environment", {}) if k.endswith("API_KEY")], name
     for name in OWN_KEY.values():

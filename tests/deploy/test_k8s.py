@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 import celeryconfig
+from aipool.lanes import is_urgent_lane, queue_of, urgent_lane
 from aipool.providers.catalog import PROVIDERS
 from celeryconfig import QUEUES
 
@@ -326,8 +327,8 @@ def test_given_the_network_policies_when_rendered_then_each_role_gets_only_what_
     # only cloud workers reach HTTPS, only the Ollama worker reaches Ollama
     for queue, deployment in workers.items():
         egress = _allowed_ports(deployment, "Egress")
-        assert (443 in egress) == (queue in (*OWN_KEY, "maintenance")), queue
-        assert (11434 in egress) == (queue == "ollama"), queue
+        assert (443 in egress) == (queue_of(queue) in (*OWN_KEY, "maintenance")), queue
+        assert (11434 in egress) == (queue_of(queue) == "ollama"), queue
     # and Flower and the health endpoint are reached on their one port
     assert _allowed_ports(_named("Deployment", "aipool-flower"), "Ingress") == {5555}
     assert _allowed_ports(_named("Deployment", "aipool-health"), "Ingress") == {8088}
@@ -363,8 +364,9 @@ def test_given_the_migration_job_when_rendered_then_it_upgrades_the_ledger_only(
     assert _secret_refs(job) == {"aipool-database"}
 
 
-def test_given_the_ollama_worker_when_rendered_then_no_cloud_key_reaches_it() -> None:
-    deployment = _workers()["ollama"]
+@pytest.mark.parametrize("queue", ["ollama", urgent_lane("ollama")])
+def test_given_the_ollama_worker_when_rendered_then_no_cloud_key_reaches_it(queue: str) -> None:
+    deployment = _workers()[queue]
     (container,) = _pod(deployment)["containers"]
     assert _secret_refs(deployment) <= SHARED_SECRETS
     assert not [n for n in effective_env(container) if "API_KEY" in n or "TOKEN" in n]
@@ -374,10 +376,10 @@ def test_given_the_ollama_worker_when_rendered_then_no_cloud_key_reaches_it() ->
 def test_given_the_deployments_when_rendered_then_each_key_reaches_only_its_own_worker() -> None:
     key_secrets = {secret for secret, _ in OWN_KEY.values()}
     for workload in _workloads():
-        expected = {OWN_KEY[q][0] for q in _queues(workload) if q in OWN_KEY}
+        expected = {OWN_KEY[queue_of(q)][0] for q in _queues(workload) if queue_of(q) in OWN_KEY}
         assert _secret_refs(workload) & key_secrets == expected, workload["metadata"]["name"]
     config = _named("ConfigMap", "aipool-config")
-    for queue, (secret, key) in OWN_KEY.items():
+    for queue, (secret, key) in [(q, k) for p, k in OWN_KEY.items() for q in (p, urgent_lane(p))]:
         pod = _pod(_workers()[queue])
         (volume,) = [v for v in pod["volumes"] if "secret" in v]
         assert volume["secret"]["secretName"] == secret
@@ -465,13 +467,20 @@ def test_given_the_scaled_objects_when_rendered_then_each_scales_a_provider_on_i
         assert spec["minReplicaCount"] <= fallback["replicas"] <= spec["maxReplicaCount"]
         assert trigger["authenticationRef"]["name"] in auths
         assert "replicas" not in deployment["spec"]
-    assert listed == set(PROVIDERS)
+    # every provider lane, routine and urgent (routers are fixed, not scaled)
+    assert listed == set(PROVIDERS) | {urgent_lane(p) for p in PROVIDERS}
     maxima = {
         s["spec"]["triggers"][0]["metadata"]["listName"]: s["spec"]["maxReplicaCount"]
         for s in scaled
     }
-    assert maxima["ollama"] <= 2
+    assert maxima["ollama"] <= 2 and maxima[urgent_lane("ollama")] <= 2
     assert all(maxima[q] > maxima["ollama"] for q in OWN_KEY)
+    # an urgent lane adds a replica for every message waiting: it never builds a backlog
+    assert all(
+        s["spec"]["triggers"][0]["metadata"]["listLength"] == "1"
+        for s in scaled
+        if is_urgent_lane(s["spec"]["triggers"][0]["metadata"]["listName"])
+    )
 
 
 def test_given_flower_when_rendered_then_its_login_comes_from_its_environment_only() -> None:

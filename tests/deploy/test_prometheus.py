@@ -72,9 +72,9 @@ def test_given_deadline_skips_at_ollama_when_evaluated_then_nothing_fires(
     eventually(lambda: prometheus.value(DEADLINE_SKIPS) == before + 8, 15, "eight skips")
     # When: the rules are evaluated on them
     _settled(prometheus)
-    # Then: every request was answered statically without calling Ollama, and no alert is
+    # Then: every request was refused with `deadline` without calling Ollama, and no alert is
     # pending or firing (a rule counting deadline outcomes as Ollama failures would fire)
-    assert {a["status"] for a in answers} == {"fallback"}
+    assert {(a["status"], a["error"]["code"]) for a in answers} == {("error", "deadline")}
     assert all(a["attempts"][0]["outcome"] == "deadline" for a in answers)
     assert monitored_pool.simulator.calls("ollama") == 0
     assert prometheus.alerts() == []

@@ -5,6 +5,7 @@
 - ``AIPOOL_TEST_HOPS_KEY``: every ``ai.generate`` hop appends what its message carried (queue,
   priority, expiry, time limits, kwargsrepr) as JSON to that Redis list, before it runs;
 - ``tests.collect``: a chord body that returns the results it is given;
+- ``tests.busy``: holds its process for the seconds it is given (a queue's backlog, made small);
 - ``AIPOOL_TEST_CRASH_AT``: the first time the point it names is reached, the pool process SIGKILLs
   itself, the way the OOM killer would:
 
@@ -43,6 +44,12 @@ _DELAY = float(os.environ.get("AIPOOL_TEST_CRASH_DELAY", "0") or 0)
 def collect(results: list[Any]) -> list[Any]:
     """A chord body: the header's results, as they arrived."""
     return results
+
+
+@app.task(name="tests.busy")
+def busy(seconds: float) -> None:
+    """Hold this pool process for ``seconds``: what waits behind it on its queue waits that long."""
+    time.sleep(seconds)
 
 
 @task_prerun.connect

@@ -16,8 +16,10 @@ import time
 import uuid
 from pathlib import Path
 
+from aipool.lanes import QUEUES
+
 ROOT = Path(__file__).resolve().parents[2]
-ALL_QUEUES = ("router", "ollama", "nemotron", "gemini", "claude", "maintenance")
+ALL_QUEUES = QUEUES
 
 
 class Worker:

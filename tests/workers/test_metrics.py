@@ -26,8 +26,9 @@ def _free_port() -> int:
 def metered_worker(celery_app, pool, tmp_path: Path) -> Iterator[tuple[Worker, int]]:  # type: ignore[no-untyped-def]
     port = _free_port()
     env = worker_env(PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "prom"), AIPOOL_METRICS_PORT=str(port))
-    # the session pool also serves these queues; this worker alone serves "claude" here
-    worker = Worker(env, queues=("claude",), concurrency=2)
+    # the session pool also serves these queues; this worker serves Claude's two lanes here (a
+    # critical request waits in claude.urgent)
+    worker = Worker(env, queues=("claude", "claude.urgent"), concurrency=2)
     try:
         worker.wait_ready(celery_app)
         yield worker, port

@@ -245,3 +245,81 @@ def test_the_last_provider_failing_answers_the_terminal_hop_in_place(
     assert isinstance(first, Done) and first.result["status"] == "fallback"
     assert isinstance(again, Done) and again.result["status"] == "fallback"
     assert claude.calls == 1
+
+
+@pytest.mark.parametrize(
+    ("raw", "queue"),
+    [
+        ({"prompt": "What is a pod?"}, "gemini"),
+        ({"prompt": "What is a pod?", "priority": "critical"}, "gemini.urgent"),
+        ({"prompt": "What is a pod?", "deadline_s": 30}, "gemini.urgent"),
+    ],
+)
+def test_urgent_requests_are_forwarded_to_urgent_lanes_at_every_hop(
+    redis_client: FlakyRedis, raw: dict[str, Any], queue: str
+) -> None:
+    # Given a route whose first hop is Gemini
+    runner = _runner(redis_client, {"claude": Provider(ProviderServerError("down"))}, [])
+    request = parse_request(raw)
+    # When the request is routed, then falls back from Claude
+    first = runner.start(request, "req-lane", journey_id("req-lane", raw), ROUTE)
+    assert isinstance(first, Forward) and first.queue == queue
+    route = Route(
+        intent="QUERY",
+        complexity=1,
+        chain=(Hop("claude", "claude-sonnet-5"), *ROUTE.chain[:1], ROUTE.chain[-1]),
+        reason="test",
+    )
+    fallback = runner.run(
+        request, "req-lane2", Journey(route=route, id=journey_id("req-lane2", raw))
+    )
+    # Then every forward is in the request's own lane
+    assert isinstance(fallback, Forward) and fallback.queue == queue
+
+
+def test_a_request_whose_deadline_passed_in_a_queue_gets_a_deadline_error(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given a request with a 2 s deadline the pool first saw waiting 5 s ago
+    gemini, events = Provider(), []
+    runner = _runner(redis_client, {"gemini": gemini}, events)
+    raw = {"prompt": "What is a pod?", "deadline_s": 2}
+    seen = runner.now() - 5
+    # When the router gets to it
+    step = runner.start(
+        parse_request(raw), "req-late", journey_id("req-late", raw), ROUTE, seen_at=seen
+    )
+    # Then no provider is called and the producer gets `deadline`, not a late answer
+    assert isinstance(step, Done)
+    assert step.result["status"] == "error" and step.result["error"]["code"] == "deadline"
+    assert [a["outcome"] for a in step.result["attempts"]] == ["deadline", "deadline"]
+    assert gemini.calls == 0
+    assert step.result["latency_ms"] >= 5000
+
+
+def test_a_hop_whose_lane_waits_longer_than_the_deadline_leaves_is_passed_over(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given Gemini's urgent lane holding a request that has waited 20 s, Claude's none
+    events: list[AttemptEvent] = []
+    runner = _runner(redis_client, {}, events)
+    asked: list[list[str]] = []
+
+    def waits(lanes: list[str]) -> dict[str, float]:
+        asked.append(lanes)
+        return {"gemini.urgent": 20.0, "claude.urgent": 0.0}
+
+    runner.lane_waits = waits
+    raw = {"prompt": "What is a pod?", "deadline_s": 10}
+    # When a request with a 10 s deadline is routed
+    step = runner.start(parse_request(raw), "req-wait", journey_id("req-wait", raw), ROUTE)
+    # Then Gemini is passed over for its queue's wait, saying so, and Claude's lane takes it
+    assert isinstance(step, Forward) and step.queue == "claude.urgent"
+    (skipped,) = step.journey.attempts
+    assert (skipped.provider, skipped.outcome) == ("gemini", "queue_wait")
+    assert skipped.error and "gemini.urgent" in skipped.error and "20.0s" in skipped.error
+    assert [e.attempt.outcome for e in events] == ["queue_wait"]
+    # and a request without a deadline never asks
+    plain = {"prompt": "What is a pod?"}
+    step = runner.start(parse_request(plain), "req-p", journey_id("req-p", plain), ROUTE)
+    assert isinstance(step, Forward) and step.queue == "gemini" and len(asked) == 1

@@ -120,3 +120,16 @@ def test_a_received_at_that_is_not_a_finite_time_is_refused() -> None:
         sent = {**Journey(route=route, id="j").to_dict(), "received_at": bad}
         with pytest.raises(InvalidJourney, match="finite"):
             Journey.received(sent, "j", route, route.chain[0].provider)
+
+
+def test_a_hop_is_accepted_on_either_lane_of_its_provider_and_no_other() -> None:
+    # Given a message for a request's first hop
+    route = decide(parse_request({"prompt": "What is a pod?"}))
+    provider = route.chain[0].provider
+    sent = Journey(route=route, position=0, id="j").to_dict()
+    # Then it is that provider's on its urgent lane too
+    assert Journey.received(sent, "j", route, f"{provider}.urgent").position == 0
+    # and refused on another provider's urgent lane
+    other = next(p for p in PROVIDERS if p != provider)
+    with pytest.raises(InvalidJourney):
+        Journey.received(sent, "j", route, f"{other}.urgent")

@@ -1,0 +1,88 @@
+"""``aipool worker``: the pool's workers on one machine, one process group per class of queue.
+
+A single ``celery worker -Q router,ollama,...`` shares one set of processes among every queue: when
+Ollama is slow, its calls hold every process, and routing, the paid providers and urgent requests
+wait behind them (issue #29). This command starts one ``celery worker`` per class of queue
+(:data:`aipool.lanes.WORKER_CLASSES`), each with processes of its own, and stops them all on
+Ctrl-C or SIGTERM; each worker logs to a file of its own in ``--log-dir`` (``urgent.log``,
+``local.log``...), its node named after its class (``urgent@host``). Compose and Kubernetes run the same classes, or one
+worker per queue and lane, as separate containers.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from aipool.cli.console import console as make_console
+
+
+def worker_argv(name: str, queues: tuple[str, ...], processes: int, loglevel: str) -> list[str]:
+    """The ``celery worker`` command of one worker class."""
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "workers.app",
+        "worker",
+        "-Q",
+        ",".join(queues),
+        "-c",
+        str(processes),
+        "-n",
+        f"{name}@%h",
+        "-O",
+        "fair",
+        "-l",
+        loglevel,
+    ]
+
+
+def run_workers(
+    log_dir: Annotated[
+        Path, typer.Option(help="Directory for the workers' logs, one file per class.")
+    ] = Path("var/log"),
+    loglevel: Annotated[str, typer.Option("--loglevel", "-l", help="Celery's log level.")] = "INFO",
+) -> None:
+    """Run the pool's workers until Ctrl-C: one per class of queue (urgent lanes, routing,
+    local models, paid providers), so a slow local model cannot starve the rest."""
+    from aipool.children import Child, signals_end_the_command
+    from aipool.lanes import WORKER_CLASSES
+
+    console = make_console()
+    log_dir.mkdir(parents=True, exist_ok=True)
+    children: list[Child] = []
+    with signals_end_the_command():
+        try:
+            for name, (queues, processes) in WORKER_CLASSES.items():
+                log_path = log_dir / f"{name}.log"
+                argv = worker_argv(name, queues, processes, loglevel)
+                children.append(Child(name, argv, log_path=log_path))
+                console.print(
+                    f"{name}: {processes} process(es) on {', '.join(queues)} (log {log_path})",
+                    highlight=False,
+                    soft_wrap=True,
+                )
+            while all(child.alive() for child in children):
+                time.sleep(0.5)
+            stopped = [child.name for child in children if not child.alive()]
+            console.print(f"[red]worker {', '.join(stopped)} stopped: stopping the others")
+            raise typer.Exit(1)
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            # Every worker is told at once, so they drain side by side (each finishes the calls
+            # it holds); then each is waited for, and killed if it outlasts its grace.
+            for child in children:
+                child.terminate()
+            for child in children:
+                child.stop()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("worker")(run_workers)
