@@ -28,7 +28,7 @@ from functools import cache
 
 from sqlalchemy import Engine
 
-from aipool.budget import rules
+import aipool.budget.rules as rules
 from aipool.budget.alert_names import alert_name
 from aipool.budget.events import (
     SUPERSEDED,

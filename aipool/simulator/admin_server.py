@@ -12,7 +12,7 @@ import threading
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
-from aipool.simulator import listener as listeners
+import aipool.simulator.listener as listeners
 from aipool.simulator.faults import InvalidFault
 from aipool.simulator.names import UnknownProvider
 

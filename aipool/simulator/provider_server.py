@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from aipool.simulator import listener as listeners
+import aipool.simulator.listener as listeners
 from aipool.simulator.answers import Answer, compose
 from aipool.simulator.conversation import BadRequest
 from aipool.simulator.faults import Fault
