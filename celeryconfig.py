@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from kombu import Exchange, Queue
+from kombu.entity import Exchange, Queue
 
 from aipool.lanes import QUEUES as LANE_QUEUES
 from aipool.redis_url import celery_url

@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 ROUTINE: dict[str, Any] = {"ignore_result": True, "send_events": False}
 
 
-def _redis() -> redis.Redis:
+def _redis() -> redis.Redis[Any]:
     from workers.runtime import shared_redis
 
     return shared_redis()
@@ -67,25 +67,29 @@ def rollup_ledger() -> dict[str, Any]:
 @shared_task(name="aipool.rollup_today", **ROUTINE)
 def rollup_today() -> dict[str, Any]:
     """Earlier name of :func:`rollup_ledger`."""
-    return rollup_ledger()
+    summary: dict[str, Any] = rollup_ledger()
+    return summary
 
 
 @shared_task(name="aipool.rollup_yesterday", **ROUTINE)
 def rollup_yesterday() -> dict[str, Any]:
     """Earlier name of :func:`rollup_ledger`."""
-    return rollup_ledger()
+    summary: dict[str, Any] = rollup_ledger()
+    return summary
 
 
 @shared_task(name="aipool.rollup_current_month", **ROUTINE)
 def rollup_current_month() -> dict[str, Any]:
     """Earlier name of :func:`rollup_ledger`."""
-    return rollup_ledger()
+    summary: dict[str, Any] = rollup_ledger()
+    return summary
 
 
 @shared_task(name="aipool.rollup_last_month", **ROUTINE)
 def rollup_last_month() -> dict[str, Any]:
     """Earlier name of :func:`rollup_ledger`."""
-    return rollup_ledger()
+    summary: dict[str, Any] = rollup_ledger()
+    return summary
 
 
 @shared_task(name="aipool.budget_checks", **ROUTINE)

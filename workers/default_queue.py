@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from celery.signals import celeryd_after_setup, task_received
-from kombu import Exchange, Queue
+from kombu.entity import Exchange, Queue
 
 log = logging.getLogger("aipool.workers")
 

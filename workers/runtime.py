@@ -24,9 +24,10 @@ from aipool.redis_url import connect
 
 
 @cache
-def shared_redis() -> redis.Redis:
+def shared_redis() -> redis.Redis[Any]:
     """The Redis client holding breaker, quota and ledger-spool state for this process."""
-    return connect()
+    client: redis.Redis[Any] = connect()
+    return client
 
 
 def alert_on_transition(event: BreakerTransition) -> None:

@@ -334,6 +334,7 @@ class AttemptBook:
     ) -> Reply:
         for _ in range(_CLOCK_TRIES):
             keys, args = build(self.clock.now())
+            reply: Reply
             reply, events = read_reply(self._script(keys=keys, args=args))
             self.clock.told(reply.now)
             if provider is not None:

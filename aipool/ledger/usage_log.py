@@ -71,7 +71,7 @@ class UsageLog:
 
     def __init__(
         self,
-        redis: Redis,
+        redis: Redis[Any],
         key: str = PENDING_KEY,
         fallback: Callable[[UsageRecord], bool] | None = None,
         outbox: Outbox | None = None,
@@ -333,7 +333,7 @@ def store_now(engine: Engine, rec: UsageRecord) -> bool:
 
 
 def drain(
-    redis: Redis,
+    redis: Redis[Any],
     engine: Engine,
     batch: int = 500,
     *,

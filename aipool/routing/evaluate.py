@@ -220,7 +220,10 @@ def _tier_price(request: Request, tier: str, route: Route, table_prices: Any) ->
                 "tools": "nemotron", "critical": "claude"}[tier]  # fmt: skip
     model = route.chain[0].model if route.tier == tier else None
     output = min(request.max_tokens, OUTPUT_TOKENS)
-    return table_prices.price(provider, model).cost(request.estimated_input_tokens(), output)
+    cost: Decimal = table_prices.price(provider, model).cost(
+        request.estimated_input_tokens(), output
+    )
+    return cost
 
 
 def evaluate(

@@ -16,10 +16,9 @@ from typing import Any
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
-from aipool.providers.catalog import CATALOG
+from aipool.providers.catalog import CATALOG, PROVIDERS
 from aipool.settings.names import (
     ENVIRONMENT,
-    PROVIDERS,
     SECRETS,
     Path,
     closest,

@@ -10,6 +10,7 @@ source and :data:`COPIED_FROM`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from queue import Empty
 from typing import Any
 
 from kombu.transport import redis as kombu_redis
@@ -34,18 +35,18 @@ class RedisChannel(kombu_redis.Channel):
                 self.client.connection.disconnect()
                 raise
             if not dest__item:
-                raise kombu_redis.Empty()
+                raise Empty()
             dest, item = dest__item
             dest = bytes_to_str(dest).rsplit(self.sep, 1)[0]
             self._queue_cycle.rotate(dest)
             envelope = self._checked_envelope(item, dest)
             if envelope is None:
-                raise kombu_redis.Empty()
+                raise Empty()
             self.connection._deliver(envelope, dest)
             return True
         finally:
             self._in_poll = None  # type: ignore[assignment]  # as kombu's own _brpop_read does
-            self._flush_brpop_reauth()
+            self._flush_brpop_reauth()  # type: ignore[no-untyped-call]  # kombu's, untyped
 
     def _checked_envelope(self, item: bytes, queue: str) -> dict[str, Any] | None:
         """The envelope ``item`` decoded, or None (and the refusal reported) if kombu cannot use it.
@@ -62,7 +63,8 @@ class RedisChannel(kombu_redis.Channel):
             return None
         problem = self._envelope_problem(envelope)
         if problem is None:
-            return envelope
+            checked: dict[str, Any] = envelope
+            return checked
         headers = envelope.get("headers") if isinstance(envelope, dict) else None
         self.connection.on_refused(refusal("malformed_message", problem, headers, queue=queue))
         return None
@@ -90,7 +92,7 @@ class RedisChannel(kombu_redis.Channel):
             # Decompressing happens while the message is built, before any check could bound it.
             return "compressed messages are refused"
         try:
-            self.Message(envelope, channel=self)
+            self.Message(envelope, channel=self)  # type: ignore[no-untyped-call]  # kombu's, untyped
         except Exception as exc:
             return f"envelope body cannot be read ({type(exc).__name__})"
         return None
@@ -102,7 +104,7 @@ class RedisTransport(kombu_redis.Transport):
     Channel = RedisChannel
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]  # kombu's, untyped
         #: Called with each envelope the channel drops. It only logs; the worker's consumer
         #: replaces it with one that also answers the producer.
         self.on_refused: Callable[[Refusal], None] = log_refusal

@@ -110,7 +110,7 @@ def pick(rng: random.Random, pool: tuple[str, ...], n: int) -> list[str]:
 
 # ---------------------------------------------------------------------------- ALERT_TRIAGE
 @family("ALERT_TRIAGE", "en")
-def alert_meaning_en(rng, svc):
+def alert_meaning_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s, a = rng.choice(svc), rng.choice(ALERTS)
     return rng.choice([
         f"{a} is firing on {s}. What does it mean and should I worry?",
@@ -122,7 +122,7 @@ def alert_meaning_en(rng, svc):
 
 
 @family("ALERT_TRIAGE", "zh")
-def alert_meaning_zh(rng, svc):
+def alert_meaning_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s, a = rng.choice(svc), rng.choice(ALERTS)
     return rng.choice([
         f"{s} 出現 {a} 告警，這代表什麼？要處理嗎？",
@@ -134,7 +134,7 @@ def alert_meaning_zh(rng, svc):
 
 
 @family("ALERT_TRIAGE", "en")
-def alertmanager_payload_en(rng, svc):
+def alertmanager_payload_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s, a = rng.choice(svc), rng.choice(ALERTS)
     body = _fence(rng, P.alertmanager(rng, s, a), "json")
     ask = rng.choice(["what do I do", "Is this serious?", "triage this for me", "what's the likely cause?",
@@ -143,7 +143,7 @@ def alertmanager_payload_en(rng, svc):
 
 
 @family("ALERT_TRIAGE", "zh")
-def alertmanager_payload_zh(rng, svc):
+def alertmanager_payload_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s, a = rng.choice(svc), rng.choice(ALERTS)
     body = _fence(rng, P.alertmanager(rng, s, a), "json")
     ask = rng.choice(["這個告警要怎麼處理？", "幫我判斷嚴不嚴重", "可能的原因是什麼？", "要叫醒誰嗎？",
@@ -152,7 +152,7 @@ def alertmanager_payload_zh(rng, svc):
 
 
 @family("ALERT_TRIAGE", "en")
-def pagerduty_payload_en(rng, svc):
+def pagerduty_payload_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s = rng.choice(svc)
     title = rng.choice([f"{s} error rate above 5%", f"{s} is down", f"High latency on {s}"])
     body = _fence(rng, P.pagerduty(rng, s, title), "json")
@@ -162,7 +162,7 @@ def pagerduty_payload_en(rng, svc):
 
 
 @family("ALERT_TRIAGE", "mixed")
-def grafana_payload_mixed(rng, svc):
+def grafana_payload_mixed(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s = rng.choice(svc)
     metric, value = rng.choice(
         [("error ratio", "0.08"), ("p99 latency", "2.7s"), ("disk used", "93%")]
@@ -174,7 +174,7 @@ def grafana_payload_mixed(rng, svc):
 
 
 @family("ALERT_TRIAGE", "en")
-def logs_why_en(rng, svc):
+def logs_why_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s = rng.choice(svc)
     body = _fence(rng, P.log_excerpt(rng, s, rng.randint(4, 9)))
     ask = rng.choice([f"why is {s} failing?", "what's wrong here?", f"{s} started throwing these, why?",
@@ -183,7 +183,7 @@ def logs_why_en(rng, svc):
 
 
 @family("ALERT_TRIAGE", "zh")
-def logs_why_zh(rng, svc):
+def logs_why_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s = rng.choice(svc)
     body = _fence(rng, P.log_excerpt(rng, s, rng.randint(4, 9)))
     ask = rng.choice([f"{s} 一直報這個錯，為什麼？", "這些 log 是什麼問題？", "幫我看一下是哪裡出問題",
@@ -192,7 +192,7 @@ def logs_why_zh(rng, svc):
 
 
 @family("ALERT_TRIAGE", "en")
-def stacktrace_en(rng, svc):
+def stacktrace_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s = rng.choice(svc)
     trace = rng.choice([P.python_traceback, P.java_stacktrace, P.go_panic])(rng, s)
     ask = rng.choice([f"{s} is crashing in prod with this, why?", "Production error, what's causing it?",
@@ -201,7 +201,7 @@ def stacktrace_en(rng, svc):
 
 
 @family("ALERT_TRIAGE", "mixed")
-def stacktrace_mixed(rng, svc):
+def stacktrace_mixed(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s = rng.choice(svc)
     trace = rng.choice([P.python_traceback, P.java_stacktrace, P.go_panic])(rng, s)
     ask = rng.choice([f"{s} 在 prod 一直噴這個 exception，為什麼？", "deploy 之後開始出現這個 error，是什麼原因？",
@@ -210,14 +210,14 @@ def stacktrace_mixed(rng, svc):
 
 
 @family("ALERT_TRIAGE", "en")
-def describe_pod_en(rng, svc):
+def describe_pod_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s = rng.choice(svc)
     return f"{rng.choice(['what is wrong with this pod?', 'why is it not starting?', 'explain these events'])}\n" \
         f"{_fence(rng, P.kubectl_describe(rng, s))}", 3  # fmt: skip
 
 
 @family("ALERT_TRIAGE", "en")
-def multi_service_en(rng, svc):
+def multi_service_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     n = rng.choice([2, 3, 3, 4])
     parts = [f"{s} {y}" for s, y in zip(pick(rng, svc, n), pick(rng, SYMPTOMS_EN, n), strict=True)]
     listed = ", ".join(parts[:-1]) + f" and {parts[-1]}"
@@ -229,7 +229,7 @@ def multi_service_en(rng, svc):
 
 
 @family("ALERT_TRIAGE", "zh")
-def multi_service_zh(rng, svc):
+def multi_service_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     n = rng.choice([2, 3, 3, 4])
     parts = [f"{s} {y}" for s, y in zip(pick(rng, svc, n), pick(rng, SYMPTOMS_ZH, n), strict=True)]
     listed = "、".join(parts)
@@ -240,7 +240,7 @@ def multi_service_zh(rng, svc):
 
 
 @family("ALERT_TRIAGE", "mixed")
-def multi_service_mixed(rng, svc):
+def multi_service_mixed(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     n = rng.choice([2, 3, 3])
     parts = [f"{s} {y}" for s, y in zip(pick(rng, svc, n), pick(rng, SYMPTOMS_EN, n), strict=True)]
     ask = rng.choice(
@@ -254,7 +254,7 @@ def multi_service_mixed(rng, svc):
 
 
 @family("ALERT_TRIAGE", "en", count=10)
-def incident_timeline_en(rng, svc):
+def incident_timeline_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     services = pick(rng, svc, 5)
     lines = [f"{9 + i // 3:02d}:{(i * 7) % 60:02d} {s} {y}"
              for i, (s, y) in enumerate(zip(services, pick(rng, SYMPTOMS_EN, 5), strict=True))]  # fmt: skip
@@ -266,7 +266,7 @@ def incident_timeline_en(rng, svc):
 
 
 @family("ALERT_TRIAGE", "zh", count=10)
-def incident_timeline_zh(rng, svc):
+def incident_timeline_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     services = pick(rng, svc, 5)
     lines = [f"{9 + i // 3:02d}:{(i * 7) % 60:02d} {s} {y}"
              for i, (s, y) in enumerate(zip(services, pick(rng, SYMPTOMS_ZH, 5), strict=True))]  # fmt: skip
@@ -276,21 +276,21 @@ def incident_timeline_zh(rng, svc):
 
 
 @family("ALERT_TRIAGE", "en")
-def symptom_short_en(rng, svc):
+def symptom_short_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s, y = rng.choice(svc), rng.choice(SYMPTOMS_EN)
     return rng.choice([f"{s}: {y}, why?", f"why does {s} show {y}?", f"{s} has {y} since this morning, what's causing it?",
                        f"{s} {y} — where do I look first?"]), 2  # fmt: skip
 
 
 @family("ALERT_TRIAGE", "zh")
-def symptom_short_zh(rng, svc):
+def symptom_short_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s, y = rng.choice(svc), rng.choice(SYMPTOMS_ZH)
     return rng.choice([f"{s} {y}，為什麼？", f"{s} 突然 {y}，是什麼原因？", f"{s} 從早上開始 {y}，要從哪裡開始查？",
                        f"{s} {y}，怎麼回事？"]), 2  # fmt: skip
 
 
 @family("ALERT_TRIAGE", "en", count=8, extra=lambda rng: {"priority": "critical"})
-def critical_incident_en(rng, svc):
+def critical_incident_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s = rng.choice(svc)
     return rng.choice([f"SEV1: {s} is down for all customers. What do we check first?",
                        f"P1 on {s}, checkout blocked, need triage now",
@@ -319,7 +319,7 @@ _PAIRS = (
 
 
 @family("QUERY", "en")
-def howto_en(rng, svc):
+def howto_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     op, res = rng.choice(_OPS_EN), rng.choice(_RES)
     return rng.choice([f"How do I {op} a {res}?", f"how do you {op} a {res} with kubectl?",
                        f"What's the command to {op} a {res}?", f"Is there a safe way to {op} a {res} in prod?",
@@ -327,21 +327,21 @@ def howto_en(rng, svc):
 
 
 @family("QUERY", "zh")
-def howto_zh(rng, svc):
+def howto_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     op, res = rng.choice(_OPS_ZH), rng.choice(_RES)
     return rng.choice([f"要怎麼{op} {res}？指令是什麼？", f"請問 {res} 要如何{op}？", f"{op} {res} 的指令是什麼？",
                        f"在 prod {op} {res} 有什麼要注意的？", f"怎麼{op} {res} 才不會中斷服務？"]), 2  # fmt: skip
 
 
 @family("QUERY", "en")
-def concept_en(rng, svc):
+def concept_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     c = rng.choice(_CONCEPTS)
     return rng.choice([f"What is {c}?", f"what's {c}", f"Can you explain {c}?", f"{c} — what is it for?",
                        f"ELI5 {c}"]), 1  # fmt: skip
 
 
 @family("QUERY", "zh")
-def concept_zh(rng, svc):
+def concept_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     c = rng.choice(_CONCEPTS_ZH)
     return rng.choice(
         [f"{c} 是什麼？", f"什麼是 {c}？", f"可以解釋一下 {c} 嗎？", f"{c} 是用來做什麼的？"]
@@ -349,14 +349,14 @@ def concept_zh(rng, svc):
 
 
 @family("QUERY", "en")
-def difference_en(rng, svc):
+def difference_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     a, b = rng.choice(_PAIRS)
     return rng.choice([f"What's the difference between {a} and {b}?", f"{a} vs {b}, when do I use which?",
                        f"How is {a} different from {b}?"]), 2  # fmt: skip
 
 
 @family("QUERY", "zh")
-def difference_zh(rng, svc):
+def difference_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     a, b = rng.choice(_PAIRS)
     return rng.choice(
         [
@@ -368,7 +368,7 @@ def difference_zh(rng, svc):
 
 
 @family("QUERY", "en")
-def promql_en(rng, svc):
+def promql_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s = rng.choice(svc)
     what = rng.choice(["the 5xx ratio", "p95 latency", "restarts in the last hour", "memory usage per pod",
                        "request rate"])  # fmt: skip
@@ -377,7 +377,7 @@ def promql_en(rng, svc):
 
 
 @family("QUERY", "mixed")
-def promql_mixed(rng, svc):
+def promql_mixed(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s = rng.choice(svc)
     what = rng.choice(
         ["5xx 比例", "p95 延遲", "過去一小時的 restart 次數", "每個 pod 的記憶體用量"]
@@ -387,7 +387,7 @@ def promql_mixed(rng, svc):
 
 
 @family("QUERY", "en", count=11)
-def design_compare_en(rng, svc):
+def design_compare_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     a, b = rng.choice(_PAIRS)
     ctx = rng.choice(
         ["a 40-service platform", "our payments stack", "a multi-region setup", "a small team"]
@@ -399,7 +399,7 @@ def design_compare_en(rng, svc):
 
 
 @family("QUERY", "zh", count=11)
-def design_compare_zh(rng, svc):
+def design_compare_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     a, b = rng.choice(_PAIRS)
     ctx = rng.choice(["四十個服務的平台", "我們的支付系統", "多區域部署", "小團隊"])
     return rng.choice([
@@ -409,21 +409,21 @@ def design_compare_zh(rng, svc):
 
 
 @family("QUERY", "en")
-def lookup_en(rng, svc):
+def lookup_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s, ns = rng.choice(svc), rng.choice(NAMESPACES)
     return rng.choice([f"show me the pods in {ns}", f"list the deployments in {ns}", f"which version of {s} is running in {ns}?",
                        f"how many replicas does {s} have?", f"where are the logs for {s} stored?"]), 2  # fmt: skip
 
 
 @family("QUERY", "zh")
-def lookup_zh(rng, svc):
+def lookup_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s, ns = rng.choice(svc), rng.choice(NAMESPACES)
     return rng.choice([f"查一下 {ns} 裡有哪些 pod", f"{s} 現在跑的是哪個版本？", f"{s} 目前有幾個 replica？",
                        f"{s} 的 log 在哪裡看？", f"列出 {ns} 的所有 deployment"]), 2  # fmt: skip
 
 
 @family("QUERY", "en")
-def mechanism_en(rng, svc):
+def mechanism_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     c = rng.choice(_CONCEPTS)
     return rng.choice([f"Explain how {c} works under the hood and what happens when a node fails.",
                        f"How does {c} behave during a rolling update, and what are the common pitfalls?",
@@ -431,7 +431,7 @@ def mechanism_en(rng, svc):
 
 
 @family("QUERY", "mixed")
-def mechanism_mixed(rng, svc):
+def mechanism_mixed(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     c = rng.choice(_CONCEPTS_ZH)
     return rng.choice([f"{c} 在 rolling update 的時候是怎麼運作的？有哪些常見的坑？",
                        f"可以說明 {c} 的運作原理嗎？node 掛掉時會發生什麼事？"]), 3  # fmt: skip
@@ -442,7 +442,7 @@ _NAMES = ("order", "invoice", "user", "session", "payment", "quota", "report")
 
 
 @family("CODE_REVIEW", "en")
-def python_review_en(rng, svc):
+def python_review_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     code = _fence(rng, P.python_code(rng, rng.choice(_NAMES)), "python")
     ask = rng.choice(["Can you review this?", "any issues with this function?", "is this ok to merge?",
                       "What would you change here?", "spot the bug:"])  # fmt: skip
@@ -450,7 +450,7 @@ def python_review_en(rng, svc):
 
 
 @family("CODE_REVIEW", "zh")
-def python_review_zh(rng, svc):
+def python_review_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     code = _fence(rng, P.python_code(rng, rng.choice(_NAMES)), "python")
     ask = rng.choice(
         [
@@ -464,7 +464,7 @@ def python_review_zh(rng, svc):
 
 
 @family("CODE_REVIEW", "mixed")
-def go_review_mixed(rng, svc):
+def go_review_mixed(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     code = _fence(rng, P.go_code(rng, rng.choice(_NAMES)), "go")
     ask = rng.choice(
         [
@@ -477,7 +477,7 @@ def go_review_mixed(rng, svc):
 
 
 @family("CODE_REVIEW", "en")
-def go_review_en(rng, svc):
+def go_review_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     code = _fence(rng, P.go_code(rng, rng.choice(_NAMES)), "go")
     ask = rng.choice(
         [
@@ -490,7 +490,7 @@ def go_review_en(rng, svc):
 
 
 @family("CODE_REVIEW", "en")
-def diff_review_en(rng, svc):
+def diff_review_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s = rng.choice(svc)
     d = _fence(rng, P.diff(rng, f"{s}/config.py", rng.randint(4, 8)), "diff")
     ask = rng.choice(["Please review this change before I merge it:", "lgtm?", "any issues with this diff?",
@@ -499,7 +499,7 @@ def diff_review_en(rng, svc):
 
 
 @family("CODE_REVIEW", "zh")
-def diff_review_zh(rng, svc):
+def diff_review_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s = rng.choice(svc)
     d = _fence(rng, P.diff(rng, f"{s}/settings.py", rng.randint(4, 8)), "diff")
     ask = rng.choice(
@@ -509,7 +509,7 @@ def diff_review_zh(rng, svc):
 
 
 @family("CODE_REVIEW", "en")
-def manifest_review_en(rng, svc):
+def manifest_review_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s = rng.choice(svc)
     m = _fence(rng, P.yaml_manifest(rng, s), "yaml")
     ask = rng.choice(
@@ -523,7 +523,7 @@ def manifest_review_en(rng, svc):
 
 
 @family("CODE_REVIEW", "mixed")
-def dockerfile_review_mixed(rng, svc):
+def dockerfile_review_mixed(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     d = _fence(rng, P.dockerfile(rng), "dockerfile")
     ask = rng.choice(
         [
@@ -536,7 +536,7 @@ def dockerfile_review_mixed(rng, svc):
 
 
 @family("CODE_REVIEW", "en")
-def inline_code_en(rng, svc):
+def inline_code_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     snippet = rng.choice(["`SELECT * FROM orders WHERE id = ` + user_input", "`except Exception: pass`",
                           "`kubectl apply -f . --force`", "`os.system('rm -rf ' + path)`",
                           "`time.sleep(30)` inside the request handler", "`chmod 777 /data`"])  # fmt: skip
@@ -546,7 +546,7 @@ def inline_code_en(rng, svc):
 
 
 @family("CODE_REVIEW", "en")
-def pr_description_en(rng, svc):
+def pr_description_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s = rng.choice(svc)
     change = rng.choice(["moves retries into a decorator", "adds a Redis cache in front of the DB",
                          "replaces the cron with a Celery beat schedule", "switches auth to JWT"])  # fmt: skip
@@ -555,7 +555,7 @@ def pr_description_en(rng, svc):
 
 
 @family("CODE_REVIEW", "zh")
-def pr_description_zh(rng, svc):
+def pr_description_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s = rng.choice(svc)
     change = rng.choice(
         [
@@ -570,14 +570,14 @@ def pr_description_zh(rng, svc):
 
 
 @family("CODE_REVIEW", "en", count=9)
-def big_diff_en(rng, svc):
+def big_diff_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s = rng.choice(svc)
     d = P.diff(rng, f"{s}/engine.py", rng.randint(30, 45))
     return f"Thorough review please, security and concurrency first:\n```diff\n{d}\n```", 5
 
 
 @family("CODE_REVIEW", "zh")
-def sql_review_zh(rng, svc):
+def sql_review_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     q = rng.choice(["SELECT * FROM orders WHERE status = 'open' ORDER BY created_at",
                     "UPDATE users SET plan = 'pro' WHERE email LIKE '%@corp.com'",
                     "DELETE FROM sessions WHERE expires_at < now()"])  # fmt: skip
@@ -603,7 +603,7 @@ _EVENTS_ZH = (
 
 
 @family("SUMMARY", "en")
-def summarize_notes_en(rng, svc):
+def summarize_notes_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     notes = "; ".join(pick(rng, _EVENTS_EN, rng.randint(3, 5)))
     ask = rng.choice(["Summarize this in two sentences:", "tl;dr please:", "Give me the key points:",
                       "Recap this thread for the channel:"])  # fmt: skip
@@ -611,7 +611,7 @@ def summarize_notes_en(rng, svc):
 
 
 @family("SUMMARY", "zh")
-def summarize_notes_zh(rng, svc):
+def summarize_notes_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     notes = "；".join(pick(rng, _EVENTS_ZH, rng.randint(3, 5)))
     ask = rng.choice(
         ["幫我用兩句話總結：", "請摘要重點：", "幫我整理這段討論：", "給我一段話的重點："]
@@ -620,7 +620,7 @@ def summarize_notes_zh(rng, svc):
 
 
 @family("SUMMARY", "en")
-def postmortem_en(rng, svc):
+def postmortem_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s = rng.choice(svc)
     return rng.choice([
         f"Write a post-mortem summary for management: {s} was down 38 minutes, {rng.choice(_EVENTS_EN)}, detected by customers, fixed by a rollback. Action items: alerts, runbook.",
@@ -629,7 +629,7 @@ def postmortem_en(rng, svc):
 
 
 @family("SUMMARY", "zh")
-def postmortem_zh(rng, svc):
+def postmortem_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s = rng.choice(svc)
     return rng.choice([
         f"幫我寫一份給主管的事故摘要：{s} 中斷 38 分鐘，{rng.choice(_EVENTS_ZH)}，由客戶回報發現，回滾後恢復。後續：補告警、寫 runbook。",
@@ -638,7 +638,7 @@ def postmortem_zh(rng, svc):
 
 
 @family("SUMMARY", "en")
-def summarize_logs_en(rng, svc):
+def summarize_logs_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s = rng.choice(svc)
     logs = _fence(rng, P.log_excerpt(rng, s, rng.randint(5, 9)))
     ask = rng.choice(["Summarize what happened in these logs for the handoff.", "tl;dr of these logs?",
@@ -647,7 +647,7 @@ def summarize_logs_en(rng, svc):
 
 
 @family("SUMMARY", "mixed")
-def summarize_alert_mixed(rng, svc):
+def summarize_alert_mixed(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s, a = rng.choice(svc), rng.choice(ALERTS)
     body = _fence(rng, P.alertmanager(rng, s, a), "json")
     ask = rng.choice(
@@ -661,21 +661,21 @@ def summarize_alert_mixed(rng, svc):
 
 
 @family("SUMMARY", "en", count=10)
-def weekly_report_en(rng, svc):
+def weekly_report_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s = pick(rng, svc, 3)
     return (f"Summarize last week's incidents for the leadership review in one page: P2s on {s[0]}, {s[1]} and {s[2]}, "
             f"{rng.randint(4, 9)} P3s, MTTR trend, repeat offenders and the top three action items."), 4  # fmt: skip
 
 
 @family("SUMMARY", "zh", count=10)
-def weekly_report_zh(rng, svc):
+def weekly_report_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s = pick(rng, svc, 3)
     return (f"請把上週的事故整理成給管理層的一頁報告：{s[0]}、{s[1]}、{s[2]} 各一個 P2、{rng.randint(4, 9)} 個 P3、"
             "MTTR 趨勢、重複發生的問題，以及前三名改善項目。"), 4  # fmt: skip
 
 
 @family("SUMMARY", "en")
-def release_notes_from_diff_en(rng, svc):
+def release_notes_from_diff_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s = rng.choice(svc)
     d = _fence(rng, P.diff(rng, f"{s}/handlers.py", rng.randint(4, 7)), "diff")
     return (
@@ -685,7 +685,7 @@ def release_notes_from_diff_en(rng, svc):
 
 
 @family("SUMMARY", "zh")
-def handoff_zh(rng, svc):
+def handoff_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s = rng.choice(svc)
     return rng.choice([f"幫我整理交接重點：{s} 還有一個未結事件、{rng.choice(_EVENTS_ZH)}、明天要換憑證。",
                        f"請幫我把今天值班的狀況整理成交接摘要：{rng.choice(_EVENTS_ZH)}，{s} 已恢復。"]), 2  # fmt: skip
@@ -693,44 +693,44 @@ def handoff_zh(rng, svc):
 
 # ---------------------------------------------------------------------------- CHAT
 @family("CHAT", "en")
-def greeting_en(rng, svc):
+def greeting_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     return rng.choice(["hi", "hello there", "hey!", "good morning", "morning all", "yo", "good evening",
                        "hey, you around?", "hello :)"]), 1  # fmt: skip
 
 
 @family("CHAT", "zh")
-def greeting_zh(rng, svc):
+def greeting_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     return rng.choice(["早安", "午安", "晚安", "你好", "哈囉", "在嗎", "大家好", "嗨～", "早～"]), 1
 
 
 @family("CHAT", "en")
-def thanks_en(rng, svc):
+def thanks_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     return rng.choice(["thanks!", "thank you, that worked", "thx", "great, appreciated", "perfect, thanks a lot",
                        "awesome, that fixed it", "cool, thanks"]), 1  # fmt: skip
 
 
 @family("CHAT", "zh")
-def thanks_zh(rng, svc):
+def thanks_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     return rng.choice(
         ["謝謝", "感謝！解決了", "好的，了解", "太好了，謝啦", "收到，謝謝你", "讚，可以了"]
     ), 1
 
 
 @family("CHAT", "en")
-def smalltalk_en(rng, svc):
+def smalltalk_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     return rng.choice(["what's your favourite movie?", "do you ever sleep?", "how are you today?",
                        "tell me something fun", "what music do you like, just curious",
                        "I'm bored, entertain me", "are you a robot?", "long day huh"]), 1  # fmt: skip
 
 
 @family("CHAT", "zh")
-def smalltalk_zh(rng, svc):
+def smalltalk_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     return rng.choice(["你喜歡什麼電影？", "你會累嗎？", "今天心情怎麼樣？", "說點有趣的事", "好無聊喔",
                        "你是機器人嗎？", "今天好漫長"]), 1  # fmt: skip
 
 
 @family("CHAT", "en")
-def creative_en(rng, svc):
+def creative_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     topic = rng.choice(["on-call", "Kubernetes", "a flaky test", "Friday deploys", "YAML"])
     return rng.choice(
         [
@@ -742,7 +742,7 @@ def creative_en(rng, svc):
 
 
 @family("CHAT", "mixed")
-def chitchat_mixed(rng, svc):
+def chitchat_mixed(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s = rng.choice(svc)
     return rng.choice([f"哈哈 {s} 又來了，Monday classic", "lol 今天 deploy 好順", "好累 but deploy 成功了 🎉",
                        f"{s} 終於穩了，nice", "午餐吃什麼好？any ideas", "周末愉快 everyone"]), 1  # fmt: skip
@@ -750,7 +750,7 @@ def chitchat_mixed(rng, svc):
 
 # ---------------------------------------------------------------------------- TOOL_CALL
 @family("TOOL_CALL", "en")
-def imperative_en(rng, svc):
+def imperative_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s, ns = rng.choice(svc), rng.choice(NAMESPACES)
     return rng.choice([f"restart {s} in {ns}", f"Scale {s} to {rng.randint(2, 9)} replicas", f"roll back {s} please",
                        f"please redeploy {s} in {ns}", f"Delete the stuck pods of {s}", f"pause the rollout of {s}",
@@ -758,21 +758,21 @@ def imperative_en(rng, svc):
 
 
 @family("TOOL_CALL", "zh")
-def imperative_zh(rng, svc):
+def imperative_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s, ns = rng.choice(svc), rng.choice(NAMESPACES)
     return rng.choice([f"幫我重啟 {s}", f"把 {s} 擴容到 {rng.randint(2, 9)} 個", f"請把 {s} 回滾到上一版",
                        f"幫我把 {ns} 的 {s} 重新部署", f"刪掉 {s} 卡住的 pod", f"暫停 {s} 的 rollout"]), 2  # fmt: skip
 
 
 @family("TOOL_CALL", "mixed")
-def imperative_mixed(rng, svc):
+def imperative_mixed(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s = rng.choice(svc)
     return rng.choice([f"幫我 restart 一下 {s}", f"把 {s} scale 到 {rng.randint(2, 9)} 個", f"請幫我 rollback {s}",
                        f"{s} 幫我 redeploy", f"麻煩把 {s} 的 pod delete 掉"]), 2  # fmt: skip
 
 
 @family("TOOL_CALL", "en")
-def create_resource_en(rng, svc):
+def create_resource_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     res = rng.choice(["namespace", "service account", "secret", "configmap", "PVC"])
     name = rng.choice(["feature-x", "team-blue", "tmp-debug", "canary-2", "load-test"])
     return rng.choice([f"Create a {res} called {name} in the {rng.choice(NAMESPACES)} cluster",
@@ -780,7 +780,7 @@ def create_resource_en(rng, svc):
 
 
 @family("TOOL_CALL", "zh")
-def create_resource_zh(rng, svc):
+def create_resource_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     res = rng.choice(["namespace", "service account", "secret", "configmap", "PVC"])
     name = rng.choice(["feature-x", "team-blue", "tmp-debug", "canary-2", "load-test"])
     return rng.choice([f"幫我在 {rng.choice(NAMESPACES)} 建立一個叫 {name} 的 {res}", f"新增一個 {res}，名字叫 {name}",
@@ -788,14 +788,14 @@ def create_resource_zh(rng, svc):
 
 
 @family("TOOL_CALL", "en")
-def silence_en(rng, svc):
+def silence_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     a, n = rng.choice(ALERTS), rng.choice(NODES)
     return rng.choice([f"Silence {a} on {n} for two hours", f"mute the {a} alert until tomorrow morning",
                        f"ack the {a} page", f"Snooze {a} for {n} 30 minutes"]), 2  # fmt: skip
 
 
 @family("TOOL_CALL", "zh")
-def silence_zh(rng, svc):
+def silence_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     a, n = rng.choice(ALERTS), rng.choice(NODES)
     return rng.choice(
         [f"把 {n} 的 {a} 告警靜音兩小時", f"幫我 ack {a} 這個 page", f"{a} 先靜音到明天早上"]
@@ -803,14 +803,14 @@ def silence_zh(rng, svc):
 
 
 @family("TOOL_CALL", "en")
-def set_image_en(rng, svc):
+def set_image_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s, v = rng.choice(svc), f"v{rng.randint(1, 4)}.{rng.randint(0, 9)}.{rng.randint(0, 9)}"
     return rng.choice([f"Set the image of {s} to {v}", f"update {s} to {v} in prod", f"deploy {v} of {s} to staging",
                        f"bump {s} to {v}"]), 2  # fmt: skip
 
 
 @family("TOOL_CALL", "zh")
-def set_image_zh(rng, svc):
+def set_image_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s, v = rng.choice(svc), f"v{rng.randint(1, 4)}.{rng.randint(0, 9)}.{rng.randint(0, 9)}"
     return rng.choice(
         [f"幫我把 prod 的 {s} image 更新成 {v}", f"把 {s} 升級到 {v}", f"部署 {s} {v} 到 staging"]
@@ -818,7 +818,7 @@ def set_image_zh(rng, svc):
 
 
 @family("TOOL_CALL", "en")
-def multi_step_ops_en(rng, svc):
+def multi_step_ops_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s1, s2 = pick(rng, svc, 2)
     n = rng.choice(NODES)
     return rng.choice([f"First cordon {n}, then drain it, and restart {s1} once it's empty.",
@@ -827,7 +827,7 @@ def multi_step_ops_en(rng, svc):
 
 
 @family("TOOL_CALL", "zh")
-def multi_step_ops_zh(rng, svc):
+def multi_step_ops_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s1, s2 = pick(rng, svc, 2)
     n = rng.choice(NODES)
     return rng.choice([f"先把 {n} cordon，再 drain，然後重啟 {s1}。", f"先把 {s1} 縮到 0，跑完 migration 後再擴回 3 個，接著重啟 {s2}。",
@@ -835,7 +835,7 @@ def multi_step_ops_zh(rng, svc):
 
 
 @family("TOOL_CALL", "en")
-def incident_ops_en(rng, svc):
+def incident_ops_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s = rng.choice(svc)
     return rng.choice([f"Open a P2 incident for {s} and page the owning team", f"create a Jira ticket for the {s} timeouts",
                        f"page the database on-call about {s}", f"post the {s} status to #incidents"]), 2  # fmt: skip
@@ -848,7 +848,7 @@ def _tools(rng: random.Random) -> dict[str, Any]:
 
 
 @family("TOOL_CALL", "en", extra=_tools)
-def with_tools_en(rng, svc):
+def with_tools_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s = rng.choice(svc)
     return rng.choice(
         [f"{s} looks stuck", f"what's the state of {s}?", f"handle {s}", f"{s} 5xx again"]
@@ -856,19 +856,19 @@ def with_tools_en(rng, svc):
 
 
 @family("TOOL_CALL", "zh", extra=_tools)
-def with_tools_zh(rng, svc):
+def with_tools_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s = rng.choice(svc)
     return rng.choice([f"{s} 好像卡住了", f"{s} 現在狀況如何？", f"處理一下 {s}"]), 2
 
 
 @family("TOOL_CALL", "en")
-def followup_en(rng, svc):
+def followup_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     return rng.choice(["scale it to 5", "go ahead and restart it", "do it", "yes, roll it back", "ok, drain it now",
                        "restart them all", "kill it"]), 1  # fmt: skip
 
 
 @family("TOOL_CALL", "zh")
-def followup_zh(rng, svc):
+def followup_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     return rng.choice(
         ["好，幫我重啟", "那就回滾吧", "直接擴到 5 個", "執行吧", "幫我刪掉", "好，砍掉它"]
     ), 1
