@@ -82,7 +82,7 @@ def _crash_before_dispatch(sender: str | None = None, **_: Any) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-_store = result_backend.RedisBackend._set
+_store = result_backend.RedisBackend._write
 
 
 def _crash_before_store(self: Any, key: Any, value: Any, expires: Any = None) -> None:
@@ -93,7 +93,7 @@ def _crash_before_store(self: Any, key: Any, value: Any, expires: Any = None) ->
     _store(self, key, value, expires)
 
 
-result_backend.RedisBackend._set = _crash_before_store  # type: ignore[method-assign]
+result_backend.RedisBackend._write = _crash_before_store  # type: ignore[method-assign]
 
 
 @task_postrun.connect
