@@ -31,8 +31,9 @@ lint:
 types:
 	$(BIN)/mypy
 
+# The suite in three shards at once, each on its own Redis server and databases (.ci/pytest-shards).
 pytest: services
-	$(BIN)/pytest
+	PYTEST=$(BIN)/pytest .ci/pytest-shards
 
 # The attempt lifecycle's model test at length: 5,000 random interleavings (make test runs 150).
 soak-model: install services
