@@ -195,6 +195,17 @@ def _fail(code: ErrorCode, message: str) -> InvalidRequest:
     return InvalidRequest(code, message)
 
 
+def _optional_text(value: Any, where: str, code: ErrorCode, shown: str | None = None) -> str:
+    """An optional text field: absent or null is empty; anything but a string is refused
+    (``code``, naming ``shown`` or ``where``), as is text no provider takes."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise _fail(code, f"{shown or where} must be a string")
+    _text(value, where)
+    return value
+
+
 def _text(value: str, where: str) -> str:
     """``value`` if every provider can encode it; else raise ``invalid_text`` naming ``where``.
 
@@ -308,12 +319,7 @@ def _parse_tool_calls(raw: Any, where: str) -> tuple[ToolCall, ...]:
 def _parse_messages(payload: dict[str, Any]) -> tuple[list[Message], str]:
     raw_messages = payload.get("messages")
     prompt = payload.get("prompt")
-    system = payload.get("system")
-    if system is None:
-        system = ""
-    if not isinstance(system, str):
-        raise _fail("invalid_system", "'system' must be a string")
-    _text(system, "system")
+    system = _optional_text(payload.get("system"), "system", "invalid_system", "'system'")
     if raw_messages is None and prompt is None:
         raise _fail("missing_messages", "the request needs 'messages' or 'prompt'")
     if prompt is not None:
@@ -344,12 +350,7 @@ def _parse_messages(payload: dict[str, Any]) -> tuple[list[Message], str]:
             system = f"{system}\n{content}".strip() if system else content
             continue
         tool_calls = _parse_tool_calls(raw.get("tool_calls"), where) if role == "assistant" else ()
-        name = raw.get("name")
-        if name is None:
-            name = ""
-        if not isinstance(name, str):
-            raise _fail("invalid_message", f"{where}.name must be a string")
-        _text(name, f"{where}.name")
+        name = _optional_text(raw.get("name"), f"{where}.name", "invalid_message")
         tool_call_id = _optional_id(raw.get("tool_call_id"), f"{where}.tool_call_id")
         if role == "tool" and not (name or tool_call_id):
             raise _fail(
@@ -407,12 +408,9 @@ def _parse_tools(raw: Any) -> tuple[Tool, ...]:
         if params.get("type", "object") != "object":
             raise _fail("tool_without_schema", f"{where}.parameters must be of type 'object'")
         _json_value(params, f"{where}.parameters")
-        description = item.get("description")
-        if description is None:
-            description = ""
-        if not isinstance(description, str):
-            raise _fail("invalid_tools", f"{where}.description must be a string")
-        _text(description, f"{where}.description")
+        description = _optional_text(
+            item.get("description"), f"{where}.description", "invalid_tools"
+        )
         tools.append(Tool(name=name, description=description, parameters=params))
     return tuple(tools)
 
