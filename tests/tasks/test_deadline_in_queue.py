@@ -44,8 +44,10 @@ def test_time_waiting_in_the_router_queue_counts_against_the_deadline(
     assert answer["status"] == "error" and answer["error"]["code"] == "deadline", answer
     assert {a["outcome"] for a in answer["attempts"]} == {"deadline"}
     assert healthy.calls("ollama") == calls_before
-    # and its latency says how long it really took, queue wait included
-    assert answer["latency_ms"] >= 3000
+    # and its latency counts the queue wait: more than the whole deadline, though the router gave
+    # it no time at all (the stamp that starts the clock is taken within about a second of the
+    # message's arrival, later on a loaded machine, so the bound is the deadline, not the wait)
+    assert answer["latency_ms"] > 2000
 
 
 def test_a_request_with_time_left_after_the_queue_is_answered(
