@@ -7,12 +7,20 @@ import time. Every provider base URL points at a loopback simulator; a check ref
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlparse
 
 import pytest
 import redis
+
+# A shell starts a background command with Ctrl-C ignored, and every process it starts inherits
+# that (an ignored signal stays ignored across exec). The suite run in the background (CI's
+# shards) would start `aipool redis`, the demo and workers deaf to the SIGINT its Ctrl-C tests
+# send, and leave them running: give the suite, and so its children, the usual Ctrl-C.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 TEST_REDIS_URL = os.environ.get("AIPOOL_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
 TEST_DATABASE_URL = os.environ.get(
