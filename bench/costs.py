@@ -304,7 +304,7 @@ def profile(pool: Pool, runs: int) -> dict[str, Any]:
     _quiet_logging()
     pool.reset_guards("ollama", "gemini")
     pool_meters, plain_meters = Meters(), Meters()
-    from tests.support.round_trips import counting_round_trips
+    from aipool.harness.round_trips import counting_round_trips
 
     with counting_round_trips() as counter:
         _counter[0] = counter
