@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,13 +60,14 @@ class Pool:
         *,
         queues: tuple[str, ...] = ("router", "ollama", "gemini"),
         concurrency: int = 1,
-        **extra_env: str,
+        env: Mapping[str, str] | None = None,
     ) -> Iterator[list[Worker]]:
-        """``count`` real worker processes serving ``queues``, stopped on the way out."""
+        """``count`` real worker processes serving ``queues``, stopped on the way out (``env``:
+        more environment for them)."""
         started: list[Worker] = []
         try:
             for _ in range(count):
-                started.append(start_worker(self.worker_env(**extra_env), queues, concurrency))
+                started.append(start_worker(self.worker_env(**(env or {})), queues, concurrency))
             for worker in started:
                 worker.wait_ready(self.app, timeout=60)
             yield started

@@ -129,7 +129,9 @@ def side_by_side(pool: Pool, concurrency: int, events: bool, **env: str) -> Iter
     configure(plain, events)
     pool.app.conf.task_send_sent_event = events
     with (
-        pool.workers(1, concurrency=concurrency, AIPOOL_TASK_EVENTS="1" if events else "0", **env),
+        pool.workers(
+            1, concurrency=concurrency, env={"AIPOOL_TASK_EVENTS": "1" if events else "0", **env}
+        ),
         plain_worker(pool, concurrency, events, **env),
     ):
         pool.reset_guards("ollama", "gemini")
