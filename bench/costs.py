@@ -154,11 +154,14 @@ def pool_request(pool: Pool, meters: Meters) -> None:
     from celery.app.task import Context
 
     from aipool.attempt import runner as runner_module
+    from aipool.attempt.bound import within
     from aipool.attempt.identity import journey_id
     from aipool.attempt.lifecycle import AttemptBook
     from aipool.contract import result
     from aipool.contract.journey import Journey
+    from aipool.contract.request import parse_request
     from aipool.ledger.outbox import OUTBOX
+    from aipool.routing.router import decide
     from tasks import generate
     from workers.edge.inspection import inspect_message
     from workers.runtime import hop_runner, usage_log
@@ -171,18 +174,17 @@ def pool_request(pool: Pool, meters: Meters) -> None:
     step = meters.step
     observers = runner.observers
     ledger, metrics = observers
+    # The hop looks these up in the modules that run it (tasks.generate, the runner): patched
+    # there, and the metered parse also called here, as the task calls it.
+    parse = meters.wrap("contract parse", parse_request)
     with (
-        patched(generate, "parse_request", meters.wrap("contract parse", generate.parse_request)),
-        patched(generate, "decide", meters.wrap("route decision (classifier)", generate.decide)),
+        patched(generate, "parse_request", parse),
+        patched(generate, "decide", meters.wrap("route decision (classifier)", decide)),
         patched(Journey, "received", meters.wrap("journey check", Journey.received)),
         patched(AttemptBook, "route", meters.wrap("route record (script)", AttemptBook.route)),
         patched(AttemptBook, "begin", meters.wrap("admission (begin script)", AttemptBook.begin)),
         patched(AttemptBook, "finish", meters.wrap("settle (finish script)", AttemptBook.finish)),
-        patched(
-            runner_module,
-            "within",
-            meters.wrap("call (SDK to the simulator)", runner_module.within),
-        ),
+        patched(runner_module, "within", meters.wrap("call (SDK to the simulator)", within)),
         patched(result, "answered", meters.wrap("result dict", result.answered)),
         patched(
             runner_module.HopRunner,
@@ -200,7 +202,7 @@ def pool_request(pool: Pool, meters: Meters) -> None:
         with step("edge inspection"):
             assert inspect_message(message, tasks, accept) is None
         OUTBOX.task_started()
-        parsed = generate.parse_request(SIMPLE)
+        parsed = parse(SIMPLE)
         forward = generate._hop(request_id, parsed, journey_id(request_id, SIMPLE), None, "router")
         assert isinstance(forward, runner_module.Forward)
         with step("re-dispatch message (Task.replace)"):
@@ -217,7 +219,7 @@ def pool_request(pool: Pool, meters: Meters) -> None:
         with step("edge inspection"):
             assert inspect_message(message, tasks, accept) is None
         OUTBOX.task_started()
-        parsed = generate.parse_request(SIMPLE)
+        parsed = parse(SIMPLE)
         done = generate._hop(
             request_id, parsed, journey_id(request_id, SIMPLE), kwargs["journey"], "ollama"
         )
@@ -280,9 +282,11 @@ def _events(meters: Meters, app: Any) -> None:
 
 
 def _quiet_logging() -> None:
-    """Log lines formatted into memory, through the pool's scrubbing filter, as a worker's are."""
-    from aipool.scrub import install_log_scrubbing
+    """Log lines formatted into memory, each record scrubbed as it is made, as a worker's are."""
+    from aipool import log_guard
 
+    # A worker scrubs every record as it is made (workers.signals installs the same factory).
+    log_guard.install()
     handler = logging.StreamHandler(io.StringIO())
     handler.setFormatter(
         logging.Formatter("[%(asctime)s: %(levelname)s/%(processName)s] %(message)s")
@@ -292,7 +296,6 @@ def _quiet_logging() -> None:
         logger.handlers = [handler]
         logger.setLevel(logging.INFO)
         logger.propagate = False
-        install_log_scrubbing(logger)
 
 
 def profile(pool: Pool, runs: int) -> dict[str, Any]:
@@ -304,7 +307,7 @@ def profile(pool: Pool, runs: int) -> dict[str, Any]:
     _quiet_logging()
     pool.reset_guards("ollama", "gemini")
     pool_meters, plain_meters = Meters(), Meters()
-    from tests.support.round_trips import counting_round_trips
+    from aipool.harness.round_trips import counting_round_trips
 
     with counting_round_trips() as counter:
         _counter[0] = counter
@@ -333,25 +336,20 @@ def print_table(table: dict[str, Any], out: Any) -> None:
     print(head, file=out)
     totals = {"pool": [0.0, 0.0], "plain": [0.0, 0.0]}
     for row in table["rows"]:
-        cells = []
-        for side in ("pool", "plain"):
-            data = row[side]
-            if data is None:
-                cells.append(("-", "-", "-") if side == "pool" else ("-", "-"))
-                continue
-            totals[side][0] += data["cpu_us"]
-            totals[side][1] += data["round_trips"]
-            if side == "pool":
-                cells.append(
-                    (
-                        f"{data['cpu_us']:.0f}",
-                        f"{data['wall_us']:.0f}",
-                        f"{data['round_trips']:.1f}",
-                    )
-                )
-            else:
-                cells.append((f"{data['cpu_us']:.0f}", f"{data['round_trips']:.1f}"))
-        (cpu, wall, trips), (pcpu, ptrips) = cells
+        mine, theirs = row["pool"], row["plain"]
+        cpu, wall, trips = ("-", "-", "-")
+        pcpu, ptrips = ("-", "-")
+        if mine is not None:
+            totals["pool"][0] += mine["cpu_us"]
+            totals["pool"][1] += mine["round_trips"]
+            cpu = f"{mine['cpu_us']:.0f}"
+            wall = f"{mine['wall_us']:.0f}"
+            trips = f"{mine['round_trips']:.1f}"
+        if theirs is not None:
+            totals["plain"][0] += theirs["cpu_us"]
+            totals["plain"][1] += theirs["round_trips"]
+            pcpu = f"{theirs['cpu_us']:.0f}"
+            ptrips = f"{theirs['round_trips']:.1f}"
         print(
             f"{row['step']:38} {cpu:>11} {wall:>8} {trips:>5}   {pcpu:>12} {ptrips:>5}   {row['paid_by']}",
             file=out,

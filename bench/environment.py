@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from aipool.harness.worker import Worker
 
 BENCH_REDIS_URL = os.environ.get("AIPOOL_BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
 BENCH_PG_SERVER = os.environ.get(
@@ -59,13 +60,14 @@ class Pool:
         *,
         queues: tuple[str, ...] = ("router", "ollama", "gemini"),
         concurrency: int = 1,
-        **extra_env: str,
-    ) -> Iterator[list[Any]]:
-        """``count`` real worker processes serving ``queues``, stopped on the way out."""
-        started: list[Any] = []
+        env: Mapping[str, str] | None = None,
+    ) -> Iterator[list[Worker]]:
+        """``count`` real worker processes serving ``queues``, stopped on the way out (``env``:
+        more environment for them)."""
+        started: list[Worker] = []
         try:
             for _ in range(count):
-                started.append(start_worker(self.worker_env(**extra_env), queues, concurrency))
+                started.append(start_worker(self.worker_env(**(env or {})), queues, concurrency))
             for worker in started:
                 worker.wait_ready(self.app, timeout=60)
             yield started
@@ -103,27 +105,9 @@ class Pool:
         time.sleep(seconds)
 
 
-def start_worker(env: dict[str, str], queues: tuple[str, ...], concurrency: int) -> Any:
-    """A real ``celery -A bench.bare_app worker`` process (the tests' :class:`Worker`)."""
-    import inspect
-
-    from tests.support.pool import Worker
-
-    if "app" in inspect.signature(Worker).parameters:
-        return Worker(env, queues=queues, concurrency=concurrency, app="bench.bare_app")
-    # A Worker that always starts workers.app: the same process, with the bench's app named
-    # on its command line.
-    real_popen = subprocess.Popen
-
-    def popen(args: list[str], **kwargs: Any) -> Any:
-        args = ["bench.bare_app" if arg == "workers.app" else arg for arg in args]
-        return real_popen(args, **kwargs)
-
-    subprocess.Popen = popen  # type: ignore[assignment,misc]
-    try:
-        return Worker(env, queues=queues, concurrency=concurrency)
-    finally:
-        subprocess.Popen = real_popen  # type: ignore[misc]
+def start_worker(env: dict[str, str], queues: tuple[str, ...], concurrency: int) -> Worker:
+    """A real ``celery -A bench.bare_app worker`` process (the harnesses' :class:`Worker`)."""
+    return Worker(env, queues=queues, concurrency=concurrency, app="bench.bare_app")
 
 
 def _check_loopback(url: str) -> None:

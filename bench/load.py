@@ -258,7 +258,7 @@ def quota(pool: Pool, report: Report, workers: int, threads: int, quick: bool) -
         concurrency=2,
         # critical requests wait in the urgent lanes (aipool.lanes)
         queues=("router", "ollama", "gemini", "claude", "claude.urgent"),
-        **limits,
+        env=limits,
     ):
         pool.warm("gemini", "claude")
         # Requests per minute: a burst far above the limit, all inside one minute, so every call

@@ -166,7 +166,7 @@ def run(groups: tuple[str, ...], quick: bool) -> Report:
         # Back to the pool's defaults for the other groups.
         pool.app.conf.task_send_sent_event = True
         steps: list[tuple[str, Callable[[], None]]] = []
-        latency_steps = [
+        latency_steps: list[tuple[str, Callable[[], None]]] = [
             ("overhead", lambda: latency.overhead(pool, report, sizes.latency)),
             ("skip", lambda: latency.skip(pool, report, sizes.latency // 2)),
             ("failover", lambda: latency.failover(pool, report, sizes.latency // 2)),

@@ -21,6 +21,7 @@ import statistics
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from aipool.harness.worker import Worker
 from bench.environment import Pool
 from bench.figures import Figure, Report, p50, p99, percentile
 from bench.latency import SIMPLE, TIMEOUT_S, bare, by_name, timed
@@ -79,12 +80,11 @@ def in_blocks(
 
 
 @contextlib.contextmanager
-def plain_worker(pool: Pool, concurrency: int, events: bool, **env: str) -> Iterator[Any]:
+def plain_worker(pool: Pool, concurrency: int, events: bool, **env: str) -> Iterator[Worker]:
     """A ``celery -A bench.plain_app worker`` serving both plain queues (``env``: more
     environment)."""
     from bench.plain_app import EVENTS_ENV, FIRST, SECOND
     from bench.plain_app import app as plain
-    from tests.support.pool import Worker
 
     worker = Worker(
         pool.worker_env(**{EVENTS_ENV: "1" if events else "0"}, **env),
@@ -129,7 +129,9 @@ def side_by_side(pool: Pool, concurrency: int, events: bool, **env: str) -> Iter
     configure(plain, events)
     pool.app.conf.task_send_sent_event = events
     with (
-        pool.workers(1, concurrency=concurrency, AIPOOL_TASK_EVENTS="1" if events else "0", **env),
+        pool.workers(
+            1, concurrency=concurrency, env={"AIPOOL_TASK_EVENTS": "1" if events else "0", **env}
+        ),
         plain_worker(pool, concurrency, events, **env),
     ):
         pool.reset_guards("ollama", "gemini")

@@ -233,6 +233,8 @@ def main() -> None:
                 for name, count in per_request.items():
                     print(f"  {count:8.2f}  {name}")
                 return
+            # Checked before the pool was prepared; only --commands (returned above) runs without.
+            assert spy is not None
             out = Path(tempfile.mkdtemp()) / "profile.txt"
             spy_process = subprocess.Popen(
                 [

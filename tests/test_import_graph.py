@@ -1,5 +1,6 @@
 """The project's modules import each other without a circle (imports under TYPE_CHECKING and inside
-functions aside): what a module needs at import time never needs that module back."""
+functions aside): what a module needs at import time never needs that module back. And ``bench/``
+imports nothing of ``tests/`` (at any depth): what both need lives in :mod:`aipool.harness`."""
 
 from __future__ import annotations
 
@@ -110,3 +111,39 @@ def test_no_circle_between_the_projects_modules() -> None:
 
 def test_the_check_finds_a_circle_when_there_is_one() -> None:
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def _imported_names(tree: ast.AST) -> Iterator[str]:
+    """Every module an ``import`` anywhere in ``tree`` names (inside functions and TYPE_CHECKING
+    too); relative imports are left out, since they stay in their own package."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            yield node.module
+
+
+def _imports_of_tests(folder: Path) -> list[str]:
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        for name in _imported_names(ast.parse(path.read_text())):
+            if name == "tests" or name.startswith("tests."):
+                found.append(f"{path.relative_to(folder)}: {name}")
+    return found
+
+
+def test_the_benchmark_imports_nothing_of_the_tests() -> None:
+    # bench/run must run from a checkout without the test suite's helpers in its way, and what
+    # both start (real workers, round-trip counts) has one home: aipool.harness.
+    assert _imports_of_tests(ROOT / "bench") == []
+
+
+def test_the_check_finds_an_import_of_the_tests_inside_a_function(tmp_path: Path) -> None:
+    # Given a module that imports the tests' support inside a function
+    (tmp_path / "figure.py").write_text(
+        "def start():\n    from tests.support.pool import Worker\n    return Worker\n"
+    )
+    # When the check reads its folder
+    found = _imports_of_tests(tmp_path)
+    # Then it names the module and the import
+    assert found == ["figure.py: tests.support.pool"]

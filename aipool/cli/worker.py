@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -21,25 +22,43 @@ import typer
 from aipool.cli.console import console as make_console
 
 
-def worker_argv(name: str, queues: tuple[str, ...], processes: int, loglevel: str) -> list[str]:
-    """The ``celery worker`` command of one worker class."""
+def worker_argv(
+    name: str,
+    queues: Sequence[str],
+    processes: int,
+    loglevel: str,
+    *,
+    app: str = "workers.app",
+    host: str = "%h",
+    without: Sequence[str] = (),
+) -> list[str]:
+    """The ``celery worker`` command of one pool worker, node ``name@host``, serving ``queues``
+    with ``processes`` pool processes; ``app`` is the Celery app module (a harness may run
+    another).
+
+    Every way the pool starts a worker builds its command here: this command's classes, the
+    demo's lone worker and the harnesses' (:class:`aipool.harness.worker.Worker`). ``without``
+    names Celery's cluster chatter a worker skips (``gossip``, ``mingle``, ``heartbeat``): a worker
+    with no siblings to hear from starts about a second sooner without mingle.
+    """
     return [
         sys.executable,
         "-m",
         "celery",
         "-A",
-        "workers.app",
+        app,
         "worker",
         "-Q",
         ",".join(queues),
         "-c",
         str(processes),
         "-n",
-        f"{name}@%h",
+        f"{name}@{host}",
         "-O",
         "fair",
         "-l",
         loglevel,
+        *(f"--without-{chatter}" for chatter in without),
     ]
 
 

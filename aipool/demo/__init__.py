@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -27,6 +26,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from rich.table import Table
 
 from aipool.children import Child, signals_end_the_command
+from aipool.cli.worker import worker_argv
 from aipool.demo.settings import BASE_URL_ENV, KEYS, SHORTENED, inherited
 
 #: Seconds the worker has to answer a ping after it was started (importing the SDKs is slow).
@@ -49,30 +49,17 @@ def _environment(data_dir: Path) -> None:
 def _worker(data_dir: Path) -> Child:
     from celeryconfig import QUEUES
 
+    # The demo's one worker serves every queue: no sibling to gossip or mingle with, no monitor
+    # to send heartbeats to.
+    argv = worker_argv(
+        f"demo-{os.getpid()}",
+        QUEUES,
+        2,
+        "INFO",
+        without=("gossip", "mingle", "heartbeat"),
+    )
     return Child(
-        "worker",
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "workers.app",
-            "worker",
-            "-Q",
-            ",".join(QUEUES),
-            "-c",
-            "2",
-            "-n",
-            f"demo-{os.getpid()}@%h",
-            "-l",
-            "INFO",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-        ],
-        env=dict(os.environ),
-        log_path=data_dir / "worker.log",
-        cwd=data_dir,
+        "worker", argv, env=dict(os.environ), log_path=data_dir / "worker.log", cwd=data_dir
     )
 
 

@@ -99,7 +99,7 @@ def test_given_a_backend_on_another_redis_when_a_result_is_written_then_records_
 
 @pytest.mark.usefixtures("held")
 def test_given_held_records_when_a_result_is_written_then_it_is_one_round_trip() -> None:
-    from tests.support.round_trips import counting_round_trips
+    from aipool.harness.round_trips import counting_round_trips
 
     # Given a backend that has written once (its script is loaded), and a held record
     backend = _backend(TEST_REDIS_URL)

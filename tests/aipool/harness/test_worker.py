@@ -1,9 +1,9 @@
-"""The test harness's workers leave nothing behind in the temporary directory."""
+"""The harnesses' workers leave nothing behind in the temporary directory."""
 
 from __future__ import annotations
 
+from aipool.harness.worker import Worker
 from tests.conftest import worker_env
-from tests.support.pool import Worker
 
 
 def test_a_stopped_worker_leaves_no_log_file() -> None:
