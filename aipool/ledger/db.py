@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
 from aipool.settings import read_settings, settings
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 #: The embedded default when ``DATABASE_URL`` is unset.
 DEFAULT_SQLITE_PATH = Path("var") / "aipool.db"
@@ -72,6 +73,9 @@ def make_engine(url: str | None = None, **kwargs: object) -> Engine:
 
 def alembic_config(url: str | None = None) -> Config:
     """An Alembic config pointing at the migrations shipped inside the package."""
+    # Alembic costs 0.6 s to import: only a migration pays it, not every aipool command.
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(_MIGRATIONS))
     if url:
@@ -96,6 +100,9 @@ def migrate(url: str | None = None, revision: str = "head") -> None:
             try:
                 config = alembic_config(url)
                 config.attributes["connection"] = conn
+                # Imported here for the same reason as in alembic_config.
+                from alembic import command
+
                 command.upgrade(config, revision)
                 conn.commit()
             finally:
