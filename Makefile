@@ -8,7 +8,7 @@ LOCKS := requirements.lock requirements-dev.lock
 # so that its build, too, uses the locked setuptools rather than the newest one.
 LOCKED_PIP = $(1)/pip install --quiet -c requirements.lock -c requirements-dev.lock
 
-.PHONY: install services test lint types pytest pytest-shards bench demo lock upstream-check soak-model soak-money
+.PHONY: install services test lint types pytest pytest-shards bench demo lock upstream-check soak soak-model soak-money
 
 $(BIN)/aipool: pyproject.toml $(LOCKS)
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,12 @@ pytest: services
 # instead of 26 here, but three timing-sensitive tests still fail under the shards' contention.
 pytest-shards: services
 	PYTEST=$(BIN)/pytest .ci/pytest-shards
+
+# The long tests at the sizes that give confidence before a release (tests/support/sizes.py):
+# five kills in a row, a 240 s soak, a minute's database outage, a million ledger rows, ...
+soak: install services
+	AIPOOL_TEST_SOAK=1 $(BIN)/pytest -p no:cacheprovider tests/reliability \
+		tests/aipool/attempt/test_model.py tests/aipool/ledger/test_spend.py
 
 # The attempt lifecycle's model test at length: 5,000 random interleavings (make test runs 150).
 soak-model: install services

@@ -8,7 +8,6 @@ none is dead-lettered.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 
@@ -27,12 +26,13 @@ from tests.support.pool import Worker
 from tests.support.producer import Outcome, Producer
 from tests.support.requests import CRITICAL, QUESTION
 from tests.support.services import PostgresServer, RedisServer
+from tests.support.sizes import sized_s
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
-#: How long PostgreSQL stays down (``AIPOOL_DB_OUTAGE_SECONDS``; a minute or more on demand).
-OUTAGE_S = float(os.environ.get("AIPOOL_DB_OUTAGE_SECONDS", "20"))
+#: How long PostgreSQL stays down (``AIPOOL_DB_OUTAGE_SECONDS``; a minute under make soak).
+OUTAGE_S = sized_s(8, 60, "AIPOOL_DB_OUTAGE_SECONDS")
 #: One request every this many seconds, alternating a local and a paid provider.
 PACE_S = 0.25
 REQUESTS = (QUESTION, CRITICAL)

@@ -1,6 +1,6 @@
 """A soak: steady traffic while providers fail and recover at random.
 
-Runs ``AIPOOL_SOAK_SECONDS`` (20 s by default, minutes on demand; ``AIPOOL_SOAK_SEED`` replays a
+Runs ``AIPOOL_SOAK_SECONDS`` (10 s in make test, 240 s under make soak; ``AIPOOL_SOAK_SEED`` replays a
 run). Every request gets a contract result, nothing is left in a queue or unacknowledged, every
 attempt is one ledger row and the quota counters equal the ledger, and the worker's memory levels
 off: its peak in the second half of the soak is within bounds of its peak in the first half.
@@ -38,11 +38,13 @@ from tests.support.pool import Worker
 from tests.support.producer import Outcome, Producer
 from tests.support.requests import CRITICAL, QUESTION, TOOL_QUESTION
 from tests.support.services import RedisServer
+from tests.support.sizes import sized_s
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
-SOAK_S = float(os.environ.get("AIPOOL_SOAK_SECONDS", "20"))
+#: How long the faults are switched (``AIPOOL_SOAK_SECONDS``; 240 s under make soak).
+SOAK_S = sized_s(10, 240, "AIPOOL_SOAK_SECONDS")
 SEED = int(os.environ.get("AIPOOL_SOAK_SEED", str(int(time.time()))))
 MAX_IN_FLIGHT = 6
 CHAOS_EVERY_S = 1.5

@@ -55,8 +55,9 @@ from aipool.settings import settings as pool_settings
 from aipool.settings.provider_limits import BreakerSettings, ProviderLimits, QuotaLimits
 from tests.support.attempts import SimulatedPool, answered, begin, failed
 from tests.support.guards import GUARDS_REDIS_URL
+from tests.support.sizes import sized
 
-EXAMPLES = int(os.environ.get("AIPOOL_TEST_MODEL_EXAMPLES", "150"))
+EXAMPLES = sized(80, 1000, "AIPOOL_TEST_MODEL_EXAMPLES")
 STEPS = int(os.environ.get("AIPOOL_TEST_MODEL_STEPS", "40"))
 EXAMPLES_DIR = Path(__file__).with_name("model_examples")
 

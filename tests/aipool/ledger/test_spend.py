@@ -16,6 +16,7 @@ from aipool.ledger.rollup import rollup
 from aipool.ledger.spend import month_spend, spend, take_clock
 from aipool.ledger.usage_log import _row, store_now
 from aipool.pricing import Price
+from tests.support.sizes import sized
 
 TAIPEI = ZoneInfo("Asia/Taipei")
 MARCH = date(2027, 3, 1)
@@ -139,8 +140,12 @@ def test_given_a_call_started_before_midnight_then_it_counts_in_the_day_it_start
     assert spend(engine, date(2027, 3, 4), date(2027, 3, 4), TAIPEI).cost() == 0
 
 
-def test_given_a_million_cheap_calls_then_the_month_sums_them_exactly(engine: Engine) -> None:
-    # Given: a million 11-token calls at Gemini Flash-Lite's $0.075 per million input tokens
+#: Cheap calls summed: 100,000 in make test, a million (a busy month of Flash-Lite) under make soak.
+CHEAP_CALLS = sized(100_000, 1_000_000)
+
+
+def test_given_many_cheap_calls_then_the_month_sums_them_exactly(engine: Engine) -> None:
+    # Given: CHEAP_CALLS 11-token calls at Gemini Flash-Lite's $0.075 per million input tokens
     one_call = Price(Decimal("0.000075"), Decimal("0.0003")).cost(11, 0)
     assert one_call == Decimal("0.000000825")
     started = time.perf_counter()
@@ -155,17 +160,20 @@ def test_given_a_million_cheap_calls_then_the_month_sums_them_exactly(engine: En
                 "11, 0, "
                 "true, 'ok', 0, :cost, "
                 "TIMESTAMPTZ '2027-03-03 00:00:00+08' + n * INTERVAL '80 milliseconds', :seq "
-                "FROM generate_series(1, 1000000) AS n"
+                "FROM generate_series(1, :calls) AS n"
             ),
-            {"cost": one_call, "seq": seq},
+            {"cost": one_call, "seq": seq, "calls": CHEAP_CALLS},
         )
     # When: the month is read as the budget checks read it
     month = _month_cost(engine, date(2027, 3, 4))
     elapsed = time.perf_counter() - started
-    # Then: exactly $0.825, where per-call rounding to a millionth would have booked $1.00
-    assert month == Decimal("0.825") == _raw_month_cost(engine)
-    assert sum((one_call for _ in range(1_000_000)), Decimal(0)) == Decimal("0.825")
-    print(f"a million calls inserted and summed in {elapsed:.1f} s")
+    # Then: exactly $0.000000825 a call, where per-call rounding to a millionth would have booked
+    # $0.000001 a call (21% more)
+    exact = one_call * CHEAP_CALLS
+    assert month == exact == _raw_month_cost(engine)
+    assert sum((one_call for _ in range(CHEAP_CALLS)), Decimal(0)) == exact
+    assert exact < Decimal("0.000001") * CHEAP_CALLS
+    print(f"{CHEAP_CALLS:,} calls inserted and summed in {elapsed:.1f} s")
 
 
 def test_given_sub_microdollar_calls_in_the_embedded_ledger_then_sums_are_exact(
