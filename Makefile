@@ -8,7 +8,7 @@ LOCKS := requirements.lock requirements-dev.lock
 # so that its build, too, uses the locked setuptools rather than the newest one.
 LOCKED_PIP = $(1)/pip install --quiet -c requirements.lock -c requirements-dev.lock
 
-.PHONY: install services test lint types pytest pytest-shards bench demo lock upstream-check soak soak-model soak-money
+.PHONY: install services test lint types pytest pytest-serial bench demo lock upstream-check soak soak-model soak-money
 
 $(BIN)/aipool: pyproject.toml $(LOCKS)
 	$(PYTHON) -m venv $(VENV)
@@ -31,13 +31,14 @@ lint:
 types:
 	$(BIN)/mypy
 
+# The suite in three shards at once, each on its own Redis server and databases (.ci/pytest-shards):
+# most of it waits on real workers, Redis and PostgreSQL, and one process took 25 min here.
 pytest: services
-	$(BIN)/pytest
-
-# The suite in three shards at once, each on its own Redis server and databases: about 15 min
-# instead of 26 here, but three timing-sensitive tests still fail under the shards' contention.
-pytest-shards: services
 	PYTEST=$(BIN)/pytest .ci/pytest-shards
+
+# The suite in one process (slower; its output reads in order).
+pytest-serial: services
+	$(BIN)/pytest
 
 # The long tests at the sizes that give confidence before a release (tests/support/sizes.py):
 # five kills in a row, a 240 s soak, a minute's database outage, a million ledger rows, ...
