@@ -18,7 +18,11 @@ $(BIN)/aipool: pyproject.toml $(LOCKS)
 
 install: $(BIN)/aipool
 
-test: install lint types pytest
+# The project's install (pip) and the services' (apt, on a fresh machine) overlap: both wait on
+# the network more than on the CPU.
+test:
+	$(MAKE) --no-print-directory -j2 install services
+	$(MAKE) --no-print-directory lint types pytest
 
 # Redis, PostgreSQL, RabbitMQ and promtool, each started or installed only when missing.
 services:
@@ -52,7 +56,7 @@ soak-model: install services
 		tests/aipool/attempt/test_model.py
 
 # The money state machine (tests/tasks/test_maintenance_stateful.py) at length: 400 interleavings
-# of 60 steps (make test runs 12 of 30).
+# of 60 steps (make test runs 8 of 30).
 soak-money: install services
 	AIPOOL_TEST_MONEY_EXAMPLES=400 AIPOOL_TEST_MONEY_STEPS=60 $(BIN)/pytest -p no:cacheprovider -s \
 		tests/tasks/test_maintenance_stateful.py

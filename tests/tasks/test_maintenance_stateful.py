@@ -14,7 +14,7 @@ Invariants, after every step:
    condition held at the last check (measured on the raw rows, independently of the pool);
 3. no calendar alert is still firing, after a check, for a period that ended before that check.
 
-The example count is bounded for CI (``AIPOOL_TEST_MONEY_EXAMPLES``, default 12, and
+The example count is bounded for CI (``AIPOOL_TEST_MONEY_EXAMPLES``, default 8, and
 ``AIPOOL_TEST_MONEY_STEPS``, default 30); ``make soak-money`` runs a longer search.
 """
 
@@ -53,12 +53,13 @@ from aipool.ledger.usage_log import UsageLog
 from aipool.periods import day_range, local_day, month_range
 from tests.aipool.budget.conftest import HttpSink
 from tests.support.shared_servers import database_named, redis_db
+from tests.support.sizes import sized
 
 TAIPEI = ZoneInfo("Asia/Taipei")
 BUDGET = Decimal("1")  # AIPOOL_MONTHLY_BUDGET_USD: crossed within a few calls
 DAILY_TOKENS = 2_000  # AIPOOL_GEMINI_DAILY_TOKENS
 START = datetime(2027, 1, 29, 9, 0, tzinfo=TAIPEI)  # three days before a month end
-EXAMPLES = int(os.environ.get("AIPOOL_TEST_MONEY_EXAMPLES", "12"))
+EXAMPLES = sized(8, 100, "AIPOOL_TEST_MONEY_EXAMPLES")
 STEPS = int(os.environ.get("AIPOOL_TEST_MONEY_STEPS", "30"))
 TICK_TASKS = ("drain_ledger", "rollup_ledger", "budget_checks")
 
