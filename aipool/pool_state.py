@@ -262,7 +262,7 @@ class PoolState(Collector):
     def _service_shares(self, declared: Mapping[str, Any], today: Any) -> list[Metric]:
         # Each declared share of a provider's daily limit, and the day's use of it (ledger).
         from aipool.ledger.services import ServiceUsage, service_usage_day
-        from aipool.service_report import share_use
+        from aipool.views.service_report import share_use
 
         used = GaugeMetricFamily(
             "aipool_service_share_used",

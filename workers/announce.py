@@ -14,8 +14,8 @@ from celery import Celery
 from celery.signals import after_setup_logger
 
 from aipool.embedded_redis import is_embedded
-from aipool.pool_location import describe_database, describe_redis
 from aipool.redis_url import redis_url
+from aipool.views.pool_location import describe_database, describe_redis
 
 log = logging.getLogger("aipool.workers")
 

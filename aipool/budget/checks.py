@@ -270,7 +270,7 @@ def _service_conditions(engine: Engine, today: date, zone: tzinfo, month: str) -
     from aipool.ledger.services import ServiceUsage, service_usage_day
     from aipool.ledger.spend import service_month_cost
     from aipool.routing.table import load_table
-    from aipool.service_report import share_use
+    from aipool.views.service_report import share_use
 
     declared = load_table().services
     conditions = []

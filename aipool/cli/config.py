@@ -56,8 +56,8 @@ def in_force(rows: list[Any]) -> list[Any]:
 
     from aipool.embedded_redis import find_running
     from aipool.ledger.db import DEFAULT_SQLITE_PATH
-    from aipool.pool_location import describe_database
     from aipool.settings import settings
+    from aipool.views.pool_location import describe_database
 
     current = settings()
     running = None if current.redis_url else find_running()

@@ -30,7 +30,7 @@ def embedded_redis(
     from aipool.children import signals_end_the_command
     from aipool.embedded_redis import EmbeddedRedis
     from aipool.ledger.db import DEFAULT_SQLITE_PATH, database_url
-    from aipool.pool_location import describe_database
+    from aipool.views.pool_location import describe_database
 
     console = make_console()
     ledger = database_url() if settings().database_url else None

@@ -11,7 +11,7 @@ def migrate() -> None:
     """Create or upgrade the ledger tables (DATABASE_URL, default a SQLite file under ./var)."""
     from aipool.cli.pool import ledger_url
     from aipool.ledger.db import migrate as upgrade
-    from aipool.pool_location import describe_database
+    from aipool.views.pool_location import describe_database
 
     url = ledger_url()
     if url.startswith("sqlite:///"):

@@ -33,7 +33,7 @@ def ping(url: str) -> None:
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 
-    from aipool.pool_location import describe_redis
+    from aipool.views.pool_location import describe_redis
 
     s = settings()
     client = redis.Redis.from_url(
@@ -82,9 +82,9 @@ def ledger_url() -> str:
 
 
 def ledger_engine(url: str) -> Any:
-    """An engine on an existing ledger (:func:`aipool.pool_report.ledger_engine`); raises
+    """An engine on an existing ledger (:func:`aipool.views.pool_report.ledger_engine`); raises
     ``PoolUnavailable`` when it has no tables yet."""
-    from aipool.pool_report import ledger_engine as existing_ledger
+    from aipool.views.pool_report import ledger_engine as existing_ledger
 
     return existing_ledger(url)
 
@@ -93,8 +93,8 @@ def say_where(console: Console, redis: str | None, ledger: str | None, lang: str
     """Print which Redis and which ledger a command read."""
     from rich.cells import cell_len
 
-    from aipool.pool_location import describe_database, describe_redis
-    from aipool.usage_words import words
+    from aipool.views.pool_location import describe_database, describe_redis
+    from aipool.views.usage_words import words
 
     w = words(lang)
     width = max(cell_len(w["redis"]), cell_len(w["ledger"])) + 2
@@ -116,8 +116,8 @@ def pending_records(redis: str | None) -> int | None:
     """Usage records waiting in Redis to be drained into the ledger, ``None`` if unknown."""
     if redis is None:
         return None
-    from aipool.pool_report import pending_records as waiting
     from aipool.redis_url import connect
+    from aipool.views.pool_report import pending_records as waiting
 
     client = connect(redis)
     try:
@@ -128,7 +128,7 @@ def pending_records(redis: str | None) -> int | None:
 
 def say_pending(console: Console, pending: int | None, lang: str = "en") -> None:
     """Say that records still wait in Redis (beat drains them every 5 s), when some do."""
-    from aipool.usage_words import words
+    from aipool.views.usage_words import words
 
     if pending:
         line = words(lang)["pending"].format(n=f"{pending:,}")

@@ -15,7 +15,7 @@ from aipool.cli.grouping import By, ByOption
 from aipool.cli.lang import LangOption, chosen
 
 if TYPE_CHECKING:
-    from aipool.service_report import ServicesReport
+    from aipool.views.service_report import ServicesReport
 
 
 def _day(value: str | None) -> str | None:
@@ -50,9 +50,9 @@ def report(
     )
     from aipool.ledger.summary import summarize_day, summarize_month_to
     from aipool.periods import local_day, pool_zone
-    from aipool.service_view import render_services
-    from aipool.status_view import render_summary
-    from aipool.usage_words import words
+    from aipool.views.service_tables import render_services
+    from aipool.views.status_tables import render_summary
+    from aipool.views.usage_words import words
 
     language = chosen(lang)
     zone = pool_zone()
@@ -89,8 +89,8 @@ def report(
 
 def _services(engine: Any, day: date, zone: Any) -> ServicesReport:
     from aipool.routing.table import load_table
-    from aipool.service_report import read_services
     from aipool.settings import settings
+    from aipool.views.service_report import read_services
 
     return read_services(engine, day, zone, load_table(), settings().limits)
 

@@ -2,7 +2,7 @@
 
 Breaker state and quota use per provider (Redis), today's calls, failures, skips, p95 latency and
 cost per provider and the month's cost against the budget (the ledger), and the messages waiting
-per queue (the broker): one reading (:func:`aipool.pool_report.read_snapshot`), printed as tables
+per queue (the broker): one reading (:func:`aipool.views.pool_report.read_snapshot`), printed as tables
 in one language (English unless ``--lang zh-TW``), as JSON (``--json``), or served
 (``--serve``: ``GET /api/v1/health/ai-usage`` answers the same JSON). It only reads: it never
 starts a Redis, and without one it says how to get one.
@@ -17,7 +17,7 @@ import typer
 
 from aipool.cli.grouping import By, ByOption
 from aipool.cli.lang import LangOption, chosen
-from aipool.pool_report import Snapshot
+from aipool.views.pool_report import Snapshot
 
 
 def status(
@@ -38,10 +38,10 @@ def status(
     """Breakers, quotas, today's usage and cost, the month's budget, queue depths, and where
     they were read; ``--by service``: today's usage, budget and shares per service instead."""
     from aipool.cli.pool import ledger_url, redis_url
-    from aipool.health import required_token
-    from aipool.health import serve as serve_health
-    from aipool.pool_report import read_snapshot
     from aipool.redis_url import connect
+    from aipool.views.health import required_token
+    from aipool.views.health import serve as serve_health
+    from aipool.views.pool_report import read_snapshot
 
     if serve:
         from aipool.redis_url import redis_url as unchecked_redis_url
@@ -73,8 +73,8 @@ def _print_tables(snap: Snapshot, lang: str) -> None:
     from aipool.cli.console import console
     from aipool.cli.pool import say_pending, say_where
     from aipool.periods import pool_zone
-    from aipool.status_view import render_queues, render_status, render_summary
-    from aipool.usage_words import words
+    from aipool.views.status_tables import render_queues, render_status, render_summary
+    from aipool.views.usage_words import words
 
     out = console()
     w = words(lang)
@@ -102,8 +102,8 @@ def _print_services(snap: Snapshot, lang: str) -> None:
     from aipool.cli.console import console
     from aipool.cli.pool import say_pending, say_where
     from aipool.periods import pool_zone
-    from aipool.service_view import services_table
-    from aipool.usage_words import words
+    from aipool.views.service_tables import services_table
+    from aipool.views.usage_words import words
 
     out = console()
     say_where(out, snap.redis, snap.ledger, lang)

@@ -96,7 +96,7 @@ def submit(
     from celery.exceptions import TimeoutError as CeleryTimeout
 
     from aipool.cli.pool import redis_url
-    from aipool.pool_location import describe_redis
+    from aipool.views.pool_location import describe_redis
 
     where = describe_redis(redis_url())
     from tasks.client import route, send

@@ -143,7 +143,7 @@ def _findings(stage: Any, sink: Any, worker: Child, processes: dict[str, int]) -
 
 
 def _show(findings: Any, console: Console) -> None:
-    from aipool.status_view import summary_table
+    from aipool.views.status_tables import summary_table
 
     console.rule("What the ledger says")
     console.print(summary_table(findings.summaries, lang="en", title="Per provider"))

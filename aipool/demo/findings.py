@@ -16,7 +16,7 @@ from aipool.demo.settings import SHORTENED
 from aipool.demo.stage import Check, Sent, Stage, trail
 from aipool.demo.transitions import Transition
 from aipool.ledger.summary import ProviderSummary
-from aipool.usage_words import markdown_table, summary_cells, summary_headers
+from aipool.views.usage_words import markdown_table, summary_cells, summary_headers
 
 #: The breaker's round trip the outage scene must show, in order.
 OLLAMA_ROUND_TRIP = (("closed", "open"), ("open", "half_open"), ("half_open", "closed"))

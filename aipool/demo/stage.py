@@ -95,7 +95,7 @@ class Stage:
 
     def breaker(self, provider: str) -> dict[str, Any]:
         """``provider``'s breaker as the pool shares it."""
-        from aipool.health import usage_report
+        from aipool.views.health import usage_report
 
         return dict(usage_report(self.redis)[provider]["breaker"])
 

@@ -178,7 +178,7 @@ class Settings(BaseSettings):
     #: Bearer token the usage report (``aipool status --serve``) asks for.
     health_token: SecretStr | None = None
     #: Let Flower and the usage report serve without a login (``AIPOOL_ALLOW_ANONYMOUS=1``);
-    #: off, each refuses to start without one (:mod:`aipool.serving`).
+    #: off, each refuses to start without one (:mod:`aipool.views.serving`).
     allow_anonymous: bool = False
     #: Let Flower show answers (``AIPOOL_FLOWER_SHOWS_ANSWERS=1``): the worker puts the answer's
     #: repr in its task-succeeded events, and Flower reads results from the result backend. Off,

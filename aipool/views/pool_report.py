@@ -18,7 +18,7 @@ from typing import Any
 
 from aipool.errors import PoolUnavailable
 from aipool.ledger.summary import ProviderSummary
-from aipool.service_report import ServicesReport
+from aipool.views.service_report import ServicesReport
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class Snapshot:
 
     def to_json(self) -> dict[str, Any]:
         """The reading as JSON data (``aipool status --json``, the usage endpoint)."""
-        from aipool.pool_location import describe_database, describe_redis
+        from aipool.views.pool_location import describe_database, describe_redis
 
         return {
             "redis": describe_redis(self.redis),
@@ -92,7 +92,7 @@ def ledger_engine(url: str) -> Any:
     from sqlalchemy.engine import make_url
 
     from aipool.ledger.db import make_engine
-    from aipool.pool_location import describe_database
+    from aipool.views.pool_location import describe_database
 
     parsed = make_url(url)
     sqlite_file = parsed.database if parsed.get_backend_name() == "sqlite" else None
@@ -142,11 +142,11 @@ def read_snapshot(
     ``app``, the ledger at ``ledger_url`` (opened with ``engine``, which raises
     :class:`PoolUnavailable` when there is no ledger yet)."""
     from aipool.budget.usage import budget_usage
-    from aipool.health import usage_report
     from aipool.ledger.summary import summarize_day
     from aipool.periods import local_day, pool_zone
     from aipool.pool_state import broker_queue_depths
     from aipool.settings import settings
+    from aipool.views.health import usage_report
 
     moment = now or datetime.now(UTC)
     zone = pool_zone()
@@ -183,8 +183,8 @@ def read_snapshot(
 
 def _services(ledger: Any, day: Any, zone: Any) -> ServicesReport:
     from aipool.routing.table import load_table
-    from aipool.service_report import read_services
     from aipool.settings import settings
+    from aipool.views.service_report import read_services
 
     return read_services(ledger, day, zone, load_table(), settings().limits)
 
