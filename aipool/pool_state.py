@@ -325,7 +325,7 @@ def state_redis(url: str | None = None) -> Any:
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 
-    from aipool.redis_url import redis_url
+    from aipool.redis.url import redis_url
 
     return redis.Redis.from_url(
         url or redis_url(),

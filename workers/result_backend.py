@@ -24,7 +24,7 @@ from kombu.utils.encoding import bytes_to_str
 
 from aipool.ledger.outbox import OUTBOX
 from aipool.ledger.record import UsageRecord
-from aipool.redis_lua import LuaScripts
+from aipool.redis.lua import LuaScripts
 
 _SCRIPTS = LuaScripts("workers", "store_result")
 

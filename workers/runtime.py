@@ -20,7 +20,7 @@ from aipool.metrics import observe_attempt, observe_transition
 from aipool.observers import LedgerObserver
 from aipool.pricing import completion_cost, cost_usd
 from aipool.quota import quotas_for
-from aipool.redis_url import connect
+from aipool.redis.url import connect
 
 
 @cache

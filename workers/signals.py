@@ -73,8 +73,8 @@ def _note_limits_below_adr(**_: Any) -> None:
 def _warn_if_redis_keeps_nothing(**_: Any) -> None:
     # Once per worker (the parent): queued requests and undrained usage records wait in Redis.
     try:
-        from aipool.redis_persistence import persistence_warning
-        from aipool.redis_url import redis_url
+        from aipool.redis.persistence import persistence_warning
+        from aipool.redis.url import redis_url
         from aipool.views.pool_location import shown_url
         from workers.runtime import shared_redis
 

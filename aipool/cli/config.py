@@ -54,8 +54,8 @@ def in_force(rows: list[Any]) -> list[Any]:
     ("(unset)" hid that the ledger in use was ``var/aipool.db``.)"""
     from dataclasses import replace
 
-    from aipool.embedded_redis import find_running
     from aipool.ledger.db import DEFAULT_SQLITE_PATH
+    from aipool.redis.embedded import find_running
     from aipool.settings import settings
     from aipool.views.pool_location import describe_database
 

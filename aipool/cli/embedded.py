@@ -28,8 +28,8 @@ def embedded_redis(
 ) -> None:
     """Run an embedded Redis until Ctrl-C; aipool processes here without REDIS_URL use it."""
     from aipool.children import signals_end_the_command
-    from aipool.embedded_redis import EmbeddedRedis
     from aipool.ledger.db import DEFAULT_SQLITE_PATH, database_url
+    from aipool.redis.embedded import EmbeddedRedis
     from aipool.views.pool_location import describe_database
 
     console = make_console()
@@ -64,7 +64,7 @@ def embedded_redis(
 def producer_urls(redis_url: str) -> list[str]:
     """How clients name the Redis at ``redis_url``: redis-py (and aipool), and Celery producers
     (broker and result backend)."""
-    from aipool.redis_url import kombu_url
+    from aipool.redis.url import kombu_url
 
     return [
         f"redis-py clients and aipool: export REDIS_URL={redis_url}",

@@ -16,9 +16,9 @@ from aipool.settings import settings
 
 
 def redis_url() -> str:
-    """The pool's Redis (:func:`aipool.redis_url.redis_url`), checked to answer; raises
+    """The pool's Redis (:func:`aipool.redis.url.redis_url`), checked to answer; raises
     ``NoRedis`` when there is none and ``PoolUnavailable`` when it does not answer."""
-    from aipool.redis_url import redis_url as pool_redis_url
+    from aipool.redis.url import redis_url as pool_redis_url
 
     url = pool_redis_url()
     ping(url)
@@ -61,7 +61,7 @@ def optional_redis_url() -> str | None:
     """The pool's Redis when there is one, else ``None`` (for commands that only peek: nothing is
     asked of it here)."""
     from aipool.errors import NoRedis
-    from aipool.redis_url import redis_url as pool_redis_url
+    from aipool.redis.url import redis_url as pool_redis_url
 
     try:
         return pool_redis_url()
@@ -73,7 +73,7 @@ def ledger_url() -> str:
     """The ledger's URL: ``DATABASE_URL``, the running embedded Redis's ledger, or the SQLite
     default (the file is not created here)."""
     from aipool.ledger.db import DEFAULT_SQLITE_PATH, database_url
-    from aipool.redis_url import adopt_embedded
+    from aipool.redis.url import adopt_embedded
 
     adopt_embedded()
     if settings().database_url:
@@ -116,7 +116,7 @@ def pending_records(redis: str | None) -> int | None:
     """Usage records waiting in Redis to be drained into the ledger, ``None`` if unknown."""
     if redis is None:
         return None
-    from aipool.redis_url import connect
+    from aipool.redis.url import connect
     from aipool.views.pool_report import pending_records as waiting
 
     client = connect(redis)

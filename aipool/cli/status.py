@@ -38,13 +38,13 @@ def status(
     """Breakers, quotas, today's usage and cost, the month's budget, queue depths, and where
     they were read; ``--by service``: today's usage, budget and shares per service instead."""
     from aipool.cli.pool import ledger_url, redis_url
-    from aipool.redis_url import connect
+    from aipool.redis.url import connect
     from aipool.views.health import required_token
     from aipool.views.health import serve as serve_health
     from aipool.views.pool_report import read_snapshot
 
     if serve:
-        from aipool.redis_url import redis_url as unchecked_redis_url
+        from aipool.redis.url import redis_url as unchecked_redis_url
 
         token = required_token()  # no login: refused before anything else
         # Not pinged: the server must start while Redis is down, and answer /healthz 503.

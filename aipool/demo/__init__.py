@@ -173,7 +173,7 @@ def run_demo(
         if not keep:
             cleanup.callback(shutil.rmtree, data_dir, ignore_errors=True)
         _environment(data_dir)
-        from aipool.embedded_redis import EmbeddedRedis
+        from aipool.redis.embedded import EmbeddedRedis
 
         ledger = f"sqlite:///{data_dir / 'aipool.db'}"
         redis_server = EmbeddedRedis(data_dir, owner="aipool demo", database_url=ledger)
@@ -206,7 +206,7 @@ def run_demo(
             _wait_for(worker)
         from aipool.demo.findings import closing_checks, write
         from aipool.demo.stage import Stage
-        from aipool.redis_url import connect
+        from aipool.redis.url import connect
 
         stage = Stage(console=console, sim=sim, redis=connect(running.redis_url))
         _tell(stage, console)

@@ -25,7 +25,7 @@ from aipool.breaker import Breaker
 from aipool.errors import PoolUnavailable
 from aipool.periods import pool_zone
 from aipool.quota import Quota
-from aipool.redis_url import connect
+from aipool.redis.url import connect
 from aipool.settings import settings
 from aipool.settings.provider_limits import ProviderLimits
 from aipool.views.serving import announce, require_login

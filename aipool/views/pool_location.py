@@ -16,7 +16,7 @@ def shown_url(url: str) -> str:
 
 def describe_redis(url: str) -> str:
     """The Redis at ``url``: the URL, and whose embedded server it is when it is one."""
-    from aipool.embedded_redis import announced_at, is_embedded
+    from aipool.redis.embedded import announced_at, is_embedded
 
     shown = shown_url(url)
     running = announced_at(url)
