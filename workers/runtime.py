@@ -16,7 +16,7 @@ from aipool.breaker.state import BreakerTransition
 from aipool.ledger.outbox import OUTBOX
 from aipool.ledger.record import UsageRecord
 from aipool.ledger.usage_log import UsageLog, store_now
-from aipool.metrics import observe_attempt, observe_transition
+from aipool.metrics.hops import observe_attempt, observe_transition
 from aipool.observers import LedgerObserver
 from aipool.pricing import completion_cost, cost_usd
 from aipool.quota import quotas_for

@@ -113,7 +113,7 @@ def _start_metrics_server(sender: Any = None, **_: Any) -> None:
     from prometheus_client import CollectorRegistry, start_http_server
     from prometheus_client.multiprocess import MultiProcessCollector
 
-    from aipool.pool_state import collectors_for
+    from aipool.metrics.pool_state import collectors_for
 
     registry = CollectorRegistry()
     MultiProcessCollector(registry)

@@ -143,8 +143,8 @@ def read_snapshot(
     :class:`PoolUnavailable` when there is no ledger yet)."""
     from aipool.budget.usage import budget_usage
     from aipool.ledger.summary import summarize_day
+    from aipool.metrics.pool_state import broker_queue_depths
     from aipool.periods import local_day, pool_zone
-    from aipool.pool_state import broker_queue_depths
     from aipool.settings import settings
     from aipool.views.health import usage_report
 

@@ -1,6 +1,6 @@
 """Gauges of the pool's shared state, read when Prometheus scrapes a worker's parent process.
 
-Counters of hops live in the pool children (:mod:`aipool.metrics`); what is shared by the whole
+Counters of hops live in the pool children (:mod:`aipool.metrics.hops`); what is shared by the whole
 pool is read where it lives, at scrape time, so a gauge is never older than the scrape and never
 counted twice by two replicas:
 
