@@ -18,7 +18,7 @@ from aipool.ledger.record import UsageRecord
 from aipool.ledger.usage_log import UsageLog, store_now
 from aipool.metrics.hops import observe_attempt, observe_transition
 from aipool.observers import LedgerObserver
-from aipool.pricing import completion_cost, cost_usd
+from aipool.prices.table import completion_cost, cost_usd
 from aipool.quota import quotas_for
 from aipool.redis.url import connect
 

@@ -162,7 +162,7 @@ class Completion:
     them: the input includes prompt-cache writes and reads, the output includes thinking and
     reasoning tokens. The other counts say how many of those were of a kind billed apart or worth
     showing: ``cache_write_tokens`` and ``cache_read_tokens`` of the input (priced at their own
-    rates, :func:`aipool.pricing.completion_cost`), ``thinking_tokens`` of the output.
+    rates, :func:`aipool.prices.table.completion_cost`), ``thinking_tokens`` of the output.
     """
 
     text: str

@@ -230,7 +230,7 @@ def evaluate(
     rows: list[Labelled], *, table: RouteTable | None = None, model: IntentModel | None = None
 ) -> Evaluation:
     """Route every row with ``decide`` and compare with its labels."""
-    from aipool.pricing import load_prices
+    from aipool.prices.table import load_prices
     from aipool.routing.tiers import tier_for
 
     prices = load_prices()

@@ -50,7 +50,7 @@ def routing_model_problems() -> list[str]:
 def price_table_problems() -> list[str]:
     """What is wrong with the price table in force (``AIPOOL_PRICES_FILE`` merged over the
     packaged prices), if anything: one line naming the file and the key."""
-    from aipool.pricing import PriceFileError, load_prices
+    from aipool.prices.table import PriceFileError, load_prices
 
     try:
         load_prices()
