@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 
 from aipool.notify.base import Notification, Notifier
-from aipool.notify.config import email_to
+from aipool.notify.channels import email_to
 from aipool.notify.webhook import AlertWebhook
 from aipool.settings.model import AlertSettings
 
