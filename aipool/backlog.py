@@ -82,6 +82,7 @@ def first_seen(client: Any, lane: str, task_id: str) -> float | None:
 def broker_client() -> Any:
     """A client on the broker's Redis, where the lanes' lists and stamps live; ``None`` when the
     broker is not Redis (RabbitMQ keeps no list to look at)."""
+    # deferred: loads pydantic-settings (~275 ms of start-up) only when this runs
     from aipool.redis.url import connect
     from aipool.settings import settings
 

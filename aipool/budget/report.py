@@ -20,6 +20,8 @@ from aipool.budget.messages import alert_lang
 from aipool.ledger.summary import ProviderSummary, summarize_day, summarize_month_to
 from aipool.notify import Notification
 from aipool.periods import pool_zone
+from aipool.routing.table import load_table
+from aipool.settings import settings
 from aipool.views.service_report import ServicesReport, read_services
 from aipool.views.service_tables import render_services
 from aipool.views.status_tables import summary_table
@@ -50,8 +52,6 @@ class Report:
 
 def build_report(engine: Engine, day: date, tz: tzinfo | str | None = None) -> Report:
     """Totals per provider for the local calendar ``day`` and its month up to that day."""
-    from aipool.routing.table import load_table
-    from aipool.settings import settings
 
     zone = tz if isinstance(tz, tzinfo) else pool_zone(tz)
     return Report(

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from aipool.demo.alert_sink import ReceivedAlert
+from aipool.demo.chart import draw
 from aipool.demo.settings import SHORTENED
 from aipool.demo.stage import Check, Sent, Stage, trail
 from aipool.demo.transitions import Transition
@@ -198,7 +199,6 @@ def as_json(f: Findings) -> dict[str, Any]:
 
 def write(f: Findings, out: Path) -> list[Path]:
     """Write ``report.md``, ``report.json`` and ``chart.png`` into ``out``; return the paths."""
-    from aipool.demo.chart import draw
 
     out.mkdir(parents=True, exist_ok=True)
     report = out / "report.md"

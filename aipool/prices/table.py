@@ -218,6 +218,7 @@ def load_prices(path: str | None = None) -> PriceTable:
     Raises :class:`PriceFileError` for a file that cannot be used.
     """
     if path is None:
+        # deferred: loads pydantic-settings (~346 ms of start-up) only when this runs
         from aipool.settings import settings
 
         configured = settings().prices_file

