@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from kombu.entity import Exchange, Queue
 
 from aipool.lanes import QUEUES as LANE_QUEUES
-from aipool.redis_url import celery_url
+from aipool.redis.url import celery_url
 from aipool.settings import settings
 from schedules.beat import beat_schedule as beat_schedule
 from schedules.beat import task_routes as _maintenance_routes

@@ -26,7 +26,7 @@ from functools import cache
 from typing import Any
 
 from aipool.contract.vocabulary import Outcome
-from aipool.redis_lua import LuaScripts, text
+from aipool.redis.lua import LuaScripts, text
 
 _SCRIPTS = LuaScripts("aipool", "backlog")
 #: The outcome of a hop passed over because its lane's oldest message has waited as long as the
@@ -82,7 +82,8 @@ def first_seen(client: Any, lane: str, task_id: str) -> float | None:
 def broker_client() -> Any:
     """A client on the broker's Redis, where the lanes' lists and stamps live; ``None`` when the
     broker is not Redis (RabbitMQ keeps no list to look at)."""
-    from aipool.redis_url import connect
+    # deferred: loads pydantic-settings (~275 ms of start-up) only when this runs
+    from aipool.redis.url import connect
     from aipool.settings import settings
 
     broker = settings().celery_broker_url

@@ -19,6 +19,7 @@ def pool_zone(name: str | None = None) -> ZoneInfo:
     """The zone named ``name``, else the pool's (``AIPOOL_TIMEZONE``, default Asia/Taipei)."""
     if name:
         return ZoneInfo(name)
+    # deferred: loads pydantic-settings (~303 ms of start-up) only when this runs
     from aipool.settings import settings
 
     return settings().zone

@@ -127,7 +127,7 @@ def _script_names() -> dict[str, str]:
 
     import workers.result_backend  # noqa: F401  (registers its script)
     from aipool.attempt import lifecycle  # noqa: F401
-    from aipool.redis_lua import _ALL
+    from aipool.redis.lua import _ALL
 
     return {
         hashlib.sha1(body.encode()).hexdigest(): name

@@ -88,6 +88,7 @@ def submit(request: dict[str, Any], *, app: Celery | None = None, **options: Any
 
 
 def _default_app() -> Celery:
+    # deferred: a producer that passes its own Celery app never loads the pool's (workers.app needs REDIS_URL at import)
     from workers.app import app
 
     return app

@@ -1,6 +1,6 @@
 """The first log line of a worker or beat: which Redis it serves and which ledger it writes.
 
-An embedded Redis (a Unix socket, see :mod:`aipool.embedded_redis`) is reachable only from this
+An embedded Redis (a Unix socket, see :mod:`aipool.redis.embedded`) is reachable only from this
 machine, and a worker on one serves only producers that found the same server: that is said as a
 warning, so nobody mistakes such a worker for one of the shared pool.
 """
@@ -13,9 +13,9 @@ from typing import Any
 from celery import Celery
 from celery.signals import after_setup_logger
 
-from aipool.embedded_redis import is_embedded
-from aipool.pool_location import describe_database, describe_redis
-from aipool.redis_url import redis_url
+from aipool.redis.embedded import is_embedded
+from aipool.redis.url import redis_url
+from aipool.views.pool_location import describe_database, describe_redis
 
 log = logging.getLogger("aipool.workers")
 

@@ -40,7 +40,7 @@ def _celery_command() -> bool:
 
 
 try:
-    # Reading the broker loads celeryconfig, which asks aipool.redis_url for the Redis.
+    # Reading the broker loads celeryconfig, which asks aipool.redis.url for the Redis.
     _broker_url = str(app.conf.broker_url)
 except (NoRedis, SettingsError) as exc:
     if _celery_command():

@@ -4,7 +4,7 @@ told otherwise, its address said at start.
 Flower 2.2 with no login serves every page (tasks, their arguments and results) to anyone, and
 listens on every interface; only its ``/api/*`` asks for a login. Celery loads the ``-A`` app
 inside its command group, once it knows the subcommand and before Flower reads its options, so
-the app applies the pool's defaults here (:mod:`aipool.serving`): no ``FLOWER_BASIC_AUTH`` (or
+the app applies the pool's defaults here (:mod:`aipool.views.serving`): no ``FLOWER_BASIC_AUTH`` (or
 ``FLOWER_AUTH``) and no ``AIPOOL_ALLOW_ANONYMOUS=1`` stops it in one line; no ``--address`` and no
 ``FLOWER_ADDRESS`` means ``FLOWER_ADDRESS=127.0.0.1``, which Flower then reads from the
 environment like any of its ``FLOWER_*`` options.
@@ -21,8 +21,8 @@ from collections.abc import MutableMapping, Sequence
 import click
 from celery import Celery
 
-from aipool.serving import LOOPBACK, announce, require_login
 from aipool.settings import settings
+from aipool.views.serving import LOOPBACK, announce, require_login
 
 #: Flower's port when none is given (Flower's own default).
 DEFAULT_PORT = "5555"

@@ -24,7 +24,8 @@ from kombu.utils.encoding import bytes_to_str
 
 from aipool.ledger.outbox import OUTBOX
 from aipool.ledger.record import UsageRecord
-from aipool.redis_lua import LuaScripts
+from aipool.redis.lua import LuaScripts
+from workers.runtime import shared_redis, usage_log
 
 _SCRIPTS = LuaScripts("workers", "store_result")
 
@@ -59,7 +60,6 @@ class RedisBackend(celery_redis.RedisBackend):
         return result
 
     def _write(self, key: Any, value: Any, expires: Any) -> None:
-        from workers.runtime import usage_log
 
         log = usage_log()
         records: list[UsageRecord] = log.held() if OUTBOX.holding and self._shares_ledger() else []
@@ -77,8 +77,6 @@ class RedisBackend(celery_redis.RedisBackend):
     def _shares_ledger(self) -> bool:
         """Whether this backend's Redis is the one the ledger's spool is in."""
         if self._rides is None:
-            from workers.runtime import shared_redis
-
             mine = self.client.connection_pool.connection_kwargs
             ledger = shared_redis().connection_pool.connection_kwargs
             self._rides = all(

@@ -13,14 +13,15 @@ from aipool.backlog import oldest_ages
 from aipool.breaker import breakers_for
 from aipool.breaker.listeners import log_transition
 from aipool.breaker.state import BreakerTransition
+from aipool.ledger.db import make_engine
 from aipool.ledger.outbox import OUTBOX
 from aipool.ledger.record import UsageRecord
 from aipool.ledger.usage_log import UsageLog, store_now
-from aipool.metrics import observe_attempt, observe_transition
+from aipool.metrics.hops import observe_attempt, observe_transition
 from aipool.observers import LedgerObserver
-from aipool.pricing import completion_cost, cost_usd
+from aipool.prices.table import completion_cost, cost_usd
 from aipool.quota import quotas_for
-from aipool.redis_url import connect
+from aipool.redis.url import connect
 
 
 @cache
@@ -35,6 +36,7 @@ def alert_on_transition(event: BreakerTransition) -> None:
 
     The worker that caused the transition must not wait on Slack or SMTP, so it only enqueues.
     """
+    # deferred: workers.app configures the pool's Celery app from REDIS_URL at import; tasks.client imports this module and must not need it
     from workers.app import app
 
     app.send_task(
@@ -46,7 +48,6 @@ def alert_on_transition(event: BreakerTransition) -> None:
 
 @cache
 def _ledger_engine() -> Any:
-    from aipool.ledger.db import make_engine
 
     return make_engine()
 

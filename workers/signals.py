@@ -24,10 +24,15 @@ from celery.signals import (
 
 from aipool import log_guard
 from aipool.errors import SettingsError
+from aipool.ledger.db import migrate
 from aipool.ledger.outbox import OUTBOX
 from aipool.providers.catalog import CATALOG
+from aipool.redis.persistence import persistence_warning
+from aipool.redis.url import redis_url
 from aipool.settings import settings
 from aipool.settings.startup import below_adr_notes, check_at_start
+from aipool.views.pool_location import shown_url
+from workers.runtime import shared_redis, usage_log
 
 log = logging.getLogger("aipool.workers")
 
@@ -73,11 +78,6 @@ def _note_limits_below_adr(**_: Any) -> None:
 def _warn_if_redis_keeps_nothing(**_: Any) -> None:
     # Once per worker (the parent): queued requests and undrained usage records wait in Redis.
     try:
-        from aipool.pool_location import shown_url
-        from aipool.redis_persistence import persistence_warning
-        from aipool.redis_url import redis_url
-        from workers.runtime import shared_redis
-
         warning = persistence_warning(shared_redis(), shown_url(redis_url()))
     except Exception:
         log.debug("Redis persistence not checked", exc_info=True)
@@ -113,7 +113,8 @@ def _start_metrics_server(sender: Any = None, **_: Any) -> None:
     from prometheus_client import CollectorRegistry, start_http_server
     from prometheus_client.multiprocess import MultiProcessCollector
 
-    from aipool.pool_state import collectors_for
+    # deferred: loads prometheus-client, rich, httpx (~237 ms of start-up) only when this runs
+    from aipool.metrics.pool_state import collectors_for
 
     registry = CollectorRegistry()
     MultiProcessCollector(registry)
@@ -135,7 +136,6 @@ def _forget_process_metrics(pid: int | None = None, **_: Any) -> None:
 def _migrate_ledger(**_: Any) -> None:
     # Every worker may try: migrations run under an advisory lock and are a no-op when current.
     # A database that is down must not keep a worker from serving: usage waits in Redis.
-    from aipool.ledger.db import migrate
 
     try:
         migrate()
@@ -154,8 +154,6 @@ def _push_held_usage_records(**_: Any) -> None:
     # the broker forgets the message.
     left = OUTBOX.task_ended()
     if left:
-        from workers.runtime import usage_log
-
         usage_log().push(left)
 
 

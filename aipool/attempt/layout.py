@@ -19,7 +19,7 @@ from aipool.ledger.usage_log import PENDING_KEY
 from aipool.periods import Period, day_of, month_of
 from aipool.quota import Quota
 from aipool.quota.storage import DAY_KEEP, MONTH_KEEP
-from aipool.redis_lua import text
+from aipool.redis.lua import text
 
 LEASES_KEY = "aipool:attempt:leases"
 

@@ -96,7 +96,7 @@ from aipool.breaker import Breaker, BreakerState
 from aipool.ledger.usage_log import PENDING_KEY
 from aipool.quota import Quota
 from aipool.quota.storage import ADJUST, ROOM
-from aipool.redis_lua import LuaScripts, compose, source
+from aipool.redis.lua import LuaScripts, compose, source
 from aipool.routing.table import RouteTable, load_table
 from aipool.settings import settings
 

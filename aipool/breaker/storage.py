@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aipool.breaker.state import BreakerState
-from aipool.redis_lua import LuaScripts, text
+from aipool.redis.lua import LuaScripts, text
 
 _SCRIPTS = LuaScripts("aipool.breaker", "acquire", "record", "refusing")
 

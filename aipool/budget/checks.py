@@ -45,9 +45,13 @@ from aipool.budget.rules import Condition
 from aipool.budget.sender import pool_sends_alerts
 from aipool.budget.usage import budget_usage
 from aipool.ledger.db import make_engine
+from aipool.ledger.services import ServiceUsage, service_usage_day
+from aipool.ledger.spend import service_month_cost
 from aipool.notify import Notification, Notifier, dispatch, notifiers_from_env
 from aipool.periods import local_day, pool_zone
+from aipool.routing.table import load_table
 from aipool.settings import settings
+from aipool.views.service_report import share_use
 
 log = logging.getLogger(__name__)
 
@@ -267,10 +271,6 @@ def run_budget_checks(
 
 
 def _service_conditions(engine: Engine, today: date, zone: tzinfo, month: str) -> list[Condition]:
-    from aipool.ledger.services import ServiceUsage, service_usage_day
-    from aipool.ledger.spend import service_month_cost
-    from aipool.routing.table import load_table
-    from aipool.service_report import share_use
 
     declared = load_table().services
     conditions = []

@@ -6,13 +6,12 @@ from decimal import Decimal
 
 from aipool.budget.rules import Condition
 from aipool.providers.catalog import CATALOG
+from aipool.settings import settings
 
 
 def alert_lang(lang: str | None = None) -> str:
     """``"en"`` or ``"zh-TW"`` (the default), from ``lang`` or ``AIPOOL_ALERT_LANG``."""
     if not lang:
-        from aipool.settings import settings
-
         return settings().alerts.lang
     return "en" if lang.lower().startswith("en") else "zh-TW"
 

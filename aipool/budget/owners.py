@@ -12,8 +12,9 @@ from __future__ import annotations
 import logging
 
 from aipool.notify.base import Notification, Notifier
-from aipool.notify.config import email_to
+from aipool.notify.channels import email_to
 from aipool.notify.webhook import AlertWebhook
+from aipool.routing.table import RouteTableError, load_table
 from aipool.settings.model import AlertSettings
 
 log = logging.getLogger(__name__)
@@ -32,7 +33,6 @@ class OwnerChannel:
 
 def owner_notifiers(service: str, alerts: AlertSettings) -> list[Notifier]:
     """The channel to ``service``'s owner, if the route table in force names one it can reach."""
-    from aipool.routing.table import RouteTableError, load_table
 
     if service == "*":
         return []

@@ -3,7 +3,7 @@
 Figures come from the raw ledger rows of each period (one index range scan of ``created_at``
 per period), so the day is exact to the last drain and p95 latencies are exact percentiles, not
 bounds. A hop that never called its provider (breaker open, no quota, deadline) is a skip, not
-a call: the words are ``aipool report``'s (:mod:`aipool.usage_words`). The month-to-date scan grows with the month's rows; it runs once a day (09:00).
+a call: the words are ``aipool report``'s (:mod:`aipool.views.usage_words`). The month-to-date scan grows with the month's rows; it runs once a day (09:00).
 """
 
 from __future__ import annotations
@@ -20,9 +20,11 @@ from aipool.budget.messages import alert_lang
 from aipool.ledger.summary import ProviderSummary, summarize_day, summarize_month_to
 from aipool.notify import Notification
 from aipool.periods import pool_zone
-from aipool.service_report import ServicesReport, read_services
-from aipool.service_view import render_services
-from aipool.status_view import summary_table
+from aipool.routing.table import load_table
+from aipool.settings import settings
+from aipool.views.service_report import ServicesReport, read_services
+from aipool.views.service_tables import render_services
+from aipool.views.status_tables import summary_table
 
 
 @dataclass(frozen=True)
@@ -50,8 +52,6 @@ class Report:
 
 def build_report(engine: Engine, day: date, tz: tzinfo | str | None = None) -> Report:
     """Totals per provider for the local calendar ``day`` and its month up to that day."""
-    from aipool.routing.table import load_table
-    from aipool.settings import settings
 
     zone = tz if isinstance(tz, tzinfo) else pool_zone(tz)
     return Report(

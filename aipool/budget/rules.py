@@ -30,8 +30,8 @@ from decimal import Decimal
 from aipool.budget.usage import CALENDAR_QUOTAS, BudgetUsage
 from aipool.periods import day_range, month_range
 from aipool.routing.table import Service
-from aipool.service_report import ShareUse
 from aipool.settings.provider_limits import QuotaLimits
+from aipool.views.service_report import ShareUse
 
 QUOTA_THRESHOLDS = ((70, "warning"), (90, "critical"))
 #: Fractions of the monthly budget that alert, and their severities (ADR-006's 50%; 100% is #19's).

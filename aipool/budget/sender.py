@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from aipool.settings import settings
+
 ALERTS_ENV = "AIPOOL_ALERTS"
 POOL = "pool"
 PROMETHEUS = "prometheus"
@@ -26,8 +28,6 @@ SENDERS = (POOL, PROMETHEUS)
 def alert_sender(env: Mapping[str, str] | None = None) -> str:
     """``"pool"`` or ``"prometheus"``, from ``AIPOOL_ALERTS`` (default ``pool``)."""
     if env is None:
-        from aipool.settings import settings
-
         return settings().alerts.sender
     value = (env.get(ALERTS_ENV) or POOL).strip().lower()
     if value not in SENDERS:

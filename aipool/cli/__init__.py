@@ -22,9 +22,9 @@ import typer
 from typer.exceptions import TyperException
 
 from aipool.cli import (
-    config,
     cost_estimate,
     demo,
+    effective_settings,
     embedded,
     migrate,
     report,
@@ -56,7 +56,7 @@ def _options(
 ) -> None:
     global _debug
     _debug = debug
-    config.refuse_invalid_settings()
+    effective_settings.refuse_invalid_settings()
 
 
 for module in (
@@ -72,7 +72,7 @@ for module in (
     worker,
 ):
     module.register(app)
-for module in (config, schema):
+for module in (effective_settings, schema):
     module.register(app)
 
 

@@ -10,8 +10,10 @@ from aipool.cli.console import console
 def cost_estimate() -> None:
     """ADR-006 §4's monthly cost scenarios, computed from the price table; then every price in
     force and the file it came from (the packaged prices, AIPOOL_PRICES_FILE merged over them)."""
-    from aipool.pricing import cost_estimate as estimate
-    from aipool.pricing import load_prices, render_cost_estimate, render_prices
+    # deferred: `aipool` imports every command at start; only this one loads aipool.prices.table, aipool.views.cost_estimate (~10 ms)
+    from aipool.prices.table import load_prices
+    from aipool.views.cost_estimate import cost_estimate as estimate
+    from aipool.views.cost_estimate import render_cost_estimate, render_prices
 
     prices = load_prices()
     out = console()

@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from aipool.cli.console import console
+
 
 def _folder(value: Path) -> Path:
     # Checked before the story starts: a minute of demo must not end in "no such file".
@@ -35,7 +37,7 @@ def demo(
 ) -> None:
     """Start simulated providers, an embedded Redis and a worker, then walk through routing,
     an outage, quotas, tools, the static answer and the budget alert; stop everything."""
-    from aipool.cli.console import console
+    # deferred: `aipool` imports every command at start; only this one loads aipool.demo (a little)
     from aipool.demo import run_demo
 
     raise typer.Exit(run_demo(out=out, keep=keep, console=console()))

@@ -13,8 +13,13 @@ from typing import Annotated
 
 import typer
 
+from aipool.children import signals_end_the_command
 from aipool.cli.console import console as make_console
+from aipool.ledger.db import DEFAULT_SQLITE_PATH, database_url
+from aipool.redis.embedded import EmbeddedRedis
+from aipool.redis.url import kombu_url
 from aipool.settings import settings
+from aipool.views.pool_location import describe_database
 
 
 def embedded_redis(
@@ -27,10 +32,6 @@ def embedded_redis(
     ] = Path("var/redis"),
 ) -> None:
     """Run an embedded Redis until Ctrl-C; aipool processes here without REDIS_URL use it."""
-    from aipool.children import signals_end_the_command
-    from aipool.embedded_redis import EmbeddedRedis
-    from aipool.ledger.db import DEFAULT_SQLITE_PATH, database_url
-    from aipool.pool_location import describe_database
 
     console = make_console()
     ledger = database_url() if settings().database_url else None
@@ -64,7 +65,6 @@ def embedded_redis(
 def producer_urls(redis_url: str) -> list[str]:
     """How clients name the Redis at ``redis_url``: redis-py (and aipool), and Celery producers
     (broker and result backend)."""
-    from aipool.redis_url import kombu_url
 
     return [
         f"redis-py clients and aipool: export REDIS_URL={redis_url}",

@@ -5,13 +5,13 @@ from __future__ import annotations
 import typer
 
 from aipool.cli.console import console
+from aipool.cli.pool import ledger_url
+from aipool.ledger.db import migrate as upgrade
+from aipool.views.pool_location import describe_database
 
 
 def migrate() -> None:
     """Create or upgrade the ledger tables (DATABASE_URL, default a SQLite file under ./var)."""
-    from aipool.cli.pool import ledger_url
-    from aipool.ledger.db import migrate as upgrade
-    from aipool.pool_location import describe_database
 
     url = ledger_url()
     if url.startswith("sqlite:///"):

@@ -11,14 +11,20 @@ from typing import Any
 
 from rich.console import Console
 
-from aipool.errors import PoolUnavailable
+from aipool.errors import NoRedis, PoolUnavailable
+from aipool.ledger.db import DEFAULT_SQLITE_PATH, database_url
+from aipool.redis.url import adopt_embedded, connect
+from aipool.redis.url import redis_url as pool_redis_url
 from aipool.settings import settings
+from aipool.views.pool_location import describe_database, describe_redis
+from aipool.views.pool_report import ledger_engine as existing_ledger
+from aipool.views.pool_report import pending_records as waiting
+from aipool.views.usage_words import words
 
 
 def redis_url() -> str:
-    """The pool's Redis (:func:`aipool.redis_url.redis_url`), checked to answer; raises
+    """The pool's Redis (:func:`aipool.redis.url.redis_url`), checked to answer; raises
     ``NoRedis`` when there is none and ``PoolUnavailable`` when it does not answer."""
-    from aipool.redis_url import redis_url as pool_redis_url
 
     url = pool_redis_url()
     ping(url)
@@ -32,8 +38,6 @@ def ping(url: str) -> None:
     import redis
     from redis.backoff import NoBackoff
     from redis.retry import Retry
-
-    from aipool.pool_location import describe_redis
 
     s = settings()
     client = redis.Redis.from_url(
@@ -60,8 +64,6 @@ def ping(url: str) -> None:
 def optional_redis_url() -> str | None:
     """The pool's Redis when there is one, else ``None`` (for commands that only peek: nothing is
     asked of it here)."""
-    from aipool.errors import NoRedis
-    from aipool.redis_url import redis_url as pool_redis_url
 
     try:
         return pool_redis_url()
@@ -72,8 +74,6 @@ def optional_redis_url() -> str | None:
 def ledger_url() -> str:
     """The ledger's URL: ``DATABASE_URL``, the running embedded Redis's ledger, or the SQLite
     default (the file is not created here)."""
-    from aipool.ledger.db import DEFAULT_SQLITE_PATH, database_url
-    from aipool.redis_url import adopt_embedded
 
     adopt_embedded()
     if settings().database_url:
@@ -82,9 +82,8 @@ def ledger_url() -> str:
 
 
 def ledger_engine(url: str) -> Any:
-    """An engine on an existing ledger (:func:`aipool.pool_report.ledger_engine`); raises
+    """An engine on an existing ledger (:func:`aipool.views.pool_report.ledger_engine`); raises
     ``PoolUnavailable`` when it has no tables yet."""
-    from aipool.pool_report import ledger_engine as existing_ledger
 
     return existing_ledger(url)
 
@@ -92,9 +91,6 @@ def ledger_engine(url: str) -> Any:
 def say_where(console: Console, redis: str | None, ledger: str | None, lang: str = "en") -> None:
     """Print which Redis and which ledger a command read."""
     from rich.cells import cell_len
-
-    from aipool.pool_location import describe_database, describe_redis
-    from aipool.usage_words import words
 
     w = words(lang)
     width = max(cell_len(w["redis"]), cell_len(w["ledger"])) + 2
@@ -116,8 +112,6 @@ def pending_records(redis: str | None) -> int | None:
     """Usage records waiting in Redis to be drained into the ledger, ``None`` if unknown."""
     if redis is None:
         return None
-    from aipool.pool_report import pending_records as waiting
-    from aipool.redis_url import connect
 
     client = connect(redis)
     try:
@@ -128,7 +122,6 @@ def pending_records(redis: str | None) -> int | None:
 
 def say_pending(console: Console, pending: int | None, lang: str = "en") -> None:
     """Say that records still wait in Redis (beat drains them every 5 s), when some do."""
-    from aipool.usage_words import words
 
     if pending:
         line = words(lang)["pending"].format(n=f"{pending:,}")

@@ -11,11 +11,28 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from aipool.cli.console import console as make_console
 from aipool.cli.grouping import By, ByOption
 from aipool.cli.lang import LangOption, chosen
+from aipool.cli.pool import (
+    ledger_engine,
+    ledger_url,
+    optional_redis_url,
+    pending_records,
+    say_pending,
+    say_where,
+)
+from aipool.ledger.summary import summarize_day, summarize_month_to
+from aipool.periods import local_day, pool_zone
+from aipool.routing.table import load_table
+from aipool.settings import settings
+from aipool.views.service_report import read_services
+from aipool.views.service_tables import render_services
+from aipool.views.status_tables import render_summary
+from aipool.views.usage_words import words
 
 if TYPE_CHECKING:
-    from aipool.service_report import ServicesReport
+    from aipool.views.service_report import ServicesReport
 
 
 def _day(value: str | None) -> str | None:
@@ -40,26 +57,12 @@ def report(
 ) -> None:
     """Per provider: calls, failures by reason, skips, answers, tokens, cost, p50/p95 latency.
     With ``--by service``, per service: requests, calls, tokens, cost, budget and shares used."""
-    from aipool.cli.pool import (
-        ledger_engine,
-        ledger_url,
-        optional_redis_url,
-        pending_records,
-        say_pending,
-        say_where,
-    )
-    from aipool.ledger.summary import summarize_day, summarize_month_to
-    from aipool.periods import local_day, pool_zone
-    from aipool.service_view import render_services
-    from aipool.status_view import render_summary
-    from aipool.usage_words import words
 
     language = chosen(lang)
     zone = pool_zone()
     chosen_day = date.fromisoformat(day) if day else local_day(datetime.now(UTC), zone)
     url = ledger_url()
     engine = ledger_engine(url)
-    from aipool.cli.console import console as make_console
 
     console = make_console()
     w = words(language)
@@ -88,9 +91,6 @@ def report(
 
 
 def _services(engine: Any, day: date, zone: Any) -> ServicesReport:
-    from aipool.routing.table import load_table
-    from aipool.service_report import read_services
-    from aipool.settings import settings
 
     return read_services(engine, day, zone, load_table(), settings().limits)
 

@@ -17,6 +17,9 @@ import typer
 from typer.core import TyperGroup
 
 from aipool.cli.console import console
+from aipool.routing.evaluate import INTENTS, LabelledFileError, evaluate, read_labelled, read_rows
+from aipool.routing.render import render_evaluation, render_route
+from aipool.routing.router import explain
 
 
 class _RouteGroup(TyperGroup):
@@ -43,8 +46,6 @@ def explain_command(text: Annotated[str, typer.Argument(help="A request text to 
     """Show the routing decision (intent, complexity, tier, chain, reasons) for a text."""
     if not text.strip():
         raise typer.BadParameter("the text is empty", param_hint="TEXT")
-    from aipool.routing.render import render_route
-    from aipool.routing.router import explain
 
     render_route(explain(text), console(), text=text)
 
@@ -61,8 +62,6 @@ def eval_command(
     misses: Annotated[int, typer.Option(help="List at most this many misses.", min=0)] = 20,
 ) -> None:
     """Judge the router on labelled requests: accuracy, macro-F1, confusion and tier matrices."""
-    from aipool.routing.evaluate import LabelledFileError, evaluate, read_labelled
-    from aipool.routing.render import render_evaluation
 
     try:
         rows = read_labelled(_labelled_file(file))
@@ -83,7 +82,6 @@ def train_command(
 ) -> None:
     """Train an intent model on the shipped corpus plus your examples; point
     AIPOOL_ROUTING_MODEL_FILE at the file it writes."""
-    from aipool.routing.evaluate import LabelledFileError, read_rows
 
     try:
         rows = read_rows(_labelled_file(examples))
@@ -92,6 +90,7 @@ def train_command(
         raise typer.BadParameter(str(exc), param_hint="--examples") from None
     if output.exists() and output.is_dir():
         raise typer.BadParameter(f"{output} is a directory", param_hint="--output")
+    # deferred: `aipool` imports every command at start; only this one loads numpy (~133 ms)
     from aipool.routing.train import train_with
 
     written = train_with(extra, output, source=str(examples))
@@ -107,7 +106,6 @@ def train_command(
 
 def _training_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The operator's rows as corpus rows (``text``, ``intent``); a bad row names its line."""
-    from aipool.routing.evaluate import INTENTS, LabelledFileError
 
     out = []
     for row in rows:

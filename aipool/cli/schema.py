@@ -10,6 +10,7 @@ import typer
 
 def schema() -> None:
     """Print the producer contract as JSON Schema (draft 2020-12)."""
+    # deferred: `aipool` imports every command at start; only this one loads aipool.contract.schema (~32 ms)
     from aipool.contract.schema import schema_text
 
     print(schema_text(), end="")

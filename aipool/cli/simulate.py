@@ -14,8 +14,17 @@ from typing import Annotated, Any
 
 import typer
 
-from aipool.simulator.faults import FAULT_KINDS
-from aipool.simulator.names import ADMIN_URL_ENV, DEFAULT_ADMIN_PORT
+from aipool.errors import PoolUnavailable
+from aipool.settings import settings
+from aipool.simulator import serve_forever
+from aipool.simulator.faults import FAULT_KINDS, InvalidFault, make_fault
+from aipool.simulator.names import (
+    ADMIN_URL_ENV,
+    DEFAULT_ADMIN_PORT,
+    POOL_NAMES,
+    UnknownProvider,
+    server_kind,
+)
 
 DEFAULT_ADMIN_URL = f"http://127.0.0.1:{DEFAULT_ADMIN_PORT}"
 #: The providers by the pool's names, as the commands take them.
@@ -65,8 +74,6 @@ def simulate(
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
-    from aipool.errors import PoolUnavailable
-    from aipool.simulator import serve_forever
 
     try:
         serve_forever(host=host)
@@ -80,14 +87,12 @@ def simulate(
 
 
 def _admin_url(given: str | None) -> str:
-    from aipool.settings import settings
 
     return (given or settings().simulator_admin_url or DEFAULT_ADMIN_URL).rstrip("/")
 
 
 def _provider(name: str) -> str:
     """The pool's name of ``name`` (either spelling); a mistake in what was typed otherwise."""
-    from aipool.simulator.names import POOL_NAMES, UnknownProvider, server_kind
 
     try:
         return POOL_NAMES[server_kind(name)]
@@ -101,8 +106,6 @@ def _call(url: str, method: str, path: str, body: dict[str, Any] | None = None) 
     """One admin call; the simulator's own refusal is a mistake in what was typed (exit 2), no
     simulator at ``url`` a failure (exit 1)."""
     import httpx
-
-    from aipool.errors import PoolUnavailable
 
     try:
         response = httpx.request(method, f"{url}{path}", json=body, timeout=5)
@@ -160,7 +163,6 @@ def fault(
     admin_url: AdminUrl = None,
 ) -> None:
     """Switch a simulated provider into a fault, e.g. `aipool simulate fault ollama down`."""
-    from aipool.simulator.faults import InvalidFault, make_fault
 
     name = _provider(provider)
     given = {

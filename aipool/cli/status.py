@@ -2,7 +2,7 @@
 
 Breaker state and quota use per provider (Redis), today's calls, failures, skips, p95 latency and
 cost per provider and the month's cost against the budget (the ledger), and the messages waiting
-per queue (the broker): one reading (:func:`aipool.pool_report.read_snapshot`), printed as tables
+per queue (the broker): one reading (:func:`aipool.views.pool_report.read_snapshot`), printed as tables
 in one language (English unless ``--lang zh-TW``), as JSON (``--json``), or served
 (``--serve``: ``GET /api/v1/health/ai-usage`` answers the same JSON). It only reads: it never
 starts a Redis, and without one it says how to get one.
@@ -15,9 +15,17 @@ from typing import Annotated
 
 import typer
 
+from aipool.cli.console import console
 from aipool.cli.grouping import By, ByOption
 from aipool.cli.lang import LangOption, chosen
-from aipool.pool_report import Snapshot
+from aipool.cli.pool import ledger_url, redis_url, say_pending, say_where
+from aipool.periods import pool_zone
+from aipool.redis.url import connect
+from aipool.redis.url import redis_url as unchecked_redis_url
+from aipool.views.pool_report import Snapshot, read_snapshot
+from aipool.views.service_tables import services_table
+from aipool.views.status_tables import render_queues, render_status, render_summary
+from aipool.views.usage_words import words
 
 
 def status(
@@ -37,21 +45,18 @@ def status(
 ) -> None:
     """Breakers, quotas, today's usage and cost, the month's budget, queue depths, and where
     they were read; ``--by service``: today's usage, budget and shares per service instead."""
-    from aipool.cli.pool import ledger_url, redis_url
-    from aipool.health import required_token
-    from aipool.health import serve as serve_health
-    from aipool.pool_report import read_snapshot
-    from aipool.redis_url import connect
+    # deferred: `aipool` imports every command at start; only this one loads aipool.views.health (~23 ms)
+    from aipool.views.health import required_token
+    from aipool.views.health import serve as serve_health
 
     if serve:
-        from aipool.redis_url import redis_url as unchecked_redis_url
-
         token = required_token()  # no login: refused before anything else
         # Not pinged: the server must start while Redis is down, and answer /healthz 503.
         serve_health(host, port, unchecked_redis_url(), ledger_url(), token)
         return
     url = redis_url()
     ledger = ledger_url()
+    # deferred: `aipool` imports every command at start; only this one loads celery, kombu (~215 ms)
     from workers.app import app
 
     client = connect(url)
@@ -60,8 +65,6 @@ def status(
     finally:
         client.close()
     if as_json:
-        from aipool.cli.console import console
-
         console().print_json(json.dumps(snapshot.to_json(), ensure_ascii=False))
     elif by is By.service:
         _print_services(snapshot, chosen(lang))
@@ -70,11 +73,6 @@ def status(
 
 
 def _print_tables(snap: Snapshot, lang: str) -> None:
-    from aipool.cli.console import console
-    from aipool.cli.pool import say_pending, say_where
-    from aipool.periods import pool_zone
-    from aipool.status_view import render_queues, render_status, render_summary
-    from aipool.usage_words import words
 
     out = console()
     w = words(lang)
@@ -99,11 +97,6 @@ def _print_tables(snap: Snapshot, lang: str) -> None:
 
 
 def _print_services(snap: Snapshot, lang: str) -> None:
-    from aipool.cli.console import console
-    from aipool.cli.pool import say_pending, say_where
-    from aipool.periods import pool_zone
-    from aipool.service_view import services_table
-    from aipool.usage_words import words
 
     out = console()
     say_where(out, snap.redis, snap.ledger, lang)

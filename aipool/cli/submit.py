@@ -16,7 +16,10 @@ from typing import Annotated, Any
 import typer
 
 from aipool.cli.console import console
+from aipool.cli.pool import redis_url
+from aipool.contract.request import parse_request
 from aipool.errors import NoAnswer, NoWorker
+from aipool.views.pool_location import describe_redis
 
 #: Seconds the workers have to say which queues they consume.
 INSPECT_TIMEOUT_S = 1.0
@@ -84,7 +87,6 @@ def submit(
     user_id: Annotated[str, typer.Option(help="Recorded in the ledger.")] = "cli",
 ) -> None:
     """Send one request through the pool and print the result as JSON."""
-    from aipool.contract.request import parse_request
 
     request: dict[str, Any] = {"prompt": text, "priority": str(priority), "user_id": user_id}
     if intent:
@@ -95,10 +97,8 @@ def submit(
 
     from celery.exceptions import TimeoutError as CeleryTimeout
 
-    from aipool.cli.pool import redis_url
-    from aipool.pool_location import describe_redis
-
     where = describe_redis(redis_url())
+    # deferred: `aipool` imports every command at start; only this one loads celery, kombu, prometheus-client (~280 ms)
     from tasks.client import route, send
     from workers.app import app
 

@@ -19,7 +19,9 @@ from typing import Annotated
 
 import typer
 
+from aipool.children import Child, signals_end_the_command
 from aipool.cli.console import console as make_console
+from aipool.lanes import WORKER_CLASSES
 
 
 def worker_argv(
@@ -70,8 +72,6 @@ def run_workers(
 ) -> None:
     """Run the pool's workers until Ctrl-C: one per class of queue (urgent lanes, routing,
     local models, paid providers), so a slow local model cannot starve the rest."""
-    from aipool.children import Child, signals_end_the_command
-    from aipool.lanes import WORKER_CLASSES
 
     console = make_console()
     log_dir.mkdir(parents=True, exist_ok=True)

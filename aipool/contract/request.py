@@ -27,6 +27,7 @@ from typing import Any
 from aipool.contract.vocabulary import ErrorCode
 from aipool.errors import InvalidRequest
 from aipool.settings import settings
+from aipool.settings.names import closest
 from aipool.tokens import estimate_tokens
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -162,7 +163,7 @@ class Completion:
     them: the input includes prompt-cache writes and reads, the output includes thinking and
     reasoning tokens. The other counts say how many of those were of a kind billed apart or worth
     showing: ``cache_write_tokens`` and ``cache_read_tokens`` of the input (priced at their own
-    rates, :func:`aipool.pricing.completion_cost`), ``thinking_tokens`` of the output.
+    rates, :func:`aipool.prices.table.completion_cost`), ``thinking_tokens`` of the output.
     """
 
     text: str
@@ -451,8 +452,6 @@ def _refuse_unknown_fields(payload: dict[str, Any]) -> None:
         # Odd producer text is not repeated back (see _key_path).
         named, guess = "a key that is not a request field", None
     else:
-        from aipool.settings.names import closest
-
         named, guess = f"{key!r} is not a request field", closest(key, REQUEST_FIELDS)
     more = f" ({len(unknown) - 1} more unknown)" if len(unknown) > 1 else ""
     if guess:

@@ -25,9 +25,10 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from aipool.children import Child, signals_end_the_command
+from aipool.children import Child, signals_end_the_command, wait_until
 from aipool.cli.worker import worker_argv
 from aipool.demo.settings import BASE_URL_ENV, KEYS, SHORTENED, inherited
+from aipool.redis.embedded import EmbeddedRedis
 
 #: Seconds the worker has to answer a ping after it was started (importing the SDKs is slow).
 WORKER_START_S = 90.0
@@ -64,6 +65,7 @@ def _worker(data_dir: Path) -> Child:
 
 
 def _wait_for(worker: Child) -> None:
+    # deferred: loads celery, kombu, sqlalchemy (~1657 ms of start-up) only when this runs
     from workers.app import app
 
     deadline = time.monotonic() + WORKER_START_S
@@ -80,6 +82,7 @@ def _say_settings(console: Console) -> None:
 
 
 def _tell(stage: Any, console: Console) -> None:
+    # deferred: loads rich, httpx (~139 ms of start-up) only when this runs
     from aipool.demo.story import SCENES
 
     columns = (
@@ -109,8 +112,8 @@ def _findings(stage: Any, sink: Any, worker: Child, processes: dict[str, int]) -
 
     from sqlalchemy import func, select
 
+    # deferred: loads sqlalchemy, alembic, pydantic-settings (~1510 ms of start-up) only when this runs
     from aipool.budget.checks import default_engine
-    from aipool.children import wait_until
     from aipool.demo.findings import Findings
     from aipool.demo.transitions import read_transitions
     from aipool.ledger.models import UsageLogRow
@@ -143,7 +146,8 @@ def _findings(stage: Any, sink: Any, worker: Child, processes: dict[str, int]) -
 
 
 def _show(findings: Any, console: Console) -> None:
-    from aipool.status_view import summary_table
+    # deferred: loads sqlalchemy, alembic, pydantic-settings (~1244 ms of start-up) only when this runs
+    from aipool.views.status_tables import summary_table
 
     console.rule("What the ledger says")
     console.print(summary_table(findings.summaries, lang="en", title="Per provider"))
@@ -173,7 +177,6 @@ def run_demo(
         if not keep:
             cleanup.callback(shutil.rmtree, data_dir, ignore_errors=True)
         _environment(data_dir)
-        from aipool.embedded_redis import EmbeddedRedis
 
         ledger = f"sqlite:///{data_dir / 'aipool.db'}"
         redis_server = EmbeddedRedis(data_dir, owner="aipool demo", database_url=ledger)
@@ -182,6 +185,7 @@ def run_demo(
         started["redis"] = running.redis_pid
         os.environ["REDIS_URL"] = running.redis_url
         os.environ["DATABASE_URL"] = ledger
+        # deferred: loads rich, httpx (~135 ms of start-up) only when this runs
         from aipool.demo.alert_sink import AlertSink
         from aipool.simulator import Simulator
 
@@ -196,6 +200,7 @@ def run_demo(
             highlight=False,
         )
         _say_settings(console)
+        # deferred: loads sqlalchemy, alembic, pydantic-settings (~1198 ms of start-up) only when this runs
         from aipool.ledger.db import migrate
 
         migrate(ledger)
@@ -204,9 +209,10 @@ def run_demo(
         started["worker"] = worker.pid
         with console.status("starting a worker on every queue"):
             _wait_for(worker)
+        # deferred: loads sqlalchemy, alembic, pydantic-settings (~1475 ms of start-up) only when this runs
         from aipool.demo.findings import closing_checks, write
         from aipool.demo.stage import Stage
-        from aipool.redis_url import connect
+        from aipool.redis.url import connect
 
         stage = Stage(console=console, sim=sim, redis=connect(running.redis_url))
         _tell(stage, console)

@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from aipool.demo.alert_sink import ReceivedAlert
+from aipool.demo.chart import draw
 from aipool.demo.settings import SHORTENED
 from aipool.demo.stage import Check, Sent, Stage, trail
 from aipool.demo.transitions import Transition
 from aipool.ledger.summary import ProviderSummary
-from aipool.usage_words import markdown_table, summary_cells, summary_headers
+from aipool.views.usage_words import markdown_table, summary_cells, summary_headers
 
 #: The breaker's round trip the outage scene must show, in order.
 OLLAMA_ROUND_TRIP = (("closed", "open"), ("open", "half_open"), ("half_open", "closed"))
@@ -198,7 +199,6 @@ def as_json(f: Findings) -> dict[str, Any]:
 
 def write(f: Findings, out: Path) -> list[Path]:
     """Write ``report.md``, ``report.json`` and ``chart.png`` into ``out``; return the paths."""
-    from aipool.demo.chart import draw
 
     out.mkdir(parents=True, exist_ok=True)
     report = out / "report.md"

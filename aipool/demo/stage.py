@@ -72,6 +72,7 @@ class Stage:
 
     def send(self, scene: str, label: str, request: dict[str, Any]) -> dict[str, Any]:
         """Submit ``request``, wait for the answer, print it on one line, keep it."""
+        # deferred: loads celery, kombu, sqlalchemy (~1670 ms of start-up) only when this runs
         from tasks.client import submit
 
         answer: dict[str, Any] = submit(dict(request, user_id="demo")).get(timeout=ANSWER_TIMEOUT_S)
@@ -95,7 +96,8 @@ class Stage:
 
     def breaker(self, provider: str) -> dict[str, Any]:
         """``provider``'s breaker as the pool shares it."""
-        from aipool.health import usage_report
+        # deferred: loads pydantic-settings, redis (~369 ms of start-up) only when this runs
+        from aipool.views.health import usage_report
 
         return dict(usage_report(self.redis)[provider]["breaker"])
 

@@ -172,6 +172,7 @@ def static(stage: Stage) -> None:
 
 def budget(stage: Stage) -> None:
     """Beat's budget check, run twice: the monthly budget alert fires once."""
+    # deferred: loads sqlalchemy, alembic, pydantic-settings (~1422 ms of start-up) only when this runs
     from aipool.budget import run_budget_checks
     from aipool.budget.checks import default_engine
     from aipool.ledger.usage_log import drain

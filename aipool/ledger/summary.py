@@ -4,7 +4,7 @@ The ledger keeps one row per hop, and a hop either **called** the provider (``ok
 was **skipped** without calling it (its breaker open, its quota spent, the request's deadline
 passed), or was the chain's terminal answer (the static answer or the refusal). Counting all of
 them as "requests" mixes what a provider did with what it was spared; this summary keeps them
-apart, in the words ``aipool report``, ``aipool status`` and the demo share (:mod:`aipool.usage_words`).
+apart, in the words ``aipool report``, ``aipool status`` and the demo share (:mod:`aipool.views.usage_words`).
 Latency percentiles are over calls (a skip has no latency), linear like PostgreSQL's
 ``percentile_cont``.
 """

@@ -41,7 +41,7 @@ from aipool.ledger.record import UsageRecord, storable_text
 from aipool.ledger.rollup import refresh_days
 from aipool.ledger.spend import take_clock
 from aipool.periods import local_day, pool_zone
-from aipool.redis_lua import LuaScripts
+from aipool.redis.lua import LuaScripts
 from aipool.scrub import scrub as scrub_error
 
 log = logging.getLogger(__name__)

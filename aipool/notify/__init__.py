@@ -6,7 +6,7 @@ times with a short backoff, and never lets one channel's failure reach the other
 """
 
 from aipool.notify.base import Notification, Notifier
-from aipool.notify.config import notifiers_from_env
+from aipool.notify.channels import notifiers_from_env
 from aipool.notify.dispatch import dispatch
 
 __all__ = ["Notification", "Notifier", "dispatch", "notifiers_from_env"]

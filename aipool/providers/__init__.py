@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 def get_provider(name: str) -> Provider:
     """The process-wide adapter for ``name``, built once and reused (SDK clients are costly)."""
     if name in TERMINALS:
+        # deferred: loads pydantic-settings (~351 ms of start-up) only when this runs
         from aipool.providers.static import StaticProvider
 
         return StaticProvider(refuse=name == "refuse")

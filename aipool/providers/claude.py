@@ -7,7 +7,6 @@ from typing import Any
 
 import anthropic
 
-from aipool import config
 from aipool.contract.request import Completion, Request, ToolCall
 from aipool.errors import ProviderError
 from aipool.providers.base import (
@@ -19,6 +18,7 @@ from aipool.providers.base import (
     token_part,
     with_tool_call_ids,
 )
+from aipool.providers.endpoint import ProviderEndpoint
 from aipool.secrets import read_secret
 
 _FINISH = {
@@ -72,8 +72,8 @@ class ClaudeProvider:
 
     name = "claude"
 
-    def __init__(self, endpoint: config.ProviderEndpoint | None = None) -> None:
-        self.endpoint = endpoint or config.ProviderEndpoint.for_provider("claude")
+    def __init__(self, endpoint: ProviderEndpoint | None = None) -> None:
+        self.endpoint = endpoint or ProviderEndpoint.for_provider("claude")
         # max_retries=0: the breaker must see every try, and the chain is the retry policy.
         self._client = anthropic.Anthropic(
             api_key=read_secret("ANTHROPIC_API_KEY") or "missing-key",

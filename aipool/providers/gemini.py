@@ -14,7 +14,6 @@ from google.genai import errors as genai_errors
 from google.genai import types
 from pydantic import ValidationError
 
-from aipool import config
 from aipool.contract.request import Completion, Request, ToolCall
 from aipool.errors import (
     ProviderAuthError,
@@ -35,6 +34,7 @@ from aipool.providers.base import (
     token_part,
     with_tool_call_ids,
 )
+from aipool.providers.endpoint import ProviderEndpoint
 from aipool.secrets import read_secret
 
 _FINISH = {"STOP": "stop", "MAX_TOKENS": "length"}
@@ -121,8 +121,8 @@ class GeminiProvider:
 
     name = "gemini"
 
-    def __init__(self, endpoint: config.ProviderEndpoint | None = None) -> None:
-        self.endpoint = endpoint or config.ProviderEndpoint.for_provider("gemini")
+    def __init__(self, endpoint: ProviderEndpoint | None = None) -> None:
+        self.endpoint = endpoint or ProviderEndpoint.for_provider("gemini")
         self._client = genai.Client(
             api_key=read_secret("GEMINI_API_KEY") or "missing-key",
             http_options=types.HttpOptions(

@@ -8,7 +8,6 @@ from typing import Any
 
 import openai
 
-from aipool import config
 from aipool.contract.request import Completion, Request, ToolCall
 from aipool.errors import ProviderBadResponse, ProviderError
 from aipool.providers.base import (
@@ -20,6 +19,7 @@ from aipool.providers.base import (
     token_part,
     with_tool_call_ids,
 )
+from aipool.providers.endpoint import ProviderEndpoint
 from aipool.secrets import read_secret
 from aipool.settings import settings
 
@@ -72,8 +72,8 @@ class NemotronProvider:
 
     name = "nemotron"
 
-    def __init__(self, endpoint: config.ProviderEndpoint | None = None) -> None:
-        self.endpoint = endpoint or config.ProviderEndpoint.for_provider("nemotron")
+    def __init__(self, endpoint: ProviderEndpoint | None = None) -> None:
+        self.endpoint = endpoint or ProviderEndpoint.for_provider("nemotron")
         self._client = openai.OpenAI(
             api_key=read_secret("NVIDIA_API_KEY") or "missing-key",
             base_url=self.endpoint.base_url,

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aipool.redis_lua import LuaScripts, compose, source, text
+from aipool.redis.lua import LuaScripts, compose, source, text
 
 ROOM = source("aipool.quota", "room")
 #: ``reserve.lua`` with the ``room`` function it calls.

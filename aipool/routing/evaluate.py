@@ -29,11 +29,12 @@ from typing import Any
 
 from aipool.contract.request import Request, parse_request
 from aipool.errors import InvalidRequest
+from aipool.prices.table import load_prices
 from aipool.routing.intent import Intent
 from aipool.routing.model import IntentModel
 from aipool.routing.router import Route, decide
 from aipool.routing.table import RouteTable
-from aipool.routing.tiers import CLOUD_TIERS, LOCAL_TIERS, TIERS
+from aipool.routing.tiers import CLOUD_TIERS, LOCAL_TIERS, TIERS, tier_for
 
 INTENTS = tuple(i.value for i in Intent)
 #: Output tokens assumed for an answer when a tier is priced (a typical answer, not the allowance).
@@ -230,8 +231,6 @@ def evaluate(
     rows: list[Labelled], *, table: RouteTable | None = None, model: IntentModel | None = None
 ) -> Evaluation:
     """Route every row with ``decide`` and compare with its labels."""
-    from aipool.pricing import load_prices
-    from aipool.routing.tiers import tier_for
 
     prices = load_prices()
     result = Evaluation(rows=len(rows))

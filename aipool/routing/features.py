@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import re
 
+from aipool.routing.intent import signal_labels
 from aipool.routing.text import SplitText, bounded, fold, split_text
 
 HEAD_CHARS = 1536
@@ -48,7 +49,6 @@ def read(text: str) -> Reading:
     """The part of ``text`` the model reads, split into prose and blocks, and the keyword
     signals of its prose: computed once per decision, and handed to :func:`features` and to the
     router's explanation alike."""
-    from aipool.routing.intent import signal_labels
 
     window = bounded(text, HEAD_CHARS, TAIL_CHARS)
     split = split_text(window)

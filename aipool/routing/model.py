@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from aipool.routing.features import Reading, features
+from aipool.routing.intent import Intent
+from aipool.settings import settings
 
 FORMAT = "aipool-intent-model/1"
 SHIPPED_MODEL = Path(__file__).with_name("intent_model.json")
@@ -122,7 +124,6 @@ def parse_model(data: Any, source: str) -> IntentModel:
         trained = dict(data.get("trained") or {})
     except (KeyError, TypeError, ValueError) as exc:
         raise ModelError(f"{source}: malformed model file ({type(exc).__name__}: {exc})") from None
-    from aipool.routing.intent import Intent
 
     unknown = sorted(set(labels) - {i.value for i in Intent})
     if unknown or len(set(labels)) != len(labels) or len(labels) < 2:
@@ -156,7 +157,6 @@ def _cached(path: str, mtime_ns: int) -> IntentModel:
 
 def model_path() -> Path:
     """The model in force: ``AIPOOL_ROUTING_MODEL_FILE`` if set, else the packaged model."""
-    from aipool.settings import settings
 
     return settings().routing_model_file or SHIPPED_MODEL
 

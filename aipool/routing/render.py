@@ -11,6 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from aipool.routing.evaluate import INTENTS, Evaluation, confusion
+from aipool.routing.intent import matched_words
+from aipool.routing.model import load_model
 from aipool.routing.router import Route
 from aipool.routing.tiers import TIERS
 
@@ -47,8 +49,6 @@ def render_route(route: Route, console: Console, text: str | None = None) -> Non
         console.print(Text(f"  • {part}", style="dim"))
     if text is None:
         return
-    from aipool.routing.intent import matched_words
-    from aipool.routing.model import load_model
 
     words = matched_words(text)
     if words:

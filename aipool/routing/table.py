@@ -23,6 +23,7 @@ from aipool.contract.request import PRIORITIES, SERVICE_NAME
 from aipool.providers.catalog import CATALOG, PROVIDERS
 from aipool.routing.intent import Intent
 from aipool.routing.tiers import TIERS
+from aipool.settings import settings
 
 DEFAULT_ROUTES_FILE = Path(__file__).with_name("routes.toml")
 CHAIN_KINDS = ("general", "tools")
@@ -311,7 +312,6 @@ def _load(path: str, mtime_ns: int) -> RouteTable:
 
 def routes_path() -> Path:
     """The route file in force: ``AIPOOL_ROUTES_FILE`` if set, else the packaged default."""
-    from aipool.settings import settings
 
     return settings().routes_file or DEFAULT_ROUTES_FILE
 

@@ -67,6 +67,7 @@ def tier_for(
 ) -> str:
     """The tier a request with this intent and complexity should start at (the packaged route
     table unless ``table`` is given)."""
+    # inside: at the top it would close the import circle routing.tiers → routing.table → routing.tiers
     from aipool.routing.table import DEFAULT_ROUTES_FILE, load_table
 
     table = table if table is not None else load_table(DEFAULT_ROUTES_FILE)

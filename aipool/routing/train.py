@@ -25,8 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from aipool.routing import corpus
 from aipool.routing.features import features
-from aipool.routing.intent import Intent
+from aipool.routing.intent import Intent, classify_text
 from aipool.routing.model import FORMAT, SHIPPED_MODEL, IntentModel, parse_model
 
 LABELS = [i.value for i in Intent]
@@ -139,7 +140,6 @@ def fit(examples: list[Example], **kwargs: Any) -> IntentModel:
 def accuracy(model: IntentModel, examples: list[Example], threshold: float = 0.0) -> float:
     """Share of ``examples`` the model gets right when it is at least ``threshold`` sure; below
     it, the keyword rules decide (as in the router)."""
-    from aipool.routing.intent import classify_text
 
     right = 0
     for example in examples:
@@ -151,7 +151,6 @@ def accuracy(model: IntentModel, examples: list[Example], threshold: float = 0.0
 
 def select() -> None:
     """Print dev accuracy for a grid of settings and thresholds, models trained on train only."""
-    from aipool.routing import corpus
 
     fit_rows, dev = examples_from_rows(corpus.load("train")), examples_from_rows(corpus.load("dev"))
     for l2 in (1e-5, 1e-4, 1e-3):
@@ -166,7 +165,6 @@ def select() -> None:
 def train_with(extra: list[dict[str, Any]], output: Path, *, source: str) -> dict[str, Any]:
     """Train on the shipped train and dev splits plus ``extra`` rows (``text``, ``intent``), with
     the shipped settings, and write the model file to ``output``; return what was written."""
-    from aipool.routing import corpus
 
     rows = corpus.load("train") + corpus.load("dev") + extra
     model = train(

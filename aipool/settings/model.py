@@ -25,6 +25,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from aipool.settings.names import SECRETS
 from aipool.settings.provider_limits import (
     UNLIMITED,
     BreakerSettings,
@@ -33,6 +34,7 @@ from aipool.settings.provider_limits import (
     Seconds,
     no_limit_word,
 )
+from aipool.settings.sources import pool_sources
 
 STATIC_ANSWER_DEFAULT = "抱歉，AI 服務暫時不可用。請稍後再試，或聯繫管理員。"
 REFUSAL_DEFAULT = (
@@ -178,7 +180,7 @@ class Settings(BaseSettings):
     #: Bearer token the usage report (``aipool status --serve``) asks for.
     health_token: SecretStr | None = None
     #: Let Flower and the usage report serve without a login (``AIPOOL_ALLOW_ANONYMOUS=1``);
-    #: off, each refuses to start without one (:mod:`aipool.serving`).
+    #: off, each refuses to start without one (:mod:`aipool.views.serving`).
     allow_anonymous: bool = False
     #: Let Flower show answers (``AIPOOL_FLOWER_SHOWS_ANSWERS=1``): the worker puts the answer's
     #: repr in its task-succeeded events, and Flower reads results from the result backend. Off,
@@ -312,7 +314,6 @@ class Settings(BaseSettings):
 
     def secret(self, name: str) -> str | None:
         """The value of the secret variable ``name`` (e.g. ``GEMINI_API_KEY``), if configured."""
-        from aipool.settings.names import SECRETS
 
         node: Any = self
         for key in SECRETS[name]:
@@ -331,6 +332,5 @@ class Settings(BaseSettings):
         # The pool's own sources replace pydantic-settings' defaults: its variables do not follow
         # one prefix (REDIS_URL, GEMINI_API_KEY, AIPOOL_GEMINI_RPM), and every value must say where
         # it came from (`aipool config`).
-        from aipool.settings.sources import pool_sources
 
         return (init_settings, *pool_sources(settings_cls))

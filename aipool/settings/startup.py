@@ -6,6 +6,9 @@ requests move on sooner)."""
 from __future__ import annotations
 
 from aipool.errors import SettingsError
+from aipool.prices.table import PriceFileError, load_prices
+from aipool.routing.model import ModelError, load_model
+from aipool.routing.table import RouteTableError, load_table
 from aipool.settings import Settings, settings
 from aipool.settings.names import NAME_OF
 from aipool.settings.provider_limits import below_adr
@@ -26,8 +29,6 @@ def below_adr_notes(current: Settings) -> list[str]:
 
 def route_table_problems() -> list[str]:
     """What is wrong with the route table in force (``AIPOOL_ROUTES_FILE``), if anything."""
-    from aipool.routing.table import RouteTableError, load_table
-
     try:
         load_table()
     except RouteTableError as exc:
@@ -38,8 +39,6 @@ def route_table_problems() -> list[str]:
 def routing_model_problems() -> list[str]:
     """What is wrong with the intent model in force (``AIPOOL_ROUTING_MODEL_FILE``), if anything:
     a model that does not load is refused at start, naming its path, not at the first request."""
-    from aipool.routing.model import ModelError, load_model
-
     try:
         load_model()
     except ModelError as exc:
@@ -50,7 +49,6 @@ def routing_model_problems() -> list[str]:
 def price_table_problems() -> list[str]:
     """What is wrong with the price table in force (``AIPOOL_PRICES_FILE`` merged over the
     packaged prices), if anything: one line naming the file and the key."""
-    from aipool.pricing import PriceFileError, load_prices
 
     try:
         load_prices()

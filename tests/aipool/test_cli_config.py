@@ -102,7 +102,7 @@ def test_an_unknown_route_table_key_stops_a_command_with_a_suggestion(tmp_path: 
 def test_config_shows_the_redis_and_ledger_in_force_when_their_variables_are_unset(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from aipool.embedded_redis import EmbeddedRedis
+    from aipool.redis.embedded import EmbeddedRedis
 
     # Given a fresh shell: no REDIS_URL, no DATABASE_URL, no embedded Redis
     runtime = tmp_path / "runtime"

@@ -172,7 +172,7 @@ def test_a_malformed_url_never_shows_its_password(tmp_path):
 def test_what_the_package_logs_during_a_command_is_one_line_each(monkeypatch, capsys):
     import logging
 
-    from aipool.cli import config
+    from aipool.cli import effective_settings
 
     # Given a part of the package that logs a failure with its exception while a command runs
     # (as the ledger observer did when a hop's outcome was refused)
@@ -182,7 +182,7 @@ def test_what_the_package_logs_during_a_command_is_one_line_each(monkeypatch, ca
         except ValueError:
             logging.getLogger("aipool.hop").exception("observer failed for request_id=r1")
 
-    monkeypatch.setattr(config, "refuse_invalid_settings", logs_a_failure)
+    monkeypatch.setattr(effective_settings, "refuse_invalid_settings", logs_a_failure)
     # When the command runs
     code = run(["route", "What is a pod?"])
     # Then the log record is one line, with the exception's type and message but no traceback

@@ -10,10 +10,10 @@ from decimal import Decimal
 import pytest
 
 from aipool.cli import run
-from aipool.embedded_redis import EmbeddedRedis
 from aipool.ledger.db import make_engine, migrate
 from aipool.ledger.record import UsageRecord
 from aipool.ledger.usage_log import store_now
+from aipool.redis.embedded import EmbeddedRedis
 from tests.support.cli import MARK, fresh_env, processes_marked, run_aipool
 
 

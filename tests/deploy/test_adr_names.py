@@ -14,8 +14,8 @@ from typing import Any
 import yaml
 from prometheus_client import Counter
 
-from aipool import metrics
 from aipool.budget.alert_names import ADR_ALERTS
+from aipool.metrics import hops
 from tests.deploy.prometheus_rule import MONITORING, ROOT, RULES_FILE
 
 #: ADR-006 §3, verbatim.
@@ -63,16 +63,16 @@ def test_given_adr_006_when_its_alerts_are_looked_for_then_each_is_a_rule_and_a_
 
 def test_given_adr_006_when_its_metrics_are_scraped_then_they_are_the_pools_counters() -> None:
     # Given the pool's token and failure counters
-    tokens, failures = _exported(metrics.TOKENS), _exported(metrics.FAILURES)
+    tokens, failures = _exported(hops.TOKENS), _exported(hops.FAILURES)
     # Then they are exported under ADR-006's names, labelled by provider
-    assert tokens == "ai_tokens_total" and "provider" in metrics.TOKENS._labelnames
-    assert failures == "ai_requests_failed_total" and "provider" in metrics.FAILURES._labelnames
+    assert tokens == "ai_tokens_total" and "provider" in hops.TOKENS._labelnames
+    assert failures == "ai_requests_failed_total" and "provider" in hops.FAILURES._labelnames
     # and no other counter of the pool exports the same thing under an aipool_* name
     assert not [
         name
-        for name in dir(metrics)
-        if isinstance(getattr(metrics, name), Counter)
-        and getattr(metrics, name)._name in ("aipool_tokens", "aipool_provider_failures")
+        for name in dir(hops)
+        if isinstance(getattr(hops, name), Counter)
+        and getattr(hops, name)._name in ("aipool_tokens", "aipool_provider_failures")
     ]
 
 

@@ -34,9 +34,9 @@ from aipool.contract.request import (
     parse_request,
 )
 from aipool.errors import InvalidRequest
-from aipool.health import usage_report
 from aipool.ledger.usage_log import DEAD_KEY, PENDING_KEY
 from aipool.settings import settings as pool_settings
+from aipool.views.health import usage_report
 from tests.support.sizes import sized
 
 #: Characters no provider can take: lone surrogates and C0 controls other than tab, LF, CR.

@@ -70,8 +70,8 @@ def _per_service(engine: Engine, routes: str) -> dict[str, tuple[int, Decimal]]:
     """``aipool report --by service``'s figures of today: tokens and cost per service."""
     from aipool.periods import local_day
     from aipool.routing.table import load_table
-    from aipool.service_report import read_services
     from aipool.settings import settings
+    from aipool.views.service_report import read_services
 
     zone = pool_zone()
     day = local_day(datetime.now(UTC), zone)

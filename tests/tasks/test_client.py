@@ -7,7 +7,7 @@ import sys
 
 import redis
 
-from aipool.embedded_redis import EmbeddedRedis
+from aipool.redis.embedded import EmbeddedRedis
 from tests.support.cli import MARK, ROOT, fresh_env, processes_marked
 
 SUBMIT = (

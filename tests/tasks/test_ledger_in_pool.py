@@ -113,7 +113,9 @@ def test_a_worker_priced_by_the_packaged_example_file_still_charges_gemini(
     simulator, healthy, ledger_url, tmp_path
 ) -> None:  # type: ignore[no-untyped-def]
     # Given: prices.toml's own example (one Claude model row) as the worker's price file
-    lines = (Path(__file__).parents[2] / "aipool" / "prices.toml").read_text().splitlines()
+    lines = (
+        (Path(__file__).parents[2] / "aipool" / "prices" / "prices.toml").read_text().splitlines()
+    )
     start = next(i for i, line in enumerate(lines) if line.startswith('# [claude.models."'))
     prices = tmp_path / "prices.toml"
     prices.write_text("\n".join(line[2:] for line in lines[start : start + 3]) + "\n")

@@ -89,7 +89,7 @@ def test_given_a_call_whose_worker_died_when_the_sweep_runs_then_it_is_booked_at
     h = header(tokens=250)
     begin(book, h, owner="dead", bound=30.0)
     pool.time.now = time.time()
-    monkeypatch.setattr("workers.runtime.attempt_book", lambda: book)
+    monkeypatch.setattr("tasks.maintenance.attempt_book", lambda: book)
     # When: beat's sweep runs, and the ledger is drained
     swept = maintenance.sweep_attempts.run()
     maintenance.drain_ledger.run()

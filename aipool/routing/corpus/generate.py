@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from aipool.routing.corpus import payloads as P
+from aipool.routing.tiers import tier_for
 
 HERE = Path(__file__).resolve().parent
 SEED = 20260302
@@ -902,7 +903,6 @@ def _assign(keys: list[tuple[str, str]], rng: random.Random) -> dict[str, str]:
 
 def build() -> dict[str, list[dict[str, Any]]]:
     """The corpus, split: ``{"train": [...], "dev": [...], "test": [...]}``."""
-    from aipool.routing.tiers import tier_for
 
     rng = random.Random(SEED)
     hand = _handwritten()

@@ -15,10 +15,10 @@ import pytest
 
 from aipool.attempt.bound import within
 from aipool.chains import default_model
-from aipool.config import ProviderEndpoint
 from aipool.contract.request import parse_request
 from aipool.errors import ProviderTimeout
 from aipool.providers.claude import ClaudeProvider
+from aipool.providers.endpoint import ProviderEndpoint
 from aipool.providers.gemini import GeminiProvider
 from aipool.providers.nemotron import NemotronProvider
 from aipool.providers.ollama import OllamaProvider

@@ -15,7 +15,7 @@ from aipool.ledger.record import UsageRecord
 from aipool.ledger.rollup import rollup
 from aipool.ledger.spend import month_spend, spend, take_clock
 from aipool.ledger.usage_log import _row, store_now
-from aipool.pricing import Price
+from aipool.prices.table import Price
 from tests.support.sizes import sized
 
 TAIPEI = ZoneInfo("Asia/Taipei")

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from aipool.chains import default_model
-from aipool.config import ProviderEndpoint
 from aipool.contract.request import Message, Request, parse_request
 from aipool.errors import (
     ProviderAuthError,
@@ -25,6 +24,7 @@ from aipool.errors import (
 )
 from aipool.providers import claude, gemini, nemotron, ollama
 from aipool.providers.base import UnsendableRequest, building_request
+from aipool.providers.endpoint import ProviderEndpoint
 from aipool.scrub import forget_configured_secrets
 from aipool.simulator import Simulator
 

@@ -26,10 +26,10 @@ from typing import Any
 
 import pytest
 
-from aipool.config import ProviderEndpoint
 from aipool.contract.request import parse_request
-from aipool.pricing import completion_cost
+from aipool.prices.table import completion_cost
 from aipool.providers import claude, gemini, nemotron, ollama
+from aipool.providers.endpoint import ProviderEndpoint
 
 HELLO = parse_request({"prompt": "Why is the api slow?"})
 

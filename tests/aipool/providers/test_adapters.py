@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 from aipool.chains import default_model
-from aipool.config import ProviderEndpoint
 from aipool.contract.request import parse_request
 from aipool.errors import (
     ProviderBadResponse,
@@ -20,6 +19,7 @@ from aipool.errors import (
     ProviderUnreachable,
 )
 from aipool.providers.claude import ClaudeProvider
+from aipool.providers.endpoint import ProviderEndpoint
 from aipool.providers.gemini import GeminiProvider
 from aipool.providers.nemotron import NemotronProvider
 from aipool.providers.ollama import OllamaProvider

@@ -35,7 +35,7 @@ catalog.PROVIDERS = tuple(catalog.CATALOG)
 from aipool.budget.messages import display_name
 from aipool.chains import GENERAL_CHAIN, build_chain
 from aipool.contract.request import parse_request
-from aipool.pricing import load_prices
+from aipool.prices.table import load_prices
 from aipool.providers import get_provider
 from aipool.routing.router import decide
 from aipool.settings import settings

@@ -75,7 +75,7 @@ def test_keda_scales_every_providers_queue_and_no_other() -> None:
 
 
 def test_the_price_table_prices_every_provider_and_no_other() -> None:
-    prices = tomllib.loads((ROOT / "aipool" / "prices.toml").read_text())
+    prices = tomllib.loads((ROOT / "aipool" / "prices" / "prices.toml").read_text())
     assert set(prices) == set(PROVIDERS)
 
 

@@ -16,9 +16,16 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from aipool.backlog import oldest_ages
 from aipool.errors import PoolUnavailable
-from aipool.ledger.summary import ProviderSummary
-from aipool.service_report import ServicesReport
+from aipool.ledger.db import make_engine
+from aipool.ledger.summary import ProviderSummary, summarize_day
+from aipool.ledger.usage_log import UsageLog
+from aipool.periods import local_day, pool_zone
+from aipool.routing.table import load_table
+from aipool.settings import settings
+from aipool.views.pool_location import describe_database, describe_redis
+from aipool.views.service_report import ServicesReport, read_services
 
 
 @dataclass(frozen=True)
@@ -54,7 +61,6 @@ class Snapshot:
 
     def to_json(self) -> dict[str, Any]:
         """The reading as JSON data (``aipool status --json``, the usage endpoint)."""
-        from aipool.pool_location import describe_database, describe_redis
 
         return {
             "redis": describe_redis(self.redis),
@@ -91,9 +97,6 @@ def ledger_engine(url: str) -> Any:
     from sqlalchemy import inspect
     from sqlalchemy.engine import make_url
 
-    from aipool.ledger.db import make_engine
-    from aipool.pool_location import describe_database
-
     parsed = make_url(url)
     sqlite_file = parsed.database if parsed.get_backend_name() == "sqlite" else None
     if sqlite_file and not Path(sqlite_file).exists():
@@ -112,7 +115,6 @@ def ledger_engine(url: str) -> Any:
 
 def pending_records(redis_client: Any) -> int | None:
     """Usage records waiting in Redis to be drained into the ledger, ``None`` if unknown."""
-    from aipool.ledger.usage_log import UsageLog
 
     try:
         return int(UsageLog(redis_client).pending())
@@ -123,6 +125,8 @@ def pending_records(redis_client: Any) -> int | None:
 def pool_queues() -> tuple[str, ...]:
     """The queues a reading counts: the pool's six and Celery's default one."""
     from celeryconfig import QUEUES
+
+    # deferred: loads celery, kombu (~242 ms of start-up) only when this runs
     from workers.default_queue import CELERY_DEFAULT_QUEUE
 
     return (*QUEUES, CELERY_DEFAULT_QUEUE)
@@ -141,12 +145,10 @@ def read_snapshot(
     """Read the pool: Redis through ``redis_client`` (at ``redis_url``), the broker of Celery
     ``app``, the ledger at ``ledger_url`` (opened with ``engine``, which raises
     :class:`PoolUnavailable` when there is no ledger yet)."""
+    # deferred: loads rich, httpx, prometheus-client (~323 ms of start-up) only when this runs
     from aipool.budget.usage import budget_usage
-    from aipool.health import usage_report
-    from aipool.ledger.summary import summarize_day
-    from aipool.periods import local_day, pool_zone
-    from aipool.pool_state import broker_queue_depths
-    from aipool.settings import settings
+    from aipool.metrics.pool_state import broker_queue_depths
+    from aipool.views.health import usage_report
 
     moment = now or datetime.now(UTC)
     zone = pool_zone()
@@ -182,9 +184,6 @@ def read_snapshot(
 
 
 def _services(ledger: Any, day: Any, zone: Any) -> ServicesReport:
-    from aipool.routing.table import load_table
-    from aipool.service_report import read_services
-    from aipool.settings import settings
 
     return read_services(ledger, day, zone, load_table(), settings().limits)
 
@@ -192,8 +191,6 @@ def _services(ledger: Any, day: Any, zone: Any) -> ServicesReport:
 def _oldest_ages(queues: list[str]) -> dict[str, float]:
     # Reading the ages also stamps what waits (aipool.backlog): status is a pool component too.
     from redis.exceptions import RedisError
-
-    from aipool.backlog import oldest_ages
 
     try:
         return {q: round(age, 1) for q, age in oldest_ages(queues).items()}

@@ -26,7 +26,7 @@ from aipool.ledger.models import usage_logs
 from aipool.ledger.record import UsageRecord
 from aipool.ledger.rollup import rollup_day
 from aipool.ledger.usage_log import _row
-from aipool.pool_state import PoolState, WorkerQueues, broker_queue_depths, state_redis
+from aipool.metrics.pool_state import PoolState, WorkerQueues, broker_queue_depths, state_redis
 from aipool.quota import Quota
 from aipool.settings.provider_limits import ADR_LIMITS as DEFAULTS
 

@@ -1,7 +1,7 @@
 """The Redis the pool shares: ``REDIS_URL``, or the embedded server a command is running.
 
 Production sets ``REDIS_URL``. On one machine (the demo, a laptop) a command that owns an embedded
-Redis (``aipool demo``, ``aipool redis``; see :mod:`aipool.embedded_redis`) announces it, and every
+Redis (``aipool demo``, ``aipool redis``; see :mod:`aipool.redis.embedded`) announces it, and every
 other process finds it here. Nothing here starts a Redis: a producer must enqueue where the
 workers listen, so without either it gets :class:`~aipool.errors.NoRedis` saying what to do.
 redis-py and kombu spell a Unix socket differently (``unix://`` and ``redis+socket://``), so each
@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from aipool.embedded_redis import RunningRedis, find_running
 from aipool.errors import NoRedis
+from aipool.redis.embedded import RunningRedis, find_running
 from aipool.settings import settings
 
 #: How to give a process a Redis, for error messages.

@@ -17,10 +17,10 @@ import pytest
 import redis
 
 from aipool.breaker import Breaker
-from aipool.health import PROBE_PATH, USAGE_PATH, make_app, usage_report
 from aipool.providers.catalog import PROVIDERS
 from aipool.quota import Quota
 from aipool.settings import settings
+from aipool.views.health import PROBE_PATH, USAGE_PATH, make_app, usage_report
 from tests.support.shared_servers import redis_db
 
 GUARDS_REDIS_URL = os.environ.get("AIPOOL_GUARDS_TEST_REDIS_URL", redis_db(11))

@@ -1,6 +1,6 @@
 """Gauges of the pool's shared state, read when Prometheus scrapes a worker's parent process.
 
-Counters of hops live in the pool children (:mod:`aipool.metrics`); what is shared by the whole
+Counters of hops live in the pool children (:mod:`aipool.metrics.hops`); what is shared by the whole
 pool is read where it lives, at scrape time, so a gauge is never older than the scrape and never
 counted twice by two replicas:
 
@@ -28,13 +28,23 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
+from aipool.backlog import oldest_ages
 from aipool.breaker import Breaker
 from aipool.breaker.state import BreakerState
+from aipool.budget import monthly_budget_usd
 from aipool.budget.sender import alert_sender
 from aipool.budget.usage import CALENDAR_QUOTAS, budget_usage
-from aipool.periods import local_day
+from aipool.ledger.db import database_url, make_engine
+from aipool.ledger.services import ServiceUsage, service_usage_day
+from aipool.ledger.spend import service_month_cost
+from aipool.ledger.usage_log import UsageLog
+from aipool.periods import local_day, pool_zone
 from aipool.quota import Quota
+from aipool.redis.url import redis_url
+from aipool.routing.table import OTHER_SERVICE, load_table
+from aipool.settings import settings
 from aipool.settings.provider_limits import ProviderLimits
+from aipool.views.service_report import share_use
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +141,6 @@ class PoolState(Collector):
         yield sender
 
     def _redis_state(self) -> Iterator[Metric]:
-        from aipool.ledger.usage_log import UsageLog
 
         client = self.redis()
         state = GaugeMetricFamily(
@@ -229,9 +238,6 @@ class PoolState(Collector):
     def _service_spend(self, now: datetime) -> list[Metric]:
         # Issue #24: each service's spend against its budget, labelled by the services the route
         # table declares and ``other`` (rows of a name no longer declared count as other).
-        from aipool.ledger.services import service_usage_day
-        from aipool.ledger.spend import service_month_cost
-        from aipool.routing.table import OTHER_SERVICE, load_table
 
         declared = load_table().services
         today = local_day(now, self.zone)
@@ -261,8 +267,6 @@ class PoolState(Collector):
 
     def _service_shares(self, declared: Mapping[str, Any], today: Any) -> list[Metric]:
         # Each declared share of a provider's daily limit, and the day's use of it (ledger).
-        from aipool.ledger.services import ServiceUsage, service_usage_day
-        from aipool.service_report import share_use
 
         used = GaugeMetricFamily(
             "aipool_service_share_used",
@@ -325,8 +329,6 @@ def state_redis(url: str | None = None) -> Any:
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 
-    from aipool.redis_url import redis_url
-
     return redis.Redis.from_url(
         url or redis_url(),
         socket_connect_timeout=1.0,
@@ -339,8 +341,6 @@ def _scrape_engine(make_engine: Callable[..., Any], pool_class: Any) -> Any:
     # No connection kept between scrapes, and a database that does not answer is given up after
     # two seconds (the workers' engine waits five).
     from sqlalchemy.engine import make_url
-
-    from aipool.ledger.db import database_url
 
     url = database_url()
     if make_url(url).get_backend_name() == "postgresql":
@@ -361,12 +361,6 @@ def collectors_for(app: Any, consumed: Iterable[str]) -> list[Collector]:
     if "maintenance" not in consumed:
         return collectors
     from sqlalchemy.pool import NullPool
-
-    from aipool.backlog import oldest_ages
-    from aipool.budget import monthly_budget_usd
-    from aipool.ledger.db import make_engine
-    from aipool.periods import pool_zone
-    from aipool.settings import settings
 
     queues = [q.name for q in app.conf.task_queues or ()] or consumed
     collectors.append(

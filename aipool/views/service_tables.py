@@ -1,7 +1,7 @@
 """Each service's use as a table (``aipool status --by service``, ``aipool report --by service``,
 the daily report): requests, calls, tokens and cost, the month's spend against the service's
 budget, and the day's use of its shares of providers' daily limits. English or zh-TW, as the
-other tables (:mod:`aipool.usage_words`)."""
+other tables (:mod:`aipool.views.usage_words`)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from decimal import Decimal
 from rich.console import Console
 from rich.table import Table
 
-from aipool.service_report import ServiceLine, ServicesReport, ShareUse
-from aipool.usage_words import words
+from aipool.views.service_report import ServiceLine, ServicesReport, ShareUse
+from aipool.views.usage_words import words
 
 SERVICE_WORDS: dict[str, dict[str, str]] = {
     "en": {

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from aipool.redis_persistence import Persistence, persistence, persistence_warning
+from aipool.redis.persistence import Persistence, persistence, persistence_warning
 
 Server = Callable[..., redis.Redis]
 

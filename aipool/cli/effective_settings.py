@@ -14,11 +14,16 @@ import typer
 from rich.table import Table
 
 from aipool.cli.console import console as make_console
+from aipool.ledger.db import DEFAULT_SQLITE_PATH
+from aipool.redis.embedded import find_running
+from aipool.settings import read_settings, settings
+from aipool.settings.effective import effective_rows
+from aipool.settings.startup import below_adr_notes, check_at_start
+from aipool.views.pool_location import describe_database
 
 
 def refuse_invalid_settings() -> None:
     """Raise :class:`~aipool.errors.SettingsError` when the settings are not usable."""
-    from aipool.settings.startup import check_at_start
 
     check_at_start()
 
@@ -27,9 +32,6 @@ def config(
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
 ) -> None:
     """Show the effective settings (secrets masked) and where each value came from."""
-    from aipool.settings import read_settings
-    from aipool.settings.effective import effective_rows
-    from aipool.settings.startup import below_adr_notes
 
     reading = read_settings()
     rows = in_force(effective_rows(reading))
@@ -53,11 +55,6 @@ def in_force(rows: list[Any]) -> list[Any]:
     or ``aipool demo`` announced (and its ledger), else none, and the SQLite file under ``var/``.
     ("(unset)" hid that the ledger in use was ``var/aipool.db``.)"""
     from dataclasses import replace
-
-    from aipool.embedded_redis import find_running
-    from aipool.ledger.db import DEFAULT_SQLITE_PATH
-    from aipool.pool_location import describe_database
-    from aipool.settings import settings
 
     current = settings()
     running = None if current.redis_url else find_running()

@@ -7,12 +7,12 @@ from decimal import Decimal
 import pytest
 from prometheus_client import REGISTRY
 
-from aipool import metrics
 from aipool.attempt.event import AttemptEvent
 from aipool.chains import Hop
 from aipool.contract.journey import Attempt, Route
 from aipool.contract.vocabulary import Outcome
-from aipool.metrics import failure_code, observe_attempt
+from aipool.metrics import hops
+from aipool.metrics.hops import failure_code, observe_attempt
 
 
 @pytest.mark.parametrize(
@@ -100,7 +100,7 @@ def test_given_declared_and_made_up_services_when_observed_then_the_label_stays_
         '[[rules]]\nname = "all"\nprovider = "gemini"\n\n[services.batch]\n', encoding="utf-8"
     )
     monkeypatch.setenv("AIPOOL_ROUTES_FILE", str(routes))
-    monkeypatch.setattr(metrics, "_declared_cache", (float("-inf"), frozenset()))
+    monkeypatch.setattr(hops, "_declared_cache", (float("-inf"), frozenset()))
     hop = Hop("gemini", "gemini-2.5-flash")
     before = _sample("aipool_cost_usd_total", provider="gemini", service="batch")
 

@@ -1,6 +1,6 @@
 """The pool's state as tables an operator reads at a glance (``aipool status``, ``aipool report``).
 
-The usage tables use :mod:`aipool.usage_words`, so a count has the same name in every command.
+The usage tables use :mod:`aipool.views.usage_words`, so a count has the same name in every command.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from aipool.ledger.summary import ProviderSummary
-from aipool.usage_words import summary_cells, summary_headers, words
+from aipool.views.usage_words import summary_cells, summary_headers, words
 
 _STATE_STYLE = {"closed": "green", "half_open": "yellow", "open": "bold red"}
 _COLUMNS = ("rpm", "daily_requests", "daily_tokens", "monthly_tokens")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from aipool.errors import NoLogin
-from aipool.serving import announcement, require_login
+from aipool.views.serving import announcement, require_login
 
 
 def test_given_no_login_when_anonymity_is_not_asked_for_then_the_server_is_refused(

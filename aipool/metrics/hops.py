@@ -14,7 +14,7 @@ becomes a label (:func:`service_label`). Requests, tokens and cost carry it (spe
 latency and failures, which say how a provider is doing, do not. Under Celery's prefork pool the
 values are aggregated across processes through ``PROMETHEUS_MULTIPROC_DIR`` (see
 ``workers.signals``). Gauges of the pool's shared state (breakers, quotas, queues, budgets) are
-read at scrape time instead, by the maintenance worker (:mod:`aipool.pool_state`).
+read at scrape time instead, by the maintenance worker (:mod:`aipool.metrics.pool_state`).
 """
 
 from __future__ import annotations

@@ -2,12 +2,12 @@
 
 :func:`usage_report` reads Redis only: each provider's breaker snapshot and quota usage, beside its
 limits; it never takes a breaker trial slot or reserves quota. The server serves the whole reading
-``aipool status --json`` prints (:mod:`aipool.pool_report`): that, queue depths, today's usage
+``aipool status --json`` prints (:mod:`aipool.views.pool_report`): that, queue depths, today's usage
 and cost, the month's cost against the budget, and the records waiting for the ledger. With ``AIPOOL_HEALTH_TOKEN`` set (a secret:
 the variable, ``AIPOOL_HEALTH_TOKEN_FILE`` or ``$AIPOOL_SECRETS_DIR/aipool_health_token``) the
 report is served only to ``Authorization: Bearer <token>``; ``GET /healthz`` answers probes
 (200 while Redis answers, 503 otherwise) and shows nothing. Without a token it does not start,
-unless ``AIPOOL_ALLOW_ANONYMOUS=1`` (:mod:`aipool.serving`).
+unless ``AIPOOL_ALLOW_ANONYMOUS=1`` (:mod:`aipool.views.serving`).
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from aipool.breaker import Breaker
 from aipool.errors import PoolUnavailable
 from aipool.periods import pool_zone
 from aipool.quota import Quota
-from aipool.redis_url import connect
-from aipool.serving import announce, require_login
+from aipool.redis.url import connect
 from aipool.settings import settings
 from aipool.settings.provider_limits import ProviderLimits
+from aipool.views.serving import announce, require_login
 
 USAGE_PATH = "/api/v1/health/ai-usage"
 PROBE_PATH = "/healthz"
@@ -141,8 +141,9 @@ def required_token() -> str | None:
 def serve(host: str, port: int, redis_url: str, ledger_url: str, token: str | None) -> None:
     """Serve the pool's report on ``host:port`` until interrupted (stdlib ``wsgiref``), asking
     for ``token`` (see :func:`required_token`); say where on stderr first. The body is what
-    ``aipool status --json`` prints (:func:`aipool.pool_report.read_snapshot`)."""
-    from aipool.pool_report import read_snapshot
+    ``aipool status --json`` prints (:func:`aipool.views.pool_report.read_snapshot`)."""
+    # deferred: loads sqlalchemy, alembic, celery (~1189 ms of start-up) only when this runs
+    from aipool.views.pool_report import read_snapshot
     from workers.app import app as celery_app
 
     def report(client: Any) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Prices as data, per-call cost, and ADR-006 §4's cost estimate."""
+"""Prices as data, merged and checked price files, and the exact cost of a call."""
 
 from __future__ import annotations
 
@@ -6,19 +6,11 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from aipool.cli import run
 from aipool.contract.request import Completion
-from aipool.pricing import (
-    Price,
-    PriceFileError,
-    completion_cost,
-    cost_estimate,
-    cost_usd,
-    load_prices,
-    render_cost_estimate,
-)
+from aipool.prices.table import Price, PriceFileError, completion_cost, cost_usd, load_prices
+from aipool.views.cost_estimate import cost_estimate
 
 
 @pytest.fixture(autouse=True)
@@ -50,31 +42,9 @@ def test_given_a_prices_file_when_loaded_then_model_rows_override_the_provider(
     assert cost_usd("gemini", "any", 1000, 1000) == Decimal("0.002")
 
 
-def test_given_adr_prices_when_estimating_then_computed_values_and_honest_notes() -> None:
-    # When
-    rows = {r.scenario.name: r for r in cost_estimate()}
-    # Then
-    assert [rows[n].total_usd for n in ("normal", "light", "medium", "full")] == [
-        Decimal(0),
-        Decimal("0.20"),
-        Decimal("4.80"),
-        Decimal("6.00"),
-    ]
-    assert rows["light"].note == "matches ADR"
-    assert "~$5" in rows["medium"].note
-    assert "ADR says ~$10" in rows["full"].note and "$6.00" in rows["full"].note
-
-
-def test_given_an_estimate_when_rendered_then_the_table_shows_the_note() -> None:
-    console = Console(record=True, width=200)
-    render_cost_estimate(cost_estimate(), console)
-    text = console.export_text()
-    assert "6.00" in text and "ADR says ~$10" in text
-
-
 # -- merged and checked price files (issue #27, item 6) -------------------------------------------
 
-PACKAGED = Path(__file__).parents[2] / "aipool" / "prices.toml"
+PACKAGED = Path(__file__).parents[3] / "aipool" / "prices" / "prices.toml"
 
 
 def _packaged_example() -> str:
@@ -117,7 +87,7 @@ def test_given_an_override_of_one_key_when_loaded_then_the_other_keys_stay(
     assert (price.input_per_1k, price.output_per_1k) == (Decimal("0.008"), Decimal("0.015"))
     assert price.cache_read_per_1k == Decimal("0.0008")
     assert f"{path} (output_per_1k)" in price.origin
-    assert "aipool/prices.toml (input_per_1k" in price.origin
+    assert "aipool/prices/prices.toml (input_per_1k" in price.origin
 
 
 @pytest.mark.parametrize(
@@ -173,25 +143,6 @@ def test_given_a_bad_prices_file_when_any_command_starts_then_it_stops_in_one_li
         f"aipool: settings refused: AIPOOL_PRICES_FILE: {path}: unknown provider [gemnii] "
         "(did you mean 'gemini'?); known: ollama, nemotron, gemini, claude"
     )
-
-
-def test_given_a_prices_file_when_estimating_then_each_price_says_its_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # Given
-    path = tmp_path / "site-prices.toml"
-    path.write_text('[gemini]\ninput_per_1k = "0.0005"\n', encoding="utf-8")
-    monkeypatch.setenv("AIPOOL_PRICES_FILE", str(path))
-    monkeypatch.setenv("COLUMNS", "250")
-    # When
-    code = run(["cost-estimate"])
-    # Then: the estimate uses the merged prices, and the prices table names both files
-    out = capsys.readouterr().out
-    assert code == 0
-    gemini_row = next(line for line in out.splitlines() if line.startswith("│ gemini"))
-    assert f"{path} (input_per_1k)" in gemini_row and "aipool/prices.toml" in gemini_row
-    claude_row = next(line for line in out.splitlines() if line.startswith("│ claude"))
-    assert claude_row.rstrip(" │").endswith("aipool/prices.toml")
 
 
 # -- billed tokens of every kind (issue #27, item 4) ----------------------------------------------

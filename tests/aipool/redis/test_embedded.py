@@ -9,8 +9,9 @@ import os
 import pytest
 
 from aipool.children import pid_alive
-from aipool.embedded_redis import EmbeddedRedis, announced_at, find_running, is_embedded
 from aipool.errors import NoRedis
+from aipool.redis.embedded import EmbeddedRedis, announced_at, find_running, is_embedded
+from aipool.redis.url import celery_url, redis_url
 
 
 @pytest.fixture()
@@ -54,26 +55,22 @@ def test_an_announcement_whose_owner_died_is_removed(runtime):
 
 
 def test_redis_url_never_starts_one_and_says_how_to_get_one(runtime, monkeypatch):
-    from aipool import redis_url
-
     monkeypatch.delenv("REDIS_URL")
     before = set(os.listdir("/proc"))
     with pytest.raises(NoRedis, match="REDIS_URL is not set and no embedded Redis is running"):
-        redis_url.redis_url()
+        redis_url()
     assert not runtime.exists()
     started = {p for p in set(os.listdir("/proc")) - before if p.isdigit()}
     assert not any("redis-server" in _cmdline(p) for p in started)
 
 
 def test_redis_url_adopts_the_running_one_with_its_ledger(tmp_path, runtime, monkeypatch):
-    from aipool import redis_url
-
     monkeypatch.delenv("REDIS_URL")
     monkeypatch.delenv("DATABASE_URL")
     with EmbeddedRedis(tmp_path / "data", owner="test") as running:
-        assert redis_url.redis_url() == running.redis_url
+        assert redis_url() == running.redis_url
         assert os.environ["DATABASE_URL"] == running.database_url
-        assert redis_url.celery_url().startswith("redis+socket://")
+        assert celery_url().startswith("redis+socket://")
 
 
 def test_socket_urls_are_embedded_tcp_urls_are_not():
@@ -94,7 +91,7 @@ def test_records_waiting_in_the_embedded_redis_survive_its_restart(tmp_path, run
     # Given: two usage records and a queued request waiting in an embedded Redis
     import redis
 
-    from aipool.redis_persistence import persistence
+    from aipool.redis.persistence import persistence
 
     server = EmbeddedRedis(tmp_path / "data", owner="test")
     running = server.start()

@@ -30,6 +30,7 @@ _MAX_SOCKET_PATH = 100
 
 def runtime_dir() -> Path:
     """Where running embedded Redis servers are announced (one file per owner)."""
+    # deferred: loads pydantic-settings (~339 ms of start-up) only when this runs
     from aipool.settings import settings
 
     configured = settings().runtime_dir

@@ -1,0 +1,1 @@
+"""What people and probes read: the status and report tables, the usage endpoint, their words."""
