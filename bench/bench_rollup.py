@@ -40,9 +40,9 @@ RUNS = 7
 
 _LOAD = text(
     """
-    INSERT INTO ai_usage_logs (id, request_id, attempt, provider, model, input_tokens,
+    INSERT INTO ai_usage_logs (id, request_id, journey_id, attempt, provider, model, input_tokens,
         output_tokens, latency_ms, success, outcome, fallback_position, cost_usd, created_at)
-    SELECT gen_random_uuid(), :tag || g, 0,
+    SELECT gen_random_uuid(), :tag || g, :tag || g, 0,
            (ARRAY['ollama','gemini','claude','nemotron'])[1 + g % 4], 'm' || (g % 3),
            100 + g % 500, 50 + g % 200, 50 + (g * 7919) % 3000,
            g % 20 <> 0, CASE WHEN g % 20 = 0 THEN 'error' ELSE 'ok' END,
