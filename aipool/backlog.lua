@@ -3,6 +3,7 @@
 --   KEYS: for each lane, its list then its stamps (hash: task id -> when first seen waiting)
 --   ARGV[1] how many messages to look at at each end of a list
 --   ARGV[2] how long stamps are kept (s)    ARGV[3] the most stamps a lane keeps
+--   ARGV[4] how long stamps outlive their lane's last waiting message (s)
 -- Reply: for each lane {length, age of the oldest in seconds ('%.6f'; 0 when none waits)}.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
@@ -31,8 +32,12 @@ for i = 1, #KEYS, 2 do
   local n = redis.call('LLEN', list)
   local age = 0
   if n == 0 then
-    -- Nothing waits: no stamp can be asked for again.
-    redis.call('DEL', stamps)
+    -- Nothing waits, but the message a worker has just popped is still to be asked for: its
+    -- stamps go once the lane has stayed empty for ARGV[4] seconds (a new sighting with
+    -- messages waiting keeps them for ARGV[2] again).
+    if redis.call('TTL', stamps) > tonumber(ARGV[4]) then
+      redis.call('EXPIRE', stamps, ARGV[4])
+    end
   else
     if redis.call('HLEN', stamps) > tonumber(ARGV[3]) then
       -- A lane that never empties: forget what passed (the waiting are stamped again now).

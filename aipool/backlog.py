@@ -38,6 +38,11 @@ ENDS = 50
 STAMPS_KEEP_S = 86_400
 #: The most stamps a lane keeps (a lane that never empties forgets the messages that passed).
 MAX_STAMPS = 50_000
+#: How long a lane's stamps outlive its last waiting message: the router worker that has just
+#: popped a request reads its stamp after the pop, and another worker's sighting of the emptied
+#: lane may come in between (deleting them at once lost the queue wait of a request now and then:
+#: a few ms between pop and read, against one sighting a second from every worker of the lane).
+STAMPS_AFTER_EMPTY_S = 60
 
 
 def stamps_key(lane: str) -> str:
@@ -60,7 +65,7 @@ def sight(client: Any, lanes: Iterable[str]) -> dict[str, Backlog]:
         return {}
     keys = [key for lane in names for key in (lane, stamps_key(lane))]
     script = _SCRIPTS.for_client(client)["backlog"]
-    reply = script(keys=keys, args=[ENDS, STAMPS_KEEP_S, MAX_STAMPS])
+    reply = script(keys=keys, args=[ENDS, STAMPS_KEEP_S, MAX_STAMPS, STAMPS_AFTER_EMPTY_S])
     return {
         lane: Backlog(int(length), float(text(age)))
         for lane, (length, age) in zip(names, reply, strict=True)

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from aipool.backlog import first_seen, sight, stamps_key
+from aipool.backlog import STAMPS_AFTER_EMPTY_S, first_seen, sight, stamps_key
 from tests.support.private_pool import private_url
 
 
@@ -48,15 +48,34 @@ def test_a_lane_reports_its_length_and_how_long_its_oldest_message_waited(
     assert first_seen(client, "router", "never-sent") is None
 
 
-def test_an_emptied_lane_forgets_its_stamps_and_unreadable_messages_are_passed_over(
+def test_a_popped_message_keeps_its_stamp_for_the_worker_that_took_it(
+    client: redis.Redis,
+) -> None:
+    # Given a request stamped while it waited in the router's lane
+    client.lpush("router", _envelope("r"))
+    sight(client, ["router"])
+    stamped = first_seen(client, "router", "r")
+    assert stamped is not None
+    # When a worker pops it and, before that worker reads its stamp, another sights the empty lane
+    client.rpop("router")
+    sight(client, ["router"])
+    # Then the worker still finds when the pool first saw it (its deadline counts the wait)
+    assert first_seen(client, "router", "r") == stamped
+
+
+def test_an_emptied_lane_keeps_its_stamps_for_a_grace_and_unreadable_messages_are_passed_over(
     client: redis.Redis,
 ) -> None:
     # Given a lane holding a message and one that is not a kombu envelope
     client.lpush("ollama.urgent", _envelope("x"), "not json")
     assert sight(client, ["ollama.urgent"])["ollama.urgent"].length == 2
     assert first_seen(client, "ollama.urgent", "x") is not None
-    # When the lane empties
+    assert client.ttl(stamps_key("ollama.urgent")) > STAMPS_AFTER_EMPTY_S
+    # When the lane empties and is sighted
     client.delete("ollama.urgent")
     sight(client, ["ollama.urgent"])
-    # Then nothing is kept of it
-    assert not client.exists(stamps_key("ollama.urgent"))
+    # Then its stamps are kept only for the grace, and a second sighting does not extend it
+    assert 0 < client.ttl(stamps_key("ollama.urgent")) <= STAMPS_AFTER_EMPTY_S
+    client.expire(stamps_key("ollama.urgent"), 5)
+    sight(client, ["ollama.urgent"])
+    assert client.ttl(stamps_key("ollama.urgent")) <= 5
