@@ -61,7 +61,7 @@ SERVICE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 #: Largest ``metadata``, in characters of its JSON form.
 MAX_METADATA_SIZE = 16_384
 #: Integers a provider's JSON parser can hold (64 bits, signed or unsigned).
-_INT_RANGE = range(-(2**63), 2**64)
+INT_RANGE = range(-(2**63), 2**64)
 #: C0 control characters other than tab, newline and carriage return, as UTF-8 bytes. In UTF-8
 #: these bytes occur only as themselves, never inside a multi-byte character.
 _CONTROL_BYTES = tuple(bytes([b]) for b in range(32) if chr(b) not in "\t\n\r")
@@ -253,7 +253,7 @@ def _json_value(value: Any, where: str, depth: int = 1) -> int:
     if value is None or isinstance(value, bool):
         return 5
     if isinstance(value, int):
-        if value not in _INT_RANGE:
+        if value not in INT_RANGE:
             raise _fail("invalid_number", f"{where} is an integer larger than 64 bits")
         return 20
     if isinstance(value, float):
@@ -277,13 +277,33 @@ def _json_value(value: Any, where: str, depth: int = 1) -> int:
     return size
 
 
+def _integer(value: Any) -> int | None:
+    """``value`` as the integer JSON Schema sees in it (an int, or a float with nothing after the
+    point, as a producer's float type writes ``5.0``), or None for anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _id_text(value: Any, where: str, code: ErrorCode) -> str:
+    """An id given as a string or a 64-bit integer, as its text."""
+    if isinstance(value, str):
+        return _text(value, where)
+    number = _integer(value)
+    if number is None or number not in INT_RANGE:
+        raise _fail(code, f"{where} must be a string")
+    return str(number)
+
+
 def _optional_id(value: Any, where: str) -> str:
     """An id a producer may leave out: a string or an integer, returned as a string."""
     if value is None or value == "":
         return ""
-    if isinstance(value, bool) or not isinstance(value, str | int):
-        raise _fail("invalid_message", f"{where} must be a string")
-    return _text(str(value), where)
+    return _id_text(value, where, "invalid_message")
 
 
 def _parse_tool_calls(raw: Any, where: str) -> tuple[ToolCall, ...]:
@@ -428,11 +448,9 @@ def _number(payload: dict[str, Any], key: str, lo: float, hi: float, integer: bo
     code = _NUMBER_CODES[key]
     if value is None:
         return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or (integer and not isinstance(value, int))
-    ):
+    if integer:
+        value = _integer(value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
         kind = "an integer" if integer else "a number"
         raise _fail(code, f"'{key}' must be {kind}")
     if not lo <= value <= hi:
@@ -485,9 +503,7 @@ def parse_request(payload: Any) -> Request:
         raise _fail("invalid_priority", f"'priority' must be one of {', '.join(PRIORITIES)}")
     user_id = payload.get("user_id")
     if user_id is not None:
-        if isinstance(user_id, bool) or not isinstance(user_id, str | int):
-            raise _fail("invalid_user_id", "'user_id' must be a string")
-        user_id = _text(str(user_id), "user_id")
+        user_id = _id_text(user_id, "'user_id'", "invalid_user_id")
         if len(user_id) > MAX_USER_ID_LENGTH:
             raise _fail(
                 "invalid_user_id", f"'user_id' is longer than {MAX_USER_ID_LENGTH} characters"

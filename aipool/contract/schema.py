@@ -27,10 +27,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
-from pydantic.json_schema import SkipJsonSchema, models_json_schema
+from pydantic.json_schema import SkipJsonSchema, WithJsonSchema, models_json_schema
 
 from aipool.contract.request import (
     DEFAULT_MAX_TOKENS,
+    INT_RANGE,
     INTENTS,
     MAX_DEPTH,
     MAX_METADATA_SIZE,
@@ -57,8 +58,33 @@ PromptText = Annotated[
     Field(min_length=1, json_schema_extra={"allOf": [{"pattern": SENDABLE}, {"pattern": "\\S"}]}),
 ]
 #: An id a producer may give as a string or an integer.
-Id = Text | int
+#: An integer a provider's JSON parser can hold, as the workers check it.
+JsonInt = Annotated[int, Field(ge=INT_RANGE.start, le=INT_RANGE.stop - 1)]
+Id = Text | JsonInt
 JsonObject = dict[str, Any]
+#: Plain JSON a producer sends (metadata, tool parameters, tool-call arguments): every key and
+#: string in it is sendable text, as the workers check (the recursion is ``#/$defs/SendableJson``).
+SENDABLE_JSON: JsonDict = {
+    "description": (
+        "Plain JSON whose keys and strings are sendable text, and whose integers (numbers written "
+        "without a fraction or exponent) fit in 64 bits, which JSON Schema cannot see."
+    ),
+    "anyOf": [
+        {"type": "string", "pattern": SENDABLE},
+        {"type": ["number", "boolean", "null"]},
+        {"type": "array", "items": {"$ref": "#/$defs/SendableJson"}},
+        {
+            "type": "object",
+            "propertyNames": {"pattern": SENDABLE},
+            "additionalProperties": {"$ref": "#/$defs/SendableJson"},
+        },
+    ],
+}
+_SENDABLE_MEMBERS: JsonDict = {
+    "propertyNames": {"pattern": SENDABLE},
+    "additionalProperties": {"$ref": "#/$defs/SendableJson"},
+}
+SendableObject = Annotated[dict[str, Any], WithJsonSchema({"type": "object", **_SENDABLE_MEMBERS})]
 
 # Inside messages and tools producers may send more (their vendors' shapes); the pool ignores it.
 _OPEN = ConfigDict(extra="allow")
@@ -72,7 +98,7 @@ class ToolCallSent(BaseModel):
     model_config = ConfigDict(extra="allow", title="ToolCallSent")
 
     name: Text
-    arguments: JsonObject | Text = Field(default_factory=dict)
+    arguments: SendableObject | Text = Field(default_factory=dict)
     id: Id | None = None
 
 
@@ -147,7 +173,9 @@ _TOOL_NAME = "^[A-Za-z0-9_-]*[A-Za-z0-9][A-Za-z0-9_-]*$"
 class ToolSchema(BaseModel):
     """A JSON Schema object describing a tool's arguments."""
 
-    model_config = ConfigDict(extra="allow", title="ToolParameters")
+    model_config = ConfigDict(
+        extra="allow", title="ToolParameters", json_schema_extra=_SENDABLE_MEMBERS
+    )
 
     type: Literal["object"] = "object"
 
@@ -246,7 +274,7 @@ class Request(BaseModel):
             str,
             Field(max_length=MAX_USER_ID_LENGTH, json_schema_extra={"pattern": SENDABLE}),
         ]
-        | int
+        | JsonInt
         | None
     ) = Field(None, description="Recorded in the ledger.")
     service: Annotated[str, Field(pattern=f"^{SERVICE_NAME.pattern}$")] | None = Field(
@@ -256,7 +284,7 @@ class Request(BaseModel):
             "counted as 'other'. Its budget, quota shares and priority ceiling apply."
         ),
     )
-    metadata: JsonObject | None = Field(
+    metadata: SendableObject | None = Field(
         None,
         description=(
             f"Plain JSON, at most {MAX_METADATA_SIZE} characters and {MAX_DEPTH} levels deep; "
@@ -379,7 +407,7 @@ def contract_schema() -> dict[str, Any]:
         [(GenerateKwargs, "validation"), (Result, "validation")],
         ref_template="#/$defs/{model}",
     )
-    definitions = top["$defs"]
+    definitions = {**top["$defs"], "SendableJson": SENDABLE_JSON}
     root = definitions.pop("GenerateKwargs")
     return {
         "$schema": DRAFT,

@@ -91,6 +91,28 @@ def test_each_malformed_field_has_its_own_code(payload: dict, code: str) -> None
     assert caught.value.message
 
 
+def test_integers_written_with_a_point_are_integers_as_the_schema_says() -> None:
+    # Given a producer whose language writes every number as a float (JSON Schema's integer)
+    request = parse_request(
+        {
+            "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "", "tool_calls": [{"id": 7.0, "name": "f"}]},
+                {"role": "tool", "tool_call_id": 7.0, "content": "ok"},
+            ],
+            "max_tokens": 256.0,
+            "user_id": 42.0,
+        }
+    )
+    # Then it is served as if it wrote the integers, and a fraction is still refused
+    assert request.max_tokens == 256 and isinstance(request.max_tokens, int)
+    assert request.user_id == "42"
+    assert request.messages[1].tool_calls[0].id == "7" == request.messages[2].tool_call_id
+    with pytest.raises(InvalidRequest) as caught:
+        parse_request({"prompt": "a", "max_tokens": 256.5})
+    assert caught.value.code == "invalid_max_tokens"
+
+
 # -- text no provider can encode ---------------------------------------------------------------
 
 _TOOL = {"name": "logs", "description": "Read logs", "parameters": {"type": "object"}}
