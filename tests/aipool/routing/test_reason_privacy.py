@@ -22,10 +22,10 @@ from aipool.routing.table import load_table
 from aipool.routing.tiers import TIERS
 
 _FIXED_PHRASES = (
-    "intent", "complexity", "rule", "model unsure", "keyword rules", "keyword signals",
+    "intent", "complexity", "rule", "model unsure", "model", "keyword rules", "keyword signals",
     "no keyword signal", "CHAT", "tokens", "pasted block(s)", "lines", "pasted payload or log lines",
     "correlate", "services/components", "analysis ask", "design comparison with a recommendation",
-    "write-up for an audience over a period", "several asks", "concerns to weigh", "multi-step ask",
+    "write-up for an audience over a period", "write-up for an audience", "several asks", "concerns to weigh", "multi-step ask",
     "user turns", "tool(s)", "capped at", "short single ask", "(tool chain)", "request carries",
     "explicit intent", "from the producer", "TOOL_CALL dropped: asks why/how/whether, not to act",
     "scored", "about not do", "default",
