@@ -9,7 +9,11 @@ from collections.abc import Iterator
 
 import pytest
 import redis
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
+from aipool import backlog
 from aipool.backlog import STAMPS_AFTER_EMPTY_S, first_seen, sight, stamps_key
 from tests.support.private_pool import private_url
 
@@ -79,3 +83,92 @@ def test_an_emptied_lane_keeps_its_stamps_for_a_grace_and_unreadable_messages_ar
     client.expire(stamps_key("ollama.urgent"), 5)
     sight(client, ["ollama.urgent"])
     assert client.ttl(stamps_key("ollama.urgent")) <= 5
+
+
+# -- the stamps as a state machine -------------------------------------------------------------
+#
+# | event                         | the lane's stamps afterwards                                  |
+# |-------------------------------|---------------------------------------------------------------|
+# | a message is pushed or popped | unchanged (only a sighting writes)                            |
+# | sighting, lane empty          | kept; they expire STAMPS_AFTER_EMPTY_S later at the latest    |
+# | sighting, lane not empty      | over MAX_STAMPS: all forgotten first; then every message in   |
+# |                               | the ENDS newest and ENDS oldest gets one if it has none       |
+# | a stamp is read               | unchanged: the same time on every read, popped messages too   |
+#
+# The model keeps which task ids have a stamp and the time each was first read; ENDS and
+# MAX_STAMPS are made small so that the middle of a list and the cap are reached.
+
+SMALL_ENDS = 2
+SMALL_CAP = 6
+
+
+class LaneStamps(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.limits = (backlog.ENDS, backlog.MAX_STAMPS)
+        backlog.ENDS, backlog.MAX_STAMPS = SMALL_ENDS, SMALL_CAP
+        self.client = redis.Redis.from_url(private_url(14))
+        self.client.flushdb()
+        self.waiting: list[str] = []  # newest first, as kombu's list holds them
+        self.stamped: set[str] = set()
+        self.read: dict[str, float] = {}  # the stamp first read of each id
+        self.next_id = 0
+
+    def teardown(self) -> None:
+        backlog.ENDS, backlog.MAX_STAMPS = self.limits
+        self.client.flushdb()
+        self.client.close()
+
+    @rule(garbage=st.booleans())
+    def push(self, garbage: bool) -> None:
+        if garbage:
+            self.client.lpush("router", "not json")
+            self.waiting.insert(0, "")
+            return
+        task_id = f"t{self.next_id}"
+        self.next_id += 1
+        self.client.lpush("router", _envelope(task_id))
+        self.waiting.insert(0, task_id)
+
+    @precondition(lambda self: self.waiting)
+    @rule()
+    def pop(self) -> None:
+        self.client.rpop("router")
+        self.waiting.pop()
+
+    @rule()
+    def sight(self) -> None:
+        backlog = sight(self.client, ["router"])["router"]
+        assert backlog.length == len(self.waiting)
+        if self.waiting:
+            if len(self.stamped) > SMALL_CAP:
+                self.stamped.clear()
+                self.read.clear()
+            ends = self.waiting[:SMALL_ENDS] + self.waiting[-SMALL_ENDS:]
+            self.stamped.update(task_id for task_id in ends if task_id)
+        else:
+            ttl = self.client.ttl(stamps_key("router"))
+            assert ttl == -2 or 0 < ttl <= STAMPS_AFTER_EMPTY_S
+        oldest = self.waiting[-1] if self.waiting else ""
+        if oldest in self.read:
+            now_s, now_us = self.client.time()
+            assert 0 <= backlog.oldest_age_s <= now_s + now_us / 1e6 - self.read[oldest] + 0.01
+        elif not oldest:
+            assert backlog.oldest_age_s == 0
+
+    @rule(data=st.data())
+    def read_a_stamp(self, data: st.DataObject) -> None:
+        if self.next_id == 0:
+            return
+        task_id = f"t{data.draw(st.integers(0, self.next_id - 1))}"
+        seen = first_seen(self.client, "router", task_id)
+        if task_id not in self.stamped:
+            assert seen is None
+            return
+        assert seen is not None
+        # A popped message's stamp is the one it had while waiting, whatever was sighted since.
+        assert self.read.setdefault(task_id, seen) == seen
+
+
+LaneStamps.TestCase.settings = settings(max_examples=60, stateful_step_count=40, deadline=None)
+TestLaneStamps = LaneStamps.TestCase
