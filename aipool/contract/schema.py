@@ -57,13 +57,17 @@ PromptText = Annotated[
     str,
     Field(min_length=1, json_schema_extra={"allOf": [{"pattern": SENDABLE}, {"pattern": "\\S"}]}),
 ]
-#: An id a producer may give as a string or an integer.
 #: An integer a provider's JSON parser can hold, as the workers check it.
 JsonInt = Annotated[int, Field(ge=INT_RANGE.start, le=INT_RANGE.stop - 1)]
+#: An id a producer may give as a string or an integer.
 Id = Text | JsonInt
 JsonObject = dict[str, Any]
 #: Plain JSON a producer sends (metadata, tool parameters, tool-call arguments): every key and
 #: string in it is sendable text, as the workers check (the recursion is ``#/$defs/SendableJson``).
+_SENDABLE_MEMBERS: JsonDict = {
+    "propertyNames": {"pattern": SENDABLE},
+    "additionalProperties": {"$ref": "#/$defs/SendableJson"},
+}
 SENDABLE_JSON: JsonDict = {
     "description": (
         "Plain JSON whose keys and strings are sendable text, and whose integers (numbers written "
@@ -73,16 +77,8 @@ SENDABLE_JSON: JsonDict = {
         {"type": "string", "pattern": SENDABLE},
         {"type": ["number", "boolean", "null"]},
         {"type": "array", "items": {"$ref": "#/$defs/SendableJson"}},
-        {
-            "type": "object",
-            "propertyNames": {"pattern": SENDABLE},
-            "additionalProperties": {"$ref": "#/$defs/SendableJson"},
-        },
+        {"type": "object", **_SENDABLE_MEMBERS},
     ],
-}
-_SENDABLE_MEMBERS: JsonDict = {
-    "propertyNames": {"pattern": SENDABLE},
-    "additionalProperties": {"$ref": "#/$defs/SendableJson"},
 }
 SendableObject = Annotated[dict[str, Any], WithJsonSchema({"type": "object", **_SENDABLE_MEMBERS})]
 
