@@ -61,6 +61,9 @@ class ComplexityScore:
 
     score: int
     reasons: tuple[str, ...]
+    #: The least the request can score whatever else is said of it: 4 (5) when it asks to
+    #: correlate several services (four or more, or a timeline); 0 when nothing sets one.
+    floor: int = 0
 
 
 def _folded(pattern: str, flags: int = 0) -> re.Pattern[str]:
@@ -278,4 +281,4 @@ def score(request: Request) -> ComplexityScore:
         reasons.append("short single ask")
     if final < points:
         reasons.append(f"capped at {final}")
-    return ComplexityScore(score=final, reasons=tuple(reasons))
+    return ComplexityScore(score=final, reasons=tuple(reasons), floor=floor)

@@ -87,3 +87,10 @@ def features(text: str, reading: Reading | None = None) -> set[str]:
         if copy:
             out.update(f"m{tag}:{fact[2:]}" for fact in facts)
     return out
+
+
+def point_features(points: int) -> list[str]:
+    """The keyword scorer's complexity points as features of the complexity head (``p:3``,
+    ``p2:3``...), entered as often as a rule signal: what the rules counted (length, pastes,
+    services to correlate) weighs beside the n-grams."""
+    return [f"p{'' if copy == 0 else copy + 1}:{points}" for copy in range(SIGNAL_COPIES)]

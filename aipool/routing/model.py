@@ -8,10 +8,17 @@ The model file is JSON (``FORMAT``)::
 
     {"format": "aipool-intent-model/1", "labels": ["ALERT_TRIAGE", ...],
      "vocabulary": ["c:ab", ...], "weights": "<base64 float32, vocabulary x labels, row-major>",
-     "bias": [...], "threshold": 0.5, "trained": {"examples": 914, "sources": [...], ...}}
+     "bias": [...], "threshold": 0.5, "trained": {"examples": 914, "sources": [...], ...},
+     "complexity": {"labels": [1, 2, 3, 4, 5], "weights": "<base64 float32, vocabulary x 5>",
+                    "bias": [...], "threshold": 0.7}}
 
 Scores are softmax probabilities of ``bias + (sum of the present features' weights) / sqrt(n)``:
 features are binary, the row normalised to unit length as in training.
+
+The ``complexity`` head (optional: a file without it leaves complexity to the keyword scorer)
+reads the same features plus the scorer's points (:func:`~aipool.routing.features.point_features`)
+and answers the level the corpus's rubric gives such a request; below its ``threshold`` the
+router keeps the scorer's level.
 """
 
 from __future__ import annotations
@@ -27,11 +34,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from aipool.routing.features import Reading, features
+from aipool.routing.features import Reading, features, point_features
 from aipool.routing.intent import Intent
 from aipool.settings import settings
 
 FORMAT = "aipool-intent-model/1"
+LEVELS = (1, 2, 3, 4, 5)
 SHIPPED_MODEL = Path(__file__).with_name("intent_model.json")
 
 
@@ -48,8 +56,24 @@ class Prediction:
     probabilities: dict[str, float]
 
 
+@dataclass(frozen=True)
+class LevelGuess:
+    """The complexity head's answer: the level and its probability."""
+
+    level: int
+    confidence: float
+
+
+def _softmax_best(scores: list[float]) -> tuple[int, float]:
+    top = max(scores)
+    exps = [math.exp(s - top) for s in scores]
+    best = exps.index(max(exps))
+    return best, exps[best] / sum(exps)
+
+
 class IntentModel:
-    """A loaded model: ``predict(text)`` and, for people, ``top_features(text, intent)``."""
+    """A loaded model: ``predict(text)``, ``level(text, points)`` when it has a complexity head,
+    and, for people, ``top_features(text, intent)``."""
 
     def __init__(
         self,
@@ -60,6 +84,7 @@ class IntentModel:
         threshold: float,
         trained: dict[str, Any],
         source: str,
+        levels: tuple[array[float], list[float], float] | None = None,
     ) -> None:
         self.labels = tuple(labels)
         self.index = {name: i for i, name in enumerate(vocabulary)}
@@ -71,10 +96,31 @@ class IntentModel:
         self.trained = trained
         self.source = source
         self.vocabulary = vocabulary
+        self._last: tuple[str, tuple[int, ...]] | None = None
+        self.level_columns: tuple[array[float], ...] = ()
+        self.level_bias: tuple[float, ...] = ()
+        self.level_threshold = 1.0
+        if levels is not None:
+            k = len(LEVELS)
+            self.level_columns = tuple(array("f", levels[0][c::k]) for c in range(k))
+            self.level_bias = tuple(levels[1])
+            self.level_threshold = levels[2]
 
-    def _ids(self, text: str, reading: Reading | None = None) -> list[int]:
+    @property
+    def has_levels(self) -> bool:
+        """Whether the file carries a complexity head."""
+        return bool(self.level_columns)
+
+    def _ids(self, text: str, reading: Reading | None = None) -> tuple[int, ...]:
+        # The router asks for the intent and then the level of the same text: the features of
+        # the last text are kept (a tuple swapped whole, so threads at worst compute them twice).
+        last = self._last
+        if last is not None and last[0] == text:
+            return last[1]
         index = self.index
-        return [index[f] for f in features(text, reading) if f in index]
+        ids = tuple(index[f] for f in features(text, reading) if f in index)
+        self._last = (text, ids)
+        return ids
 
     def predict(self, text: str, reading: Reading | None = None) -> Prediction:
         """The most probable intent of ``text`` and the probability of each (``reading``:
@@ -91,6 +137,21 @@ class IntentModel:
         probabilities = {label: e / total for label, e in zip(self.labels, exps, strict=True)}
         best = max(probabilities, key=probabilities.__getitem__)
         return Prediction(best, probabilities[best], probabilities)
+
+    def level(self, text: str, points: int, reading: Reading | None = None) -> LevelGuess | None:
+        """The complexity level of ``text`` whose keyword score is ``points`` (None without a
+        complexity head)."""
+        if not self.level_columns:
+            return None
+        index = self.index
+        ids = [*self._ids(text, reading), *(index[f] for f in point_features(points) if f in index)]
+        norm = 1.0 / math.sqrt(len(ids)) if ids else 0.0
+        scores = [
+            b + sum(map(column.__getitem__, ids)) * norm
+            for b, column in zip(self.level_bias, self.level_columns, strict=True)
+        ]
+        best, confidence = _softmax_best(scores)
+        return LevelGuess(LEVELS[best], confidence)
 
     def top_features(self, text: str, intent: str, n: int = 6) -> list[tuple[str, float]]:
         """The ``n`` features of ``text`` that pushed hardest toward ``intent`` against the other
@@ -122,6 +183,9 @@ def parse_model(data: Any, source: str) -> IntentModel:
         bias = [float(x) for x in data["bias"]]
         threshold = float(data["threshold"])
         trained = dict(data.get("trained") or {})
+        levels = _levels(data.get("complexity"), len(vocabulary), source)
+    except ModelError:
+        raise
     except (KeyError, TypeError, ValueError) as exc:
         raise ModelError(f"{source}: malformed model file ({type(exc).__name__}: {exc})") from None
 
@@ -134,7 +198,33 @@ def parse_model(data: Any, source: str) -> IntentModel:
         )
     if not all(math.isfinite(w) for w in weights) or not 0.0 <= threshold <= 1.0:
         raise ModelError(f"{source}: weights must be finite and the threshold within 0..1")
-    return IntentModel(labels, vocabulary, weights, bias, threshold, trained, source)
+    return IntentModel(labels, vocabulary, weights, bias, threshold, trained, source, levels)
+
+
+def _levels(
+    head: Any, features_count: int, source: str
+) -> tuple[array[float], list[float], float] | None:
+    """The complexity head's weights and bias, checked; None when the file has none."""
+    if head is None:
+        return None
+    if not isinstance(head, dict) or [int(x) for x in head["labels"]] != list(LEVELS):
+        raise ModelError(f"{source}: the complexity head's labels must be {list(LEVELS)}")
+    weights = array("f")
+    weights.frombytes(base64.b64decode(head["weights"], validate=True))
+    if sys.byteorder != "little":
+        weights.byteswap()
+    bias = [float(x) for x in head["bias"]]
+    threshold = float(head["threshold"])
+    if len(weights) != features_count * len(LEVELS) or len(bias) != len(LEVELS):
+        raise ModelError(
+            f"{source}: {len(weights)} complexity weights for {features_count} features x "
+            f"{len(LEVELS)} levels"
+        )
+    if not all(math.isfinite(w) for w in weights) or not 0.0 <= threshold <= 1.0:
+        raise ModelError(
+            f"{source}: complexity weights must be finite and the threshold within 0..1"
+        )
+    return weights, bias, threshold
 
 
 def read_model(path: str | os.PathLike[str]) -> IntentModel:

@@ -180,6 +180,35 @@ def choose_intent(request: Request, model: IntentModel | None = None) -> IntentC
     )
 
 
+@dataclass(frozen=True)
+class ComplexityChoice:
+    """The level the router takes and why (counts and labels, no text)."""
+
+    level: int
+    why: str
+
+
+def choose_complexity(request: Request, model: IntentModel) -> ComplexityChoice:
+    """The complexity of ``request``: the model's complexity head, fed the keyword scorer's points,
+    when it is at least its threshold sure, and never below the scorer's floor (several services
+    to correlate are at least 4); else, or when the model file has no complexity head, the
+    scorer's own points."""
+    scored = score(request)
+    counted = ", ".join(scored.reasons)
+    guess = model.level(request.text(), scored.score)
+    if guess is None:
+        return ComplexityChoice(scored.score, counted)
+    if guess.confidence < model.level_threshold:
+        unsure = (
+            f"model unsure ({guess.level} {guess.confidence:.2f} < {model.level_threshold:.2f})"
+        )
+        return ComplexityChoice(scored.score, f"{counted}; {unsure}")
+    level = max(guess.level, scored.floor)
+    return ComplexityChoice(
+        level, f"model {guess.level} ({guess.confidence:.2f}); points {scored.score}: {counted}"
+    )
+
+
 def decide(
     request: Request, table: RouteTable | None = None, model: IntentModel | None = None
 ) -> Route:
@@ -191,15 +220,16 @@ def decide(
     ADR default (``ollama`` or ``nemotron``). ``reason`` holds no text of the prompt.
     """
     table = table if table is not None else load_table()
+    model = model if model is not None else load_model()
     intent = choose_intent(request, model)
-    complexity = score(request)
+    complexity = choose_complexity(request, model)
     has_tools = bool(request.tools)
     service = table.service_of(request.service)
     priority = routed_priority(request, table)
     chosen = choose_rule(
         table,
         intent=intent.intent,
-        complexity=complexity.score,
+        complexity=complexity.level,
         priority=priority,
         has_tools=has_tools,
     )
@@ -210,14 +240,14 @@ def decide(
     tier = tier_of_rule(chosen)
     reason = (
         f"intent {intent.intent}: {intent.why}; "
-        f"complexity {complexity.score}: {', '.join(complexity.reasons)}; "
+        f"complexity {complexity.level}: {complexity.why}; "
         f"rule {rule_name} → {chain[0]} [{tier}]" + (" (tool chain)" if tools_chain else "")
     )
     if priority != request.priority:
         reason += f"; priority {request.priority} held to {service}'s {priority}"
     return Route(
         intent=intent.intent,
-        complexity=complexity.score,
+        complexity=complexity.level,
         chain=chain,
         reason=reason,
         confidence=intent.confidence,

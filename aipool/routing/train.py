@@ -25,10 +25,12 @@ from typing import Any
 
 import numpy as np
 
+from aipool.contract.request import parse_request
 from aipool.routing import corpus
-from aipool.routing.features import features
+from aipool.routing.complexity import score
+from aipool.routing.features import features, point_features
 from aipool.routing.intent import Intent, classify_text
-from aipool.routing.model import FORMAT, SHIPPED_MODEL, IntentModel, parse_model
+from aipool.routing.model import FORMAT, LEVELS, SHIPPED_MODEL, IntentModel, parse_model
 
 LABELS = [i.value for i in Intent]
 MIN_COUNT = 2
@@ -36,30 +38,44 @@ L2 = 1e-5
 EPOCHS = 300
 LEARNING_RATE = 0.05
 #: Below this probability the router does not take the model's word (chosen on dev: --select).
-THRESHOLD = 0.6
+THRESHOLD = 0.5
+#: Below this probability the router keeps the keyword scorer's complexity (chosen on dev, and
+#: so that the boundary cases of docs/routing.md, a root-cause ask about one service, stay local).
+LEVEL_THRESHOLD = 0.7
 
 
 @dataclass(frozen=True)
 class Example:
-    """A text and its intent label."""
+    """A text, its intent label and, when labelled, its complexity (1-5)."""
 
     text: str
     intent: str
+    complexity: int | None = None
 
 
 def examples_from_rows(rows: Iterable[dict[str, Any]]) -> list[Example]:
-    """Corpus rows (``text`` and ``intent``) as examples; rows whose request carries tools are
-    left out: the tools rule decides those, whatever the text says."""
-    return [Example(r["text"], r["intent"]) for r in rows if not r.get("tools")]
+    """Corpus rows (``text``, ``intent``, optional ``complexity``) as examples; rows whose request
+    carries tools are left out: the tools rule decides those, whatever the text says."""
+    return [
+        Example(r["text"], r["intent"], r.get("complexity")) for r in rows if not r.get("tools")
+    ]
 
 
-def _matrix(texts: list[str], index: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _points(text: str) -> int:
+    """The keyword scorer's complexity of ``text`` sent as a prompt: the complexity head's
+    input beside the n-grams, as the router computes it."""
+    return score(parse_request({"prompt": text})).score
+
+
+def _matrix(
+    rows_features: Iterable[Iterable[str]], index: dict[str, int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """CSR pieces (indices, row of each entry, value of each entry) of the unit-length rows."""
     indices: list[int] = []
     rows: list[int] = []
     values: list[float] = []
-    for r, text in enumerate(texts):
-        ids = sorted({index[f] for f in features(text) if f in index})
+    for r, names in enumerate(rows_features):
+        ids = sorted({index[f] for f in names if f in index})
         if not ids:
             continue
         value = 1.0 / np.sqrt(len(ids))
@@ -85,11 +101,66 @@ def train(
     for example in examples:
         counts.update(features(example.text))
     vocabulary = sorted(f for f, n in counts.items() if n >= MIN_COUNT)
+    # The scorer's points are features of the complexity head only (the intent head never sees
+    # them: their weights there stay 0).
+    vocabulary += [f for level in LEVELS for f in point_features(level)]
     index = {f: i for i, f in enumerate(vocabulary)}
-    n, v, c = len(examples), len(vocabulary), len(LABELS)
-    cols, rows, vals = _matrix([e.text for e in examples], index)
+    v = len(vocabulary)
+    w, b = _fit(
+        _matrix((features(e.text) for e in examples), index),
+        [LABELS.index(e.intent) for e in examples],
+        v, len(LABELS), l2=l2, epochs=epochs,
+    )  # fmt: skip
+    graded = [e for e in examples if e.complexity is not None]
+    head: dict[str, Any] = {}
+    if graded:
+        lw, lb = _fit(
+            _matrix(
+                ([*features(e.text), *point_features(_points(e.text))] for e in graded), index
+            ),
+            [LEVELS.index(int(e.complexity or 0)) for e in graded],
+            v, len(LEVELS), l2=l2, epochs=epochs,
+        )  # fmt: skip
+        head = {"complexity": {
+            "labels": list(LEVELS),
+            "weights": base64.b64encode(lw.astype("<f4").tobytes()).decode("ascii"),
+            "bias": [round(float(x), 6) for x in lb],
+            "threshold": LEVEL_THRESHOLD,
+        }}  # fmt: skip
+    weights = w.astype("<f4").tobytes()
+    return {
+        "format": FORMAT,
+        "labels": LABELS,
+        "vocabulary": vocabulary,
+        "weights": base64.b64encode(weights).decode("ascii"),
+        "bias": [round(float(x), 6) for x in b],
+        "threshold": threshold,
+        "trained": {
+            "examples": len(examples),
+            "graded": len(graded),
+            "features": v,
+            "l2": l2,
+            "epochs": epochs,
+            **(trained or {}),
+        },
+        **head,
+    }
+
+
+def _fit(
+    matrix: tuple[np.ndarray, np.ndarray, np.ndarray],
+    labels: list[int],
+    v: int,
+    c: int,
+    *,
+    l2: float,
+    epochs: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Multinomial logistic regression by full-batch Adam: weights (v x c) and bias (c)."""
+    cols, rows, vals = matrix
+    n = len(labels)
     y = np.zeros((n, c))
-    y[np.arange(n), [LABELS.index(e.intent) for e in examples]] = 1.0
+    y[np.arange(n), labels] = 1.0
     # Each class weighs the same in total, however many examples it has.
     per_class = y.sum(axis=0)
     sample_weight = (y / np.maximum(per_class, 1.0)).sum(axis=1) * n / c
@@ -120,16 +191,7 @@ def train(
             param -= (
                 LEARNING_RATE * (m / (1 - beta1**step)) / (np.sqrt(s / (1 - beta2**step)) + eps)
             )
-    weights = w.astype("<f4").tobytes()
-    return {
-        "format": FORMAT,
-        "labels": LABELS,
-        "vocabulary": vocabulary,
-        "weights": base64.b64encode(weights).decode("ascii"),
-        "bias": [round(float(x), 6) for x in b],
-        "threshold": threshold,
-        "trained": {"examples": n, "features": v, "l2": l2, "epochs": epochs, **(trained or {})},
-    }
+    return w, b
 
 
 def fit(examples: list[Example], **kwargs: Any) -> IntentModel:

@@ -6,15 +6,20 @@ Run ``python -m aipool.routing.corpus.generate`` to write ``train.jsonl``, ``dev
 ``test.sha256``; regenerating after a change that moves the test split is refused unless
 ``--refreeze`` is given (and a refreeze is a new test set: say so in the commit).
 
-How a split is drawn, so that no template teaches its own test:
+How a split is drawn, so that nothing fitted teaches its own test:
 
 * every template *family* is a group: all its members land in one split (60/20/20 per intent,
   by a seeded shuffle of the families, drawn before any model existed);
 * each hand-written line of ``handwritten.tsv`` is a group of its own, split 60/20/20 per intent
   the same way; ``handwritten_train.tsv`` was written after the split, after reading the dev
   split's misses, and goes to train only;
-* families in the test split fill their service names from a pool no train or dev family uses,
-  so a model cannot score by remembering ``checkout-api``.
+* that first test split was read once (2026-12-02) and is training data since: its rows go to
+  train, and its families still fill their service names from the pool no other family uses;
+* ``written_fit.jsonl`` (649 requests written by hand on 2026-12-03 for the kinds the first test
+  split showed missing, and more) is split 80/20 per intent between train and dev, line by line;
+* the test split is ``written_test.jsonl`` alone: 302 requests written by hand by someone who saw
+  neither the corpus nor the router, naming no service the templates use; a text that is also
+  in it is dropped from train and dev.
 
 Every row carries ``intent``, ``complexity`` (1-5, the rubric in ``docs/routing.md``), ``lang``
 (``en``, ``zh`` for Traditional Chinese, ``mixed``), ``source`` (``hand`` or ``template:<family>``)
@@ -901,6 +906,38 @@ def _assign(keys: list[tuple[str, str]], rng: random.Random) -> dict[str, str]:
     return out
 
 
+def _written(name: str, prefix: str) -> list[dict[str, Any]]:
+    """Hand-written requests kept as JSONL (``intent``, ``complexity``, ``lang``, ``text``): each
+    line is its own group."""
+    rows = []
+    with (HERE / name).open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if line.strip():
+                row = json.loads(line)
+                rows.append({"id": f"{prefix}{number:04d}", "text": row["text"],
+                             "intent": row["intent"], "complexity": row["complexity"],
+                             "lang": row["lang"], "source": "hand"})  # fmt: skip
+    return rows
+
+
+def _assign_dev(keys: list[tuple[str, str]], rng: random.Random) -> dict[str, str]:
+    """Split group keys (intent, group) 80/20 between train and dev within each intent."""
+    out: dict[str, str] = {}
+    for intent in sorted({k[0] for k in keys}):
+        groups = sorted(k[1] for k in keys if k[0] == intent)
+        rng.shuffle(groups)
+        n_dev = max(1, round(len(groups) * 0.2))
+        for i, group in enumerate(groups):
+            out[group] = "dev" if i < n_dev else "train"
+    return out
+
+
+def _fitting(split: str) -> str:
+    """Where a request of the first corpus goes now: its first test split was read (2026-12-02)
+    and is training data since; the test split is ``written_test.jsonl`` alone."""
+    return "train" if split == "test" else split
+
+
 def build() -> dict[str, list[dict[str, Any]]]:
     """The corpus, split: ``{"train": [...], "dev": [...], "test": [...]}``."""
 
@@ -910,13 +947,13 @@ def build() -> dict[str, list[dict[str, Any]]]:
     split_of.update(_assign([(r["intent"], r["id"]) for r in hand], rng))
     out: dict[str, list[dict[str, Any]]] = {s: [] for s in SPLITS}
     for row in hand:
-        out[split_of[row["id"]]].append(row)
-    # Written after the split was drawn (after reading dev's misses): train only, never test.
+        out[_fitting(split_of[row["id"]])].append(row)
+    # Written after the first split was drawn (after reading dev's misses): train only.
     out["train"].extend(_handwritten("handwritten_train.tsv", "t"))
     for fam in FAMILIES:
         source = f"template:{fam.name}"
-        split = split_of[source]
-        pool = TEST_SERVICES if split == "test" else FIT_SERVICES
+        split = _fitting(split_of[source])
+        pool = TEST_SERVICES if split_of[source] == "test" else FIT_SERVICES
         frng = random.Random(f"{SEED}:{fam.name}")
         seen: set[str] = set()
         tries = 0
@@ -934,6 +971,16 @@ def build() -> dict[str, list[dict[str, Any]]]:
             if fam.extra is not None:
                 row.update(fam.extra(frng))
             out[split].append(row)
+    fit = _written("written_fit.jsonl", "w")
+    dev_of = _assign_dev([(r["intent"], r["id"]) for r in fit], random.Random(f"{SEED}:fit"))
+    for row in fit:
+        out[dev_of[row["id"]]].append(row)
+    out["test"] = _written("written_test.jsonl", "x")
+    # A short request people often type ("早安", "好 執行") was written for both sides; the test
+    # split keeps it, and fitting never sees a text the model is judged on.
+    judged = {row["text"] for row in out["test"]}
+    for split in ("train", "dev"):
+        out[split] = [row for row in out[split] if row["text"] not in judged]
     for rows in out.values():
         for row in rows:
             row["tier"] = tier_for(
