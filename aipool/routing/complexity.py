@@ -75,6 +75,19 @@ def _folded(pattern: str, flags: int = 0) -> re.Pattern[str]:
 # Service-like kebab-case names ("ledger-db", "checkout-7d9f8b6c5-x2k4q"): a service suffix or a
 # digit segment. Plain hyphenated English ("on-call", "one-paragraph") is not a component.
 _KEBAB = re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b")
+# A hyphenated word of the language, not a name: "on-call", "read-only", "real-time",
+# "dead-letter", "x-request-id". Any other kebab-case word in a request is a name someone gave a
+# service (``face-match``, ``pdf-export``): teams do not all end theirs in -api or -service.
+_COMMON_HYPHENATED = re.compile(
+    r"^(?:on|up|in|out|off|re|pre|non|multi|cross|self|well|co|ex|anti|semi|sub|e|x|t|so|all|"
+    r"opt|sign|log|check|roll|set|follow|read|real|long|short|high|low|end|zero|third|first|"
+    r"second|one|two|three|built|double|top|full|half|per|mid|post|rate|dead|round|health|key|"
+    r"hot|back|blue|copy|stop|last|at|exactly|least|most|fail|cut|hand|time|run|day|week|"
+    r"month|year|peer|point|state|side|open|closed|hard|soft|fine|well|user|human|cloud|non)-|"
+    r"-(?:in|up|out|on|off|only|time|term|based|level|side|wide|free|safe|like|aware|driven|"
+    r"friendly|specific|related|party|to|of|date|end|day|hoc|once|over|by|back|case|world|"
+    r"write|wins|grained|native|hosted|facing|critical|sensitive|bound|heavy|intensive|call)$"
+)
 _SERVICE_SUFFIX = re.compile(
     r"-(?:api|service|svc|gateway|worker|web|db|cache|server|indexer|controller|proxy|exporter|"
     r"frontend|backend|nginx|app|check|events|engine|queue|store|manager|agent|cluster|replica|"
@@ -158,7 +171,11 @@ _PASTE_LINE = re.compile(
 
 def _components(text: str, folded: str) -> set[str]:
     """Distinct services and components named in ``text`` (``folded`` is its folded copy)."""
-    found = {m for m in _KEBAB.findall(folded) if _SERVICE_SUFFIX.search(m)}
+    found = {
+        m
+        for m in _KEBAB.findall(folded)
+        if _SERVICE_SUFFIX.search(m) or not _COMMON_HYPHENATED.search(m)
+    }
     found.update(m.lower() for m in _ALERT_NAME.findall(text))
     for match in _COMPONENT.finditer(folded):
         word = match.group(0)

@@ -83,3 +83,26 @@ def test_scores_are_deterministic() -> None:
     # Given one request, When scored twice, Then the same score and reasons
     request = _request("先把 payment-gateway 回滾，然後重啟 checkout-service 並確認狀態")
     assert score(request) == score(request)
+
+
+def test_services_named_without_a_service_suffix_count_when_asked_to_correlate() -> None:
+    # Teams name services "pdf-export" and "face-match", not only "*-api" or "*-service"
+    english = score(
+        _request(
+            "doc-renderer latency is up, pdf-export keeps timing out and statement-gen fails "
+            "since 16:00. Do they share a root cause?"
+        )
+    )
+    chinese = score(
+        _request("face-match 錯誤率升高、ocr-batch 開始逾時，兩個同時發生，請找共同的根因")
+    )
+    assert english.score >= 4 and english.floor >= 4, english.reasons
+    assert chinese.score >= 4 and chinese.floor >= 4, chinese.reasons
+
+
+def test_hyphenated_words_of_the_language_are_not_services() -> None:
+    # "on-call", "read-only", "real-time", "dead-letter" name no service: no correlation floor
+    scored = score(
+        _request("Is the on-call read-only view real-time, and is the dead-letter count related?")
+    )
+    assert scored.floor == 0, scored.reasons
