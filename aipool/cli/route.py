@@ -74,7 +74,10 @@ def eval_command(
 def train_command(
     examples: Annotated[
         Path,
-        typer.Option("--examples", help="Your labelled requests: JSONL or TSV (text, intent)."),
+        typer.Option(
+            "--examples",
+            help="Your labelled requests: JSONL or TSV (text, intent[, complexity 1-5]).",
+        ),
     ],
     output: Annotated[Path, typer.Option("--output", help="Where to write the model file.")] = Path(
         "intent_model.json"
@@ -105,7 +108,8 @@ def train_command(
 
 
 def _training_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The operator's rows as corpus rows (``text``, ``intent``); a bad row names its line."""
+    """The operator's rows as corpus rows (``text``, ``intent``, ``complexity`` or None); a bad
+    row names its line."""
 
     out = []
     for row in rows:
@@ -119,7 +123,22 @@ def _training_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             raise LabelledFileError(
                 f"{row['_where']}: 'intent' must be one of {', '.join(INTENTS)}"
             )
-        out.append({"text": text, "intent": intent.upper(), "tools": row.get("tools")})
+        complexity = row.get("complexity")
+        if complexity is not None and (
+            isinstance(complexity, bool)
+            or not isinstance(complexity, int)
+            or not 1 <= complexity <= 5
+        ):
+            raise LabelledFileError(f"{row['_where']}: 'complexity' must be an integer 1-5")
+        # A row with its complexity teaches the complexity head too; one without, the intent only.
+        out.append(
+            {
+                "text": text,
+                "intent": intent.upper(),
+                "complexity": complexity,
+                "tools": row.get("tools"),
+            }
+        )
     return out
 
 

@@ -37,10 +37,13 @@ def test_eval_prints_the_figures_and_the_tier_matrix(tmp_path: Path, capsys) -> 
 def test_eval_mistakes_are_one_line_exit_2(tmp_path: Path, capsys) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "hi", "intent": "GREETING"}\n')
+    level = tmp_path / "level.jsonl"
+    level.write_text('{"text": "hi", "intent": "CHAT", "complexity": 9}\n')
     for args, says in (
         (["route", "eval", str(tmp_path / "none.tsv")], "no such file"),
         (["route", "eval", str(bad)], "bad.jsonl:1: 'intent' must be one of"),
         (["route", "train", "--examples", str(bad)], "bad.jsonl:1: 'intent' must be one of"),
+        (["route", "train", "--examples", str(level)], "level.jsonl:1: 'complexity' must be"),
     ):
         assert run(args) == 2
         err = capsys.readouterr().err.strip().splitlines()

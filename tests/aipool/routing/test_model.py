@@ -14,7 +14,7 @@ from aipool.routing.model import SHIPPED_MODEL, ModelError, load_model, read_mod
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def test_the_shipped_model_is_a_few_hundred_kilobytes_and_loads() -> None:
+def test_the_shipped_model_is_a_few_megabytes_at_most_and_loads() -> None:
     # Given the packaged model file
     assert SHIPPED_MODEL.stat().st_size < 3_000_000
     # When loaded, Then it knows the six intents and a threshold within 0..1
@@ -89,6 +89,21 @@ def test_weights_that_do_not_match_the_vocabulary_are_refused(tmp_path: Path) ->
     path.write_text(json.dumps(data))
     with pytest.raises(ModelError, match="weights for"):
         read_model(path)
+
+
+def test_a_complexity_head_that_does_not_match_is_refused_naming_the_file(tmp_path: Path) -> None:
+    data = json.loads(SHIPPED_MODEL.read_text())
+    assert "complexity" in data  # the shipped model carries one
+    path = tmp_path / "head.json"
+    for change, says in (
+        ({"weights": data["weights"]}, "complexity weights for"),
+        ({"labels": [1, 2, 3]}, "complexity head's labels"),
+        ({"threshold": 2}, "threshold within 0..1"),
+    ):
+        path.write_text(json.dumps({**data, "complexity": {**data["complexity"], **change}}))
+        with pytest.raises(ModelError, match=says) as caught:
+            read_model(path)
+        assert str(path) in str(caught.value)
 
 
 def test_a_missing_model_file_is_refused_at_start(tmp_path: Path, monkeypatch) -> None:

@@ -56,3 +56,22 @@ def test_training_never_reads_the_test_split(monkeypatch, tmp_path) -> None:
     )
     # Then only train and dev were read
     assert sorted(read) == ["dev", "train"]
+
+
+def test_examples_with_a_complexity_teach_the_complexity_head() -> None:
+    # Given requests of one intent at two levels, the harder ones asking to correlate nothing the
+    # keyword scorer counts (its points alone would not tell them apart)
+    easy = ["grelk the wumpus", "grelk a wumpus", "grelk one wumpus"]
+    hard = ["frobnicate the whole zorg", "frobnicate every zorg", "frobnicate all zorgs"]
+    examples = [Example(t, "QUERY", 2) for t in easy] + [Example(t, "QUERY", 4) for t in hard]
+    # When trained
+    model = fit(examples * 2, epochs=200)
+    # Then the model has a complexity head that tells them apart
+    assert model.has_levels
+    assert model.level("grelk the wumpus", 2).level == 2
+    assert model.level("frobnicate the whole zorg", 2).level == 4
+
+
+def test_examples_without_a_complexity_leave_complexity_to_the_scorer() -> None:
+    model = fit([Example("what is a pod", "QUERY"), Example("restart it", "TOOL_CALL")] * 2)
+    assert not model.has_levels and model.level("what is a pod", 2) is None
