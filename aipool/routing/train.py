@@ -41,7 +41,7 @@ LEARNING_RATE = 0.05
 THRESHOLD = 0.5
 #: Below this probability the router keeps the keyword scorer's complexity (chosen on dev, and
 #: so that the boundary cases of docs/routing.md, a root-cause ask about one service, stay local).
-LEVEL_THRESHOLD = 0.7
+LEVEL_THRESHOLD = 0.5
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,12 @@ How a split is drawn, so that nothing fitted teaches its own test:
   split's misses, and goes to train only;
 * that first test split was read once (2026-12-02) and is training data since: its rows go to
   train, and its families still fill their service names from the pool no other family uses;
-* ``written_fit.jsonl`` (649 requests written by hand on 2026-12-03 for the kinds the first test
-  split showed missing, and more) is split 80/20 per intent between train and dev, line by line;
-* the test split is ``written_test.jsonl`` alone: 302 requests written by hand by someone who saw
+* the files of ``WRITTEN_FIT``, written by hand, are split 80/20 per intent between train and
+  dev, line by line: ``written_fit.jsonl`` (649 requests for the kinds the first test split
+  showed missing, and more), ``written_read.jsonl`` (the second test split: 302 requests written
+  blind, read once on 2026-12-03, fitted on since) and ``written_boundary.jsonl`` (complexity
+  boundaries and the phrasings the second test split missed);
+* the test split is ``written_test.jsonl`` alone: requests written by hand by someone who saw
   neither the corpus nor the router, naming no service the templates use; a text that is also
   in it is dropped from train and dev.
 
@@ -906,6 +909,14 @@ def _assign(keys: list[tuple[str, str]], rng: random.Random) -> dict[str, str]:
     return out
 
 
+# Hand-written JSONL files fitted on (split 80/20 train/dev), with their row-id prefixes.
+WRITTEN_FIT = (
+    ("written_fit.jsonl", "w"),  # 2026-12-03: kinds the first test split showed missing, and more
+    ("written_read.jsonl", "r"),  # the second test split, read once (2026-12-03)
+    ("written_boundary.jsonl", "z"),  # complexity boundaries and phrasings the second one missed
+)
+
+
 def _written(name: str, prefix: str) -> list[dict[str, Any]]:
     """Hand-written requests kept as JSONL (``intent``, ``complexity``, ``lang``, ``text``): each
     line is its own group."""
@@ -971,10 +982,11 @@ def build() -> dict[str, list[dict[str, Any]]]:
             if fam.extra is not None:
                 row.update(fam.extra(frng))
             out[split].append(row)
-    fit = _written("written_fit.jsonl", "w")
-    dev_of = _assign_dev([(r["intent"], r["id"]) for r in fit], random.Random(f"{SEED}:fit"))
-    for row in fit:
-        out[dev_of[row["id"]]].append(row)
+    for name, prefix in WRITTEN_FIT:
+        fit = _written(name, prefix)
+        dev_of = _assign_dev([(r["intent"], r["id"]) for r in fit], random.Random(f"{SEED}:{name}"))
+        for row in fit:
+            out[dev_of[row["id"]]].append(row)
     out["test"] = _written("written_test.jsonl", "x")
     # A short request people often type ("早安", "好 執行") was written for both sides; the test
     # split keeps it, and fitting never sees a text the model is judged on.
