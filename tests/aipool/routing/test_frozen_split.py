@@ -1,11 +1,12 @@
-"""The router judged on the frozen test split (replaces the 90 % test on the old labelled set,
-which was the set the keyword rules had been tuned on).
+"""The router judged on the frozen test split: 300 requests written blind (the third test set; the
+first two were read once each and are training data since, docs/routing.md).
 
-The split's figures were read once, after every choice had been made on train and dev
-(``docs/routing.md``, "The figures"). Issue #22 and #28 ask for intent ≥ 95 %, macro-F1 ≥ 0.93,
-tier ≥ 95 %; the router does not reach those here, and these floors are the figures as measured,
-rounded down: a change that makes routing worse on requests it never saw fails this test. Raising a
-floor needs a better router, not a change to the split (its hash is checked in test_corpus.py).
+The split's figures were read once, after every choice had been made on train and dev. Issue #22's
+targets are met there (intent >= 95 %, macro-F1 >= 0.93, each language >= 93 %, complexity within
+one level >= 90 %); #28's are not (tier >= 95 %, complex -> local <= 3 %, simple -> cloud <= 2 %).
+These bounds are the figures as measured, rounded toward failing less: a change that routes worse
+on requests it never saw fails this test. Raising a bound needs a better router, not a change to
+the split (its hash is checked in test_corpus.py).
 """
 
 from __future__ import annotations
@@ -13,15 +14,14 @@ from __future__ import annotations
 from aipool.routing import corpus
 from aipool.routing.evaluate import evaluate, read_labelled
 
-# Measured on the frozen split (commit "aipool route eval / train ..."), rounded down.
-INTENT_FLOOR = 0.85
-MACRO_F1_FLOOR = 0.86
-LANGUAGE_FLOOR = 0.79
-COMPLEXITY_WITHIN_ONE_FLOOR = 0.95
-TIER_FLOOR = 0.86
-# These two are #28's own targets, met.
-COMPLEX_TO_LOCAL_CEILING = 0.03
-SIMPLE_TO_CLOUD_CEILING = 0.02
+# Measured on the frozen split (the commit that froze it, read once), rounded down / up.
+INTENT_FLOOR = 0.95  # 95.7 %
+MACRO_F1_FLOOR = 0.95  # 0.957
+LANGUAGE_FLOOR = 0.94  # en 94.4 %, mixed 96.2 %, zh 96.5 %
+COMPLEXITY_WITHIN_ONE_FLOOR = 0.97  # 98.0 %
+TIER_FLOOR = 0.88  # 88.3 %
+COMPLEX_TO_LOCAL_CEILING = 0.15  # 14.8 %: 4 of 27
+SIMPLE_TO_CLOUD_CEILING = 0.03  # 2.9 %: 6 of 208
 
 
 def test_router_on_the_frozen_test_split() -> None:
