@@ -176,10 +176,7 @@ def parse_model(data: Any, source: str) -> IntentModel:
     try:
         labels = [str(x) for x in data["labels"]]
         vocabulary = [str(x) for x in data["vocabulary"]]
-        weights = array("f")
-        weights.frombytes(base64.b64decode(data["weights"], validate=True))
-        if sys.byteorder != "little":
-            weights.byteswap()
+        weights = _floats(data["weights"])
         bias = [float(x) for x in data["bias"]]
         threshold = float(data["threshold"])
         trained = dict(data.get("trained") or {})
@@ -201,6 +198,15 @@ def parse_model(data: Any, source: str) -> IntentModel:
     return IntentModel(labels, vocabulary, weights, bias, threshold, trained, source, levels)
 
 
+def _floats(encoded: Any) -> array[float]:
+    """Base64 little-endian float32s (how the trainer writes weights) as an array."""
+    weights = array("f")
+    weights.frombytes(base64.b64decode(encoded, validate=True))
+    if sys.byteorder != "little":
+        weights.byteswap()
+    return weights
+
+
 def _levels(
     head: Any, features_count: int, source: str
 ) -> tuple[array[float], list[float], float] | None:
@@ -209,10 +215,7 @@ def _levels(
         return None
     if not isinstance(head, dict) or [int(x) for x in head["labels"]] != list(LEVELS):
         raise ModelError(f"{source}: the complexity head's labels must be {list(LEVELS)}")
-    weights = array("f")
-    weights.frombytes(base64.b64decode(head["weights"], validate=True))
-    if sys.byteorder != "little":
-        weights.byteswap()
+    weights = _floats(head["weights"])
     bias = [float(x) for x in head["bias"]]
     threshold = float(head["threshold"])
     if len(weights) != features_count * len(LEVELS) or len(bias) != len(LEVELS):
