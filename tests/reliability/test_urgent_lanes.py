@@ -23,10 +23,12 @@ from pathlib import Path
 import pytest
 
 from aipool.children import Child
+from aipool.contract.request import parse_request
 from aipool.lanes import ROUTER, WORKER_CLASSES, urgent_lane
+from aipool.routing.router import decide
 from aipool.simulator import Simulator
 from tests.conftest import worker_env
-from tests.support.incident import TARGET_S, Incident, run_incident
+from tests.support.incident import TARGET_S, URGENT, Incident, run_incident
 from tests.support.pool import ROOT, Worker
 from tests.support.private_pool import private_url
 from tests.support.producer import Producer
@@ -115,10 +117,12 @@ def test_one_worker_per_queue_and_lane_answers_urgent_work_through_a_backlog(
     fresh: tuple[str, Producer], simulator: Simulator, ledger_url: str
 ) -> None:
     # Given a Kubernetes-shaped pool: one worker per queue and per lane (those the incident's
-    # requests reach; the others, idle here, are left out to spare the machine)
+    # requests reach, as the router decides them; the others, idle here, are left out to spare
+    # the machine)
     url, producer = fresh
     env = _env(url, ledger_url)
-    queues = [ROUTER, urgent_lane(ROUTER), "ollama", urgent_lane("ollama"), urgent_lane("claude")]
+    starts = {decide(parse_request(body)).chain[0].provider for body in URGENT.values()}
+    queues = [ROUTER, urgent_lane(ROUTER), "ollama", *sorted(urgent_lane(p) for p in starts)]
     workers = [
         Worker(env, queues=(queue,), concurrency=2 if queue == "ollama" else 1) for queue in queues
     ]
