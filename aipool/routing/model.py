@@ -10,7 +10,7 @@ The model file is JSON (``FORMAT``)::
      "vocabulary": ["c:ab", ...], "weights": "<base64 float32, vocabulary x labels, row-major>",
      "bias": [...], "threshold": 0.5, "trained": {"examples": 914, "sources": [...], ...},
      "complexity": {"labels": [1, 2, 3, 4, 5], "weights": "<base64 float32, vocabulary x 5>",
-                    "bias": [...], "threshold": 0.7}}
+                    "bias": [...], "threshold": 0.5}}
 
 Scores are softmax probabilities of ``bias + (sum of the present features' weights) / sqrt(n)``:
 features are binary, the row normalised to unit length as in training.
@@ -96,7 +96,7 @@ class IntentModel:
         self.trained = trained
         self.source = source
         self.vocabulary = vocabulary
-        self._last: tuple[str, tuple[int, ...]] | None = None
+        self._last: tuple[tuple[int, int], tuple[int, ...]] | None = None
         self.level_columns: tuple[array[float], ...] = ()
         self.level_bias: tuple[float, ...] = ()
         self.level_threshold = 1.0
@@ -113,13 +113,15 @@ class IntentModel:
 
     def _ids(self, text: str, reading: Reading | None = None) -> tuple[int, ...]:
         # The router asks for the intent and then the level of the same text: the features of
-        # the last text are kept (a tuple swapped whole, so threads at worst compute them twice).
+        # the last text are kept, keyed by its length and hash rather than the text, so no prompt
+        # outlives its decision here (a tuple swapped whole: threads at worst compute twice).
+        key = (len(text), hash(text))
         last = self._last
-        if last is not None and last[0] == text:
+        if last is not None and last[0] == key:
             return last[1]
         index = self.index
         ids = tuple(index[f] for f in features(text, reading) if f in index)
-        self._last = (text, ids)
+        self._last = (key, ids)
         return ids
 
     def predict(self, text: str, reading: Reading | None = None) -> Prediction:

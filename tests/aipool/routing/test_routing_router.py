@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -219,3 +220,16 @@ def test_render_route_prints_the_decision() -> None:
     assert "TOOL_CALL" in out
     assert "nemotron" in out
     assert "tool_call" in out
+
+
+def test_a_decision_keeps_no_reference_to_the_prompt() -> None:
+    # Given a prompt built at run time (not an interned constant) and the shipped model loaded
+    decide(parse_request({"prompt": "warm-up"}))
+    prompt = "".join(["canary ", "7f3a9 ", "why is ledger-db slow?"])
+    request = parse_request({"prompt": prompt})
+    content = request.last_user_text()
+    held = sys.getrefcount(content)
+    # When it is routed
+    decide(request)
+    # Then nothing the router keeps between decisions (the model's memo, caches) holds it
+    assert sys.getrefcount(content) == held
