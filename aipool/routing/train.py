@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from aipool.contract.request import parse_request
+from aipool.contract.request import Message, Request
 from aipool.routing import corpus
 from aipool.routing.complexity import score
 from aipool.routing.features import features, point_features
@@ -64,7 +64,8 @@ def examples_from_rows(rows: Iterable[dict[str, Any]]) -> list[Example]:
 def _points(text: str) -> int:
     """The keyword scorer's complexity of ``text`` sent as a prompt: the complexity head's
     input beside the n-grams, as the router computes it."""
-    return score(parse_request({"prompt": text})).score
+    # Built, not parsed: an operator's example is scored whatever the contract's size limits.
+    return score(Request(messages=(Message(role="user", content=text),))).score
 
 
 def _matrix(

@@ -75,3 +75,14 @@ def test_examples_with_a_complexity_teach_the_complexity_head() -> None:
 def test_examples_without_a_complexity_leave_complexity_to_the_scorer() -> None:
     model = fit([Example("what is a pod", "QUERY"), Example("restart it", "TOOL_CALL")] * 2)
     assert not model.has_levels and model.level("what is a pod", 2) is None
+
+
+def test_an_example_the_contract_would_refuse_still_trains() -> None:
+    # Given an operator's examples with a prompt over the contract's size limit and a NUL in one
+    examples = [
+        Example("x " * 600_000, "QUERY", 2),
+        Example("hi\x00 there", "CHAT", 1),
+        Example("restart it", "TOOL_CALL", 1),
+    ] * 2
+    # When trained, Then the complexity head is built from them all (they are scored, not parsed)
+    assert train(examples, epochs=5)["trained"]["graded"] == 6
