@@ -50,15 +50,20 @@ def explain_command(text: Annotated[str, typer.Argument(help="A request text to 
     render_route(explain(text), console(), text=text)
 
 
-def _labelled_file(path: Path) -> Path:
+def _labelled_file(path: Path, param: str = "FILE") -> Path:
     if not path.is_file():
-        raise typer.BadParameter(f"no such file: {path}", param_hint="FILE")
+        raise typer.BadParameter(f"no such file: {path}", param_hint=param)
     return path
 
 
 @route_app.command("eval")
 def eval_command(
-    file: Annotated[Path, typer.Argument(help="Labelled requests: JSONL or TSV (text, intent).")],
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="Labelled requests: JSONL or TSV (text, intent[, complexity[, tier]])."
+        ),
+    ],
     misses: Annotated[int, typer.Option(help="List at most this many misses.", min=0)] = 20,
 ) -> None:
     """Judge the router on labelled requests: accuracy, macro-F1, confusion and tier matrices."""
@@ -87,7 +92,7 @@ def train_command(
     AIPOOL_ROUTING_MODEL_FILE at the file it writes."""
 
     try:
-        rows = read_rows(_labelled_file(examples))
+        rows = read_rows(_labelled_file(examples, "--examples"))
         extra = _training_rows(rows)
     except LabelledFileError as exc:
         raise typer.BadParameter(str(exc), param_hint="--examples") from None

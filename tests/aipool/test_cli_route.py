@@ -44,6 +44,7 @@ def test_eval_mistakes_are_one_line_exit_2(tmp_path: Path, capsys) -> None:
         (["route", "eval", str(bad)], "bad.jsonl:1: 'intent' must be one of"),
         (["route", "train", "--examples", str(bad)], "bad.jsonl:1: 'intent' must be one of"),
         (["route", "train", "--examples", str(level)], "level.jsonl:1: 'complexity' must be"),
+        (["route", "train", "--examples", str(tmp_path / "none.tsv")], "--examples: no such"),
     ):
         assert run(args) == 2
         err = capsys.readouterr().err.strip().splitlines()
