@@ -17,7 +17,14 @@ import typer
 from typer.core import TyperGroup
 
 from aipool.cli.console import console
-from aipool.routing.evaluate import INTENTS, LabelledFileError, evaluate, read_labelled, read_rows
+from aipool.routing.evaluate import (
+    INTENTS,
+    LabelledFileError,
+    complexity_label,
+    evaluate,
+    read_labelled,
+    read_rows,
+)
 from aipool.routing.render import render_evaluation, render_route
 from aipool.routing.router import explain
 
@@ -128,13 +135,7 @@ def _training_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             raise LabelledFileError(
                 f"{row['_where']}: 'intent' must be one of {', '.join(INTENTS)}"
             )
-        complexity = row.get("complexity")
-        if complexity is not None and (
-            isinstance(complexity, bool)
-            or not isinstance(complexity, int)
-            or not 1 <= complexity <= 5
-        ):
-            raise LabelledFileError(f"{row['_where']}: 'complexity' must be an integer 1-5")
+        complexity = complexity_label(row, row["_where"])
         # A row with its complexity teaches the complexity head too; one without, the intent only.
         out.append(
             {

@@ -74,15 +74,21 @@ def _row_request(row: dict[str, Any], where: str) -> Request:
         raise LabelledFileError(f"{where}: invalid request ({exc.code}): {exc}") from None
 
 
-def _labelled(row: dict[str, Any], where: str, default_id: str) -> Labelled:
-    intent = row.get("intent", row.get("label"))
-    if not isinstance(intent, str) or intent.upper() not in INTENTS:
-        raise LabelledFileError(f"{where}: 'intent' must be one of {', '.join(INTENTS)}")
+def complexity_label(row: dict[str, Any], where: str) -> int | None:
+    """A row's ``complexity`` label (1-5), None when it has none; a bad one names its line."""
     complexity = row.get("complexity")
     if complexity is not None and (
         isinstance(complexity, bool) or not isinstance(complexity, int) or not 1 <= complexity <= 5
     ):
         raise LabelledFileError(f"{where}: 'complexity' must be an integer 1-5")
+    return complexity
+
+
+def _labelled(row: dict[str, Any], where: str, default_id: str) -> Labelled:
+    intent = row.get("intent", row.get("label"))
+    if not isinstance(intent, str) or intent.upper() not in INTENTS:
+        raise LabelledFileError(f"{where}: 'intent' must be one of {', '.join(INTENTS)}")
+    complexity = complexity_label(row, where)
     tier = row.get("tier")
     if tier is not None and tier not in TIERS:
         raise LabelledFileError(f"{where}: 'tier' must be one of {', '.join(TIERS)}")

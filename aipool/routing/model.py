@@ -64,11 +64,19 @@ class LevelGuess:
     confidence: float
 
 
-def _softmax_best(scores: list[float]) -> tuple[int, float]:
+def _probabilities(
+    ids: list[int] | tuple[int, ...], bias: tuple[float, ...], columns: tuple[array[float], ...]
+) -> list[float]:
+    """Softmax of ``bias + (sum of the present features' weights) / sqrt(n)``, one per class."""
+    norm = 1.0 / math.sqrt(len(ids)) if ids else 0.0
+    scores = [
+        b + sum(map(column.__getitem__, ids)) * norm
+        for b, column in zip(bias, columns, strict=True)
+    ]
     top = max(scores)
     exps = [math.exp(s - top) for s in scores]
-    best = exps.index(max(exps))
-    return best, exps[best] / sum(exps)
+    total = sum(exps)
+    return [e / total for e in exps]
 
 
 class IntentModel:
@@ -127,16 +135,8 @@ class IntentModel:
     def predict(self, text: str, reading: Reading | None = None) -> Prediction:
         """The most probable intent of ``text`` and the probability of each (``reading``:
         :func:`~aipool.routing.features.read` of ``text``, when the caller has it)."""
-        ids = self._ids(text, reading)
-        norm = 1.0 / math.sqrt(len(ids)) if ids else 0.0
-        scores = [
-            b + sum(map(column.__getitem__, ids)) * norm
-            for b, column in zip(self.bias, self.columns, strict=True)
-        ]
-        top = max(scores)
-        exps = [math.exp(s - top) for s in scores]
-        total = sum(exps)
-        probabilities = {label: e / total for label, e in zip(self.labels, exps, strict=True)}
+        shares = _probabilities(self._ids(text, reading), self.bias, self.columns)
+        probabilities = dict(zip(self.labels, shares, strict=True))
         best = max(probabilities, key=probabilities.__getitem__)
         return Prediction(best, probabilities[best], probabilities)
 
@@ -147,13 +147,9 @@ class IntentModel:
             return None
         index = self.index
         ids = [*self._ids(text, reading), *(index[f] for f in point_features(points) if f in index)]
-        norm = 1.0 / math.sqrt(len(ids)) if ids else 0.0
-        scores = [
-            b + sum(map(column.__getitem__, ids)) * norm
-            for b, column in zip(self.level_bias, self.level_columns, strict=True)
-        ]
-        best, confidence = _softmax_best(scores)
-        return LevelGuess(LEVELS[best], confidence)
+        shares = _probabilities(ids, self.level_bias, self.level_columns)
+        best = shares.index(max(shares))
+        return LevelGuess(LEVELS[best], shares[best])
 
     def top_features(self, text: str, intent: str, n: int = 6) -> list[tuple[str, float]]:
         """The ``n`` features of ``text`` that pushed hardest toward ``intent`` against the other

@@ -891,21 +891,33 @@ def _handwritten(name: str = "handwritten.tsv", prefix: str = "h") -> list[dict[
             if not line.strip() or line.startswith("#"):
                 continue
             intent, complexity, lang, text = line.rstrip("\n").split("\t", 3)
-            rows.append({"id": f"{prefix}{number:04d}", "text": text.replace("\\n", "\n"), "intent": intent,
-                         "complexity": int(complexity), "lang": lang, "source": "hand"})  # fmt: skip
+            rows.append(_hand_row(f"{prefix}{number:04d}", text.replace("\\n", "\n"), intent,
+                                  int(complexity), lang))  # fmt: skip
     return rows
 
 
-def _assign(keys: list[tuple[str, str]], rng: random.Random) -> dict[str, str]:
-    """Split group keys (intent, group) 60/20/20 within each intent by a seeded shuffle."""
+def _hand_row(row_id: str, text: str, intent: str, complexity: int, lang: str) -> dict[str, Any]:
+    return {"id": row_id, "text": text, "intent": intent, "complexity": complexity,
+            "lang": lang, "source": "hand"}  # fmt: skip
+
+
+def _assign(
+    keys: list[tuple[str, str]],
+    rng: random.Random,
+    shares: tuple[tuple[str, float], ...] = (("test", 0.2), ("dev", 0.2)),
+) -> dict[str, str]:
+    """Split group keys (intent, group) within each intent by a seeded shuffle: each split of
+    ``shares`` takes its fraction (at least one group) in turn, train the rest."""
     out: dict[str, str] = {}
     for intent in sorted({k[0] for k in keys}):
         groups = sorted(k[1] for k in keys if k[0] == intent)
         rng.shuffle(groups)
-        n = len(groups)
-        n_dev, n_test = max(1, round(n * 0.2)), max(1, round(n * 0.2))
+        bounds, end = [], 0
+        for split, fraction in shares:
+            end += max(1, round(len(groups) * fraction))
+            bounds.append((end, split))
         for i, group in enumerate(groups):
-            out[group] = "test" if i < n_test else "dev" if i < n_test + n_dev else "train"
+            out[group] = next((split for bound, split in bounds if i < bound), "train")
     return out
 
 
@@ -925,22 +937,9 @@ def _written(name: str, prefix: str) -> list[dict[str, Any]]:
         for number, line in enumerate(handle, 1):
             if line.strip():
                 row = json.loads(line)
-                rows.append({"id": f"{prefix}{number:04d}", "text": row["text"],
-                             "intent": row["intent"], "complexity": row["complexity"],
-                             "lang": row["lang"], "source": "hand"})  # fmt: skip
+                rows.append(_hand_row(f"{prefix}{number:04d}", row["text"], row["intent"],
+                                      row["complexity"], row["lang"]))  # fmt: skip
     return rows
-
-
-def _assign_dev(keys: list[tuple[str, str]], rng: random.Random) -> dict[str, str]:
-    """Split group keys (intent, group) 80/20 between train and dev within each intent."""
-    out: dict[str, str] = {}
-    for intent in sorted({k[0] for k in keys}):
-        groups = sorted(k[1] for k in keys if k[0] == intent)
-        rng.shuffle(groups)
-        n_dev = max(1, round(len(groups) * 0.2))
-        for i, group in enumerate(groups):
-            out[group] = "dev" if i < n_dev else "train"
-    return out
 
 
 def _fitting(split: str) -> str:
@@ -984,7 +983,8 @@ def build() -> dict[str, list[dict[str, Any]]]:
             out[split].append(row)
     for name, prefix in WRITTEN_FIT:
         fit = _written(name, prefix)
-        dev_of = _assign_dev([(r["intent"], r["id"]) for r in fit], random.Random(f"{SEED}:{name}"))
+        keys = [(r["intent"], r["id"]) for r in fit]
+        dev_of = _assign(keys, random.Random(f"{SEED}:{name}"), (("dev", 0.2),))
         for row in fit:
             out[dev_of[row["id"]]].append(row)
     out["test"] = _written("written_test.jsonl", "x")
