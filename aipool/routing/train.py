@@ -98,9 +98,11 @@ def train(
     unknown = sorted({e.intent for e in examples} - set(LABELS))
     if unknown:
         raise ValueError(f"unknown intent label(s): {', '.join(unknown)}")
+    # Each text's features, computed once for the vocabulary and both heads.
+    found = [features(e.text) for e in examples]
     counts: Counter[str] = Counter()
-    for example in examples:
-        counts.update(features(example.text))
+    for names in found:
+        counts.update(names)
     vocabulary = sorted(f for f, n in counts.items() if n >= MIN_COUNT)
     # The scorer's points are features of the complexity head only (the intent head never sees
     # them: their weights there stay 0).
@@ -108,18 +110,16 @@ def train(
     index = {f: i for i, f in enumerate(vocabulary)}
     v = len(vocabulary)
     w, b = _fit(
-        _matrix((features(e.text) for e in examples), index),
+        _matrix(found, index),
         [LABELS.index(e.intent) for e in examples],
         v, len(LABELS), l2=l2, epochs=epochs,
     )  # fmt: skip
-    graded = [e for e in examples if e.complexity is not None]
+    graded = [(e, n) for e, n in zip(examples, found, strict=True) if e.complexity is not None]
     head: dict[str, Any] = {}
     if graded:
         lw, lb = _fit(
-            _matrix(
-                ([*features(e.text), *point_features(_points(e.text))] for e in graded), index
-            ),
-            [LEVELS.index(int(e.complexity or 0)) for e in graded],
+            _matrix(([*names, *point_features(_points(e.text))] for e, names in graded), index),
+            [LEVELS.index(int(e.complexity or 0)) for e, _ in graded],
             v, len(LEVELS), l2=l2, epochs=epochs,
         )  # fmt: skip
         head = {"complexity": {
