@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aipool.harness.worker import Worker
+from aipool.lanes import urgent_lane
 
 BENCH_REDIS_URL = os.environ.get("AIPOOL_BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
 BENCH_PG_SERVER = os.environ.get(
@@ -103,6 +104,12 @@ class Pool:
     def settle(self, seconds: float = 0.3) -> None:
         """Let the workers finish what they were doing before the next figure starts."""
         time.sleep(seconds)
+
+
+def lanes_of(queue: str) -> tuple[str, ...]:
+    """The lanes of ``queue`` (maintenance has one): a worker that serves a queue serves both,
+    since alert triage, critical and short-deadline requests wait in the urgent one."""
+    return (queue,) if queue == "maintenance" else (queue, urgent_lane(queue))
 
 
 def start_worker(env: dict[str, str], queues: tuple[str, ...], concurrency: int) -> Worker:

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench.environment import Pool
+from bench.environment import Pool, lanes_of
 from bench.figures import Figure, Report, p50, p99
 from bench.latency import SIMPLE, TIMEOUT_S
 
@@ -261,15 +261,7 @@ def quota(pool: Pool, report: Report, workers: int, threads: int, quick: bool) -
         concurrency=2,
         # critical requests and alert triage wait in the urgent lanes (aipool.lanes): the token
         # burst's correlation request is ALERT_TRIAGE, so its hops are gemini.urgent and after
-        queues=(
-            "router",
-            "ollama",
-            "gemini",
-            "claude",
-            "claude.urgent",
-            "gemini.urgent",
-            "ollama.urgent",
-        ),
+        queues=("router", *lanes_of("ollama"), *lanes_of("gemini"), *lanes_of("claude")),
         env=limits,
     ):
         pool.warm("gemini", "claude")

@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-from aipool.lanes import urgent_lane
-from bench.environment import Pool
+from bench.environment import Pool, lanes_of
 from bench.figures import Figure, Report
 from bench.latency import SIMPLE, TIMEOUT_S
 from bench.load import CORRELATE
 
 QUEUES = ("router", "ollama", "gemini", "claude", "nemotron", "maintenance")
-
-
-def lanes_of(queue: str) -> tuple[str, ...]:
-    """The lanes of ``queue`` (maintenance has one)."""
-    return (queue,) if queue == "maintenance" else (queue, urgent_lane(queue))
 
 
 #: A request whose route starts on each provider, to warm that provider's worker.
