@@ -83,7 +83,7 @@ _COMMON_HYPHENATED = re.compile(
     r"opt|sign|log|check|roll|set|follow|read|real|long|short|high|low|end|zero|third|first|"
     r"second|one|two|three|built|double|top|full|half|per|mid|post|rate|dead|round|health|key|"
     r"hot|back|blue|copy|stop|last|at|exactly|least|most|fail|cut|hand|time|run|day|week|"
-    r"month|year|peer|point|state|side|open|closed|hard|soft|fine|well|user|human|cloud|non)-|"
+    r"month|year|peer|point|state|side|open|closed|hard|soft|fine|user|human|cloud)-|"
     r"-(?:in|up|out|on|off|only|time|term|based|level|side|wide|free|safe|like|aware|driven|"
     r"friendly|specific|related|party|to|of|date|end|day|hoc|once|over|by|back|case|world|"
     r"write|wins|grained|native|hosted|facing|critical|sensitive|bound|heavy|intensive|call)$"
