@@ -39,16 +39,18 @@ class Dispatch:
 def route(request: dict[str, Any], *, task_id: str | None = None) -> Dispatch:
     """Validate and route ``request`` (contract v1): which queue its first hop goes to.
 
-    Skips providers whose breaker is open or whose quota is spent now (each skip is recorded, as
-    the pool records every hop). Raises :class:`~aipool.errors.InvalidRequest` for a malformed
+    A request without a deadline goes to its chain's first provider unless that breaker was
+    seen open in the last second; any other request is routed by the pool, which skips providers
+    whose breaker is open or whose quota is spent now (:meth:`HopRunner.dispatch`). Every skip
+    is recorded, wherever it happens, as the pool records every hop. Raises :class:`~aipool.errors.InvalidRequest` for a malformed
     request and :class:`~aipool.errors.NoRedis` when there is no Redis to read breakers from.
     """
     parsed = parse_request(request)
     request_id = str(task_id or uuid.uuid4())
-    step = hop_runner().start(
-        parsed, request_id, journey_id(request_id, request), decide(parsed), answer_terminal=False
+    step = hop_runner().dispatch(
+        parsed, request_id, journey_id(request_id, request), decide(parsed)
     )
-    if not isinstance(step, Forward):  # answer_terminal=False never answers in the producer
+    if not isinstance(step, Forward):  # a producer never answers: the terminal hop is forwarded
         raise RuntimeError("routing answered a request in the producer")
     return Dispatch(
         task_id=request_id,

@@ -65,6 +65,11 @@ _MONEY_SKIPS = {
     "service_budget_exhausted": "{provider}: the request's service has used its {what}",
     "budget_saving": "{provider}: saving the rest of the {what} for higher-priority work",
 }
+#: How old a producer's look at a breaker may be when it sends a request straight to the
+#: provider's queue (:meth:`HopRunner.dispatch`): a breaker that opened within it costs requests
+#: sent meanwhile one hop each (its worker passes them over), and a producer reads each breaker at
+#: most once per this long instead of routing every request through the pool's script.
+LOOK_FRESH_S = 1.0
 #: How soon a delivery that found its call owned by another comes back to look again, at most.
 BUSY_RECHECK_S = 5.0
 
@@ -220,6 +225,32 @@ class HopRunner:
         if answer_terminal:
             return self._answer_if_terminal(visit, step)
         return step
+
+    def dispatch(
+        self, request: Request, request_id: str, journey_id: str, route: Route
+    ) -> Done | Forward:
+        """A producer's first hop for ``route``: where to send a new request.
+
+        A request without a deadline whose first provider's breaker looked closed within the
+        last :data:`LOOK_FRESH_S` goes straight to that provider's queue, and the producer spends
+        no round trip on it: nothing counts from the moment the pool first sees it, and the
+        worker there asks the breaker, the quota and the money rules itself before it calls (a
+        refusal there is recorded and moves the request on, as any skip). Any other request is
+        routed by the pool (:meth:`start`): its deadline counts from now on Redis's clock, and
+        hops that cannot take it now are passed over here.
+        """
+        first = route.chain[0]
+        if request.deadline_s is None and not first.terminal:
+            visit = Visit(request, request_id, Journey(id=journey_id, route=route), self.pricing)
+            if 0 not in visit.skips and self._looks_closed(first.provider):
+                return visit.forward(first.provider)
+        return self.start(request, request_id, journey_id, route, answer_terminal=False)
+
+    def _looks_closed(self, provider: str) -> bool:
+        try:
+            return self.book.breakers[provider].looks_closed(LOOK_FRESH_S)
+        except RedisError:
+            return False  # the pool routes it, and meets the outage there
 
     def run(self, request: Request, request_id: str, journey: Journey) -> Done | Forward | Drop:
         """Run the hop at ``journey.position`` (this worker serves its provider's queue)."""

@@ -54,6 +54,8 @@ class Breaker:
         self.listeners = tuple(listeners)
         self.trial_timeout = trial_timeout
         self._store = BreakerStore(redis_client, provider)
+        #: (monotonic time of the read, the stored state) of :meth:`looks_closed`'s last read.
+        self._look: tuple[float, BreakerState] | None = None
 
     @property
     def client(self) -> Any:
@@ -139,6 +141,17 @@ class Breaker:
     def is_open(self) -> bool:
         """True only while OPEN and the recovery window has not passed; one read, no slot taken."""
         return self._open_now(*self._store.peek_open())
+
+    def looks_closed(self, fresh_s: float) -> bool:
+        """Whether the stored state was CLOSED at a read at most ``fresh_s`` seconds old (one
+        read per ``fresh_s``, not one per call). For a producer choosing where to send a request
+        only: the worker there asks the breaker itself before it calls, so a breaker that opened
+        since the read costs the request one hop, never a call."""
+        now = time.monotonic()
+        look = self._look
+        if look is None or now - look[0] >= fresh_s:
+            look = self._look = (now, self._store.peek_open()[0])
+        return look[1] is BreakerState.CLOSED
 
     def _open_now(self, state: BreakerState, opened_at: float | None) -> bool:
         if state is not BreakerState.OPEN or opened_at is None:

@@ -187,6 +187,15 @@ class AttemptLifecycle(RuleBasedStateMachine):
         req.first = routed.decision
         return self._forward(request, routed.decision.next)
 
+    @rule(target=messages, request=st.integers(0, 2))
+    def send_straight(self, request: int) -> Any:
+        """A producer sends a request without a deadline straight to its chain's first provider,
+        unrouted (``HopRunner.dispatch``): no route record; that worker's admission decides."""
+        req = self.requests[request]
+        if req.header.deadline_s is not None:
+            return multiple()
+        return self._forward(request, req.header.chain[0].provider)
+
     @rule(target=calls, message=messages, worker=st.integers(0, 2))
     def deliver(self, message: tuple[int, int], worker: int) -> Any:
         """A message is delivered; it stays in the bundle, so it may be delivered again (a

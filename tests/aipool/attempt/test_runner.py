@@ -323,3 +323,115 @@ def test_a_hop_whose_lane_waits_longer_than_the_deadline_leaves_is_passed_over(
     plain = {"prompt": "What is a pod?"}
     step = runner.start(parse_request(plain), "req-p", journey_id("req-p", plain), ROUTE)
     assert isinstance(step, Forward) and step.queue == "gemini" and len(asked) == 1
+
+
+def _producer_step(runner: HopRunner, raw: dict[str, Any], request_id: str) -> Forward:
+    step = runner.dispatch(parse_request(raw), request_id, journey_id(request_id, raw), ROUTE)
+    assert isinstance(step, Forward)
+    return step
+
+
+def _commands(client: Any) -> list[str]:
+    """Every command ``client`` sends from now on, by name (the spy records, then passes on)."""
+    sent: list[str] = []
+    real = client.execute_command
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        sent.append(str(args[0]).upper())
+        return real(*args, **kwargs)
+
+    client.execute_command = spy
+    return sent
+
+
+def test_a_producer_sends_a_request_without_a_deadline_straight_to_its_first_provider(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given a producer that has looked at Gemini's breaker (closed) within the last second
+    runner = _runner(redis_client, {}, [])
+    _producer_step(runner, RAW, "req-0")
+    sent = _commands(redis_client)
+    # When it routes more requests without a deadline
+    steps = [_producer_step(runner, RAW, f"req-{i}") for i in range(1, 6)]
+    # Then each goes to Gemini's queue at the chain's first hop, and the producer sent Redis
+    # nothing: no route record, no look at the breaker
+    assert [(s.queue, s.journey.position, s.journey.attempts) for s in steps] == [
+        ("gemini", 0, [])
+    ] * 5
+    assert sent == []
+    assert not list(redis_client.scan_iter("aipool:attempt:*:route"))
+
+
+def test_a_request_sent_straight_to_an_open_breaker_is_passed_over_by_that_worker(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given a producer whose look at Gemini's breaker (closed) is fresh, and the breaker opening
+    # right after it
+    gemini, claude = Provider(), Provider()
+    runner = _runner(redis_client, {"gemini": gemini, "claude": claude}, [])
+    _producer_step(runner, RAW, "req-0")
+    breaker = breakers_for(redis_client)["gemini"]
+    for _ in range(5):
+        breaker.record_failure(breaker.acquire())
+    # When a request goes straight to Gemini's queue and its worker runs the hop
+    step = _producer_step(runner, RAW, "req-1")
+    assert step.queue == "gemini"
+    at_gemini = runner.run(REQUEST, "req-1", step.journey)
+    # Then Gemini is passed over there without a call, the skip is on the trail, and Claude is next
+    assert isinstance(at_gemini, Forward) and at_gemini.queue == "claude"
+    assert [(a.provider, a.outcome) for a in at_gemini.journey.attempts] == [
+        ("gemini", "circuit_open")
+    ]
+    assert gemini.calls == 0
+
+
+def test_a_producer_routes_through_the_pool_once_its_look_sees_the_breaker_open(
+    redis_client: FlakyRedis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given Gemini's breaker open, and a producer whose last look is older than LOOK_FRESH_S
+    monkeypatch.setattr("aipool.attempt.runner.LOOK_FRESH_S", 0.0)
+    runner = _runner(redis_client, {}, [])
+    breaker = breakers_for(redis_client)["gemini"]
+    for _ in range(5):
+        breaker.record_failure(breaker.acquire())
+    # When it routes a request without a deadline
+    step = _producer_step(runner, RAW, "req-1")
+    # Then the pool routes it: Gemini is passed over at dispatch, recorded, and Claude is first
+    assert step.queue == "claude"
+    assert [(a.provider, a.outcome) for a in step.journey.attempts] == [("gemini", "circuit_open")]
+    assert list(redis_client.scan_iter("aipool:attempt:*:route"))
+
+
+def test_a_request_with_a_deadline_is_routed_by_the_pool_on_its_clock(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given a producer with a fresh look at a closed breaker
+    runner = _runner(redis_client, {}, [])
+    _producer_step(runner, RAW, "req-0")
+    # When it routes a request with a deadline
+    step = _producer_step(runner, {**RAW, "deadline_s": 30}, "req-1")
+    # Then the pool routes it: the route record says when the pool first saw it, the time its
+    # deadline counts from
+    assert step.queue == "gemini.urgent"
+    assert step.journey.received_at is not None
+    (key,) = redis_client.scan_iter("aipool:attempt:*:route")
+    assert float(redis_client.hget(key, "received")) == step.journey.received_at
+
+
+def test_a_producer_that_cannot_read_a_breaker_lets_the_pool_route(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given Redis gone before the producer ever looked at a breaker
+    runner = _runner(redis_client, {}, [])
+    redis_client.down = True
+    # When it routes a request without a deadline
+    step = _producer_step(runner, RAW, "req-1")
+    # Then it is routed as any request is while Redis is away (not sent blind)
+    unguarded = runner.start(
+        REQUEST, "req-2", journey_id("req-2", RAW), ROUTE, answer_terminal=False
+    )
+    assert isinstance(unguarded, Forward)
+    assert (step.queue, len(step.journey.attempts)) == (
+        unguarded.queue,
+        len(unguarded.journey.attempts),
+    )
