@@ -926,6 +926,7 @@ WRITTEN_FIT = (
     ("written_fit.jsonl", "w"),  # 2026-12-03: kinds the first test split showed missing, and more
     ("written_read.jsonl", "r"),  # the second test split, read once (2026-12-03)
     ("written_boundary.jsonl", "z"),  # complexity boundaries and phrasings the second one missed
+    ("written_round3.jsonl", "y"),  # the third test split, read once (2026-12-03)
 )
 
 
