@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from aipool.attempt.runner import LOOK_FRESH_S
 from bench.environment import Pool
 from bench.figures import Figure, Report, p50, p99
 
@@ -175,10 +176,15 @@ def skip(pool: Pool, report: Report, n: int, block: int = 25) -> None:
     while len(healthy) < n:
         pool.simulator.heal("ollama")
         pool.reset_guards("ollama")
+        # Each block starts once every process's look at the breaker has seen the change
+        # (LOOK_FRESH_S): before that, a request sent by name may go on to the provider whose
+        # breaker just opened and be passed over there, one hop more (the outage group counts it).
+        time.sleep(LOOK_FRESH_S)
         for _ in range(block):
             healthy.append(timed(lambda: by_name(pool, SIMPLE)))
             bare_ollama.append(timed(lambda: bare(pool, "router", ["ollama"])))
         _open_breaker(pool)
+        time.sleep(LOOK_FRESH_S)
         for _ in range(block):
             skipped.append(timed(lambda: by_name(pool, SIMPLE)))
             bare_gemini.append(timed(lambda: bare(pool, "router", ["gemini"])))

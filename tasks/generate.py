@@ -135,9 +135,16 @@ def _hop(
     # The route is this worker's own: what a message says of it decides nothing.
     route = decide(parsed)
     if journey is None:
-        # Sent by name: its deadline counts from when the pool first saw it waiting, so time in
-        # the router's queue counts against it (issue #29).
-        return runner.start(parsed, request_id, name, route, seen_at=_first_seen(queue, request_id))
+        # Sent by name: a deadline counts from when the pool first saw it waiting, so time in the
+        # router's queue counts against it (issue #29); without one it may go straight on.
+        return runner.dispatch(
+            parsed,
+            request_id,
+            name,
+            route,
+            answer_terminal=True,
+            seen_at=lambda: _first_seen(queue, request_id),
+        )
     try:
         received = Journey.received(journey, name, route, queue)
         _check_lane(parsed, route, queue)

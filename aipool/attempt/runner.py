@@ -65,10 +65,10 @@ _MONEY_SKIPS = {
     "service_budget_exhausted": "{provider}: the request's service has used its {what}",
     "budget_saving": "{provider}: saving the rest of the {what} for higher-priority work",
 }
-#: How old a producer's look at a breaker may be when it sends a request straight to the
-#: provider's queue (:meth:`HopRunner.dispatch`): a breaker that opened within it costs requests
-#: sent meanwhile one hop each (its worker passes them over), and a producer reads each breaker at
-#: most once per this long instead of routing every request through the pool's script.
+#: How old a producer's look at a breaker may be when it sends a request straight to a free,
+#: unlimited provider's queue (:meth:`HopRunner.dispatch`): a breaker that opened within it costs
+#: requests sent meanwhile one hop each (its worker passes them over), and a producer reads each
+#: breaker at most once per this long instead of routing every request through the pool's script.
 LOOK_FRESH_S = 1.0
 #: How soon a delivery that found its call owned by another comes back to look again, at most.
 BUSY_RECHECK_S = 5.0
@@ -227,24 +227,52 @@ class HopRunner:
         return step
 
     def dispatch(
-        self, request: Request, request_id: str, journey_id: str, route: Route
+        self,
+        request: Request,
+        request_id: str,
+        journey_id: str,
+        route: Route,
+        *,
+        answer_terminal: bool = False,
+        seen_at: Callable[[], float | None] | None = None,
     ) -> Done | Forward:
-        """A producer's first hop for ``route``: where to send a new request.
+        """The first hop of a new request: where a producer (or the router queue's worker) sends
+        it.
 
-        A request without a deadline whose first provider's breaker looked closed within the
-        last :data:`LOOK_FRESH_S` goes straight to that provider's queue, and the producer spends
-        no round trip on it: nothing counts from the moment the pool first sees it, and the
-        worker there asks the breaker, the quota and the money rules itself before it calls (a
-        refusal there is recorded and moves the request on, as any skip). Any other request is
-        routed by the pool (:meth:`start`): its deadline counts from now on Redis's clock, and
-        hops that cannot take it now are passed over here.
+        A request without a deadline whose first hop is free and has no quota (the local
+        Ollama), and whose breaker there looked closed within the last :data:`LOOK_FRESH_S`, goes
+        straight to that provider's queue with no round trip: nothing counts from the moment the
+        pool first saw it, no quota or money rule can refuse it there, and the worker there asks
+        the breaker itself before it calls (a refusal is recorded and moves the request on, as
+        any skip). Any other request is routed by the pool (:meth:`start`, with
+        ``answer_terminal``, and ``seen_at()`` when the pool first saw it waiting): its deadline
+        counts on Redis's clock, and hops that cannot take it now (breaker, quota, money) are
+        passed over here, so nothing is queued for a paid provider that would refuse it.
+
+        A duplicate of a request sent straight (a redelivery, a producer's retry) goes to the
+        same provider while its breaker looks closed, and the attempt there is one call whoever
+        delivers it. One that arrives after the breaker was seen open is routed afresh and may
+        start further down the chain while the first copy's call is in flight: a second call then
+        happens only if a provider whose breaker opened still answers that first copy.
         """
         first = route.chain[0]
         if request.deadline_s is None and not first.terminal:
             visit = Visit(request, request_id, Journey(id=journey_id, route=route), self.pricing)
-            if 0 not in visit.skips and self._looks_closed(first.provider):
+            if (
+                0 not in visit.skips
+                and visit.header.costs[0] == 0
+                and self.book.quotas[first.provider].limits.unlimited
+                and self._looks_closed(first.provider)
+            ):
                 return visit.forward(first.provider)
-        return self.start(request, request_id, journey_id, route, answer_terminal=False)
+        return self.start(
+            request,
+            request_id,
+            journey_id,
+            route,
+            answer_terminal=answer_terminal,
+            seen_at=seen_at() if seen_at is not None else None,
+        )
 
     def _looks_closed(self, provider: str) -> bool:
         try:

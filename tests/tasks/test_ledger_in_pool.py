@@ -69,7 +69,9 @@ def test_quota_counters_come_back_from_the_ledger_after_redis_is_flushed(
 ) -> None:  # type: ignore[no-untyped-def]
     # Given gemini answered three requests and their usage reached the ledger
     healthy.set_fault("ollama", "down")
-    answers = [submit({"prompt": f"question {i}"}).get(timeout=TIMEOUT) for i in range(3)]
+    answers = [
+        submit({"prompt": f"What is a pod? (question {i})"}).get(timeout=TIMEOUT) for i in range(3)
+    ]
     assert {a["provider"] for a in answers} == {"gemini"}
     drain_ledger()
     used = sum(a["usage"]["input_tokens"] + a["usage"]["output_tokens"] for a in answers)

@@ -189,10 +189,11 @@ class AttemptLifecycle(RuleBasedStateMachine):
 
     @rule(target=messages, request=st.integers(0, 2))
     def send_straight(self, request: int) -> Any:
-        """A producer sends a request without a deadline straight to its chain's first provider,
-        unrouted (``HopRunner.dispatch``): no route record; that worker's admission decides."""
+        """A producer sends a request without a deadline straight to its chain's first provider
+        when that hop is free and unlimited (``HopRunner.dispatch``), unrouted: no route record;
+        that worker's admission decides."""
         req = self.requests[request]
-        if req.header.deadline_s is not None:
+        if req.header.deadline_s is not None or req.header.costs[0] or self._limited(req.header, 0):
             return multiple()
         return self._forward(request, req.header.chain[0].provider)
 

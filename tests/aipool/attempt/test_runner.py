@@ -325,8 +325,26 @@ def test_a_hop_whose_lane_waits_longer_than_the_deadline_leaves_is_passed_over(
     assert isinstance(step, Forward) and step.queue == "gemini" and len(asked) == 1
 
 
-def _producer_step(runner: HopRunner, raw: dict[str, Any], request_id: str) -> Forward:
-    step = runner.dispatch(parse_request(raw), request_id, journey_id(request_id, raw), ROUTE)
+#: A route starting on the local Ollama: free, and without a quota.
+LOCAL = Route(
+    intent="QUERY",
+    complexity=1,
+    chain=(Hop("ollama", "llama3.2:3b"), *ROUTE.chain),
+    reason="test",
+)
+
+
+def _local_runner(client: Any, providers: dict[str, Provider] | None = None) -> HopRunner:
+    """A runner whose prices are the table's: Ollama free, the cloud paid."""
+    runner = _runner(client, providers or {}, [])
+    runner.pricing = lambda provider, *_: Decimal(0) if provider == "ollama" else Decimal("0.01")
+    return runner
+
+
+def _producer_step(
+    runner: HopRunner, raw: dict[str, Any], request_id: str, route: Route = LOCAL
+) -> Forward:
+    step = runner.dispatch(parse_request(raw), request_id, journey_id(request_id, raw), route)
     assert isinstance(step, Forward)
     return step
 
@@ -344,61 +362,81 @@ def _commands(client: Any) -> list[str]:
     return sent
 
 
-def test_a_producer_sends_a_request_without_a_deadline_straight_to_its_first_provider(
+def _open(client: Any, provider: str) -> None:
+    breaker = breakers_for(client)[provider]
+    for _ in range(breaker.settings.failure_threshold):
+        breaker.record_failure(breaker.acquire())
+
+
+def test_a_producer_sends_a_request_without_a_deadline_straight_to_the_local_model(
     redis_client: FlakyRedis,
 ) -> None:
-    # Given a producer that has looked at Gemini's breaker (closed) within the last second
-    runner = _runner(redis_client, {}, [])
+    # Given a producer that has looked at Ollama's breaker (closed) within the last second
+    runner = _local_runner(redis_client)
     _producer_step(runner, RAW, "req-0")
     sent = _commands(redis_client)
-    # When it routes more requests without a deadline
+    # When it routes more requests without a deadline that start on Ollama
     steps = [_producer_step(runner, RAW, f"req-{i}") for i in range(1, 6)]
-    # Then each goes to Gemini's queue at the chain's first hop, and the producer sent Redis
+    # Then each goes to Ollama's queue at the chain's first hop, and the producer sent Redis
     # nothing: no route record, no look at the breaker
     assert [(s.queue, s.journey.position, s.journey.attempts) for s in steps] == [
-        ("gemini", 0, [])
+        ("ollama", 0, [])
     ] * 5
     assert sent == []
     assert not list(redis_client.scan_iter("aipool:attempt:*:route"))
 
 
+def test_a_request_starting_on_a_paid_or_limited_provider_is_routed_by_the_pool(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given Gemini (paid, with a quota) first on the chain and its requests-per-minute spent
+    runner = _local_runner(redis_client)
+    gemini = quotas_for(redis_client)["gemini"]
+    for i in range(gemini.limits.rpm or 0):
+        gemini.reserve(f"other-{i}", 0, 100)
+    # When a producer routes a request without a deadline
+    step = _producer_step(runner, RAW, "req-1", ROUTE)
+    # Then the pool routes it: Gemini is passed over at dispatch, never queued for, and Claude
+    # is first
+    assert step.queue == "claude"
+    assert [(a.provider, a.outcome) for a in step.journey.attempts] == [
+        ("gemini", "quota_exceeded")
+    ]
+
+
 def test_a_request_sent_straight_to_an_open_breaker_is_passed_over_by_that_worker(
     redis_client: FlakyRedis,
 ) -> None:
-    # Given a producer whose look at Gemini's breaker (closed) is fresh, and the breaker opening
+    # Given a producer whose look at Ollama's breaker (closed) is fresh, and the breaker opening
     # right after it
-    gemini, claude = Provider(), Provider()
-    runner = _runner(redis_client, {"gemini": gemini, "claude": claude}, [])
+    ollama = Provider()
+    runner = _local_runner(redis_client, {"ollama": ollama})
     _producer_step(runner, RAW, "req-0")
-    breaker = breakers_for(redis_client)["gemini"]
-    for _ in range(5):
-        breaker.record_failure(breaker.acquire())
-    # When a request goes straight to Gemini's queue and its worker runs the hop
+    _open(redis_client, "ollama")
+    # When a request goes straight to Ollama's queue and its worker runs the hop
     step = _producer_step(runner, RAW, "req-1")
-    assert step.queue == "gemini"
-    at_gemini = runner.run(REQUEST, "req-1", step.journey)
-    # Then Gemini is passed over there without a call, the skip is on the trail, and Claude is next
-    assert isinstance(at_gemini, Forward) and at_gemini.queue == "claude"
-    assert [(a.provider, a.outcome) for a in at_gemini.journey.attempts] == [
-        ("gemini", "circuit_open")
+    assert step.queue == "ollama"
+    at_ollama = runner.run(REQUEST, "req-1", step.journey)
+    # Then Ollama is passed over there without a call, the skip is on the trail, Gemini is next
+    assert isinstance(at_ollama, Forward) and at_ollama.queue == "gemini"
+    assert [(a.provider, a.outcome) for a in at_ollama.journey.attempts] == [
+        ("ollama", "circuit_open")
     ]
-    assert gemini.calls == 0
+    assert ollama.calls == 0
 
 
 def test_a_producer_routes_through_the_pool_once_its_look_sees_the_breaker_open(
     redis_client: FlakyRedis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given Gemini's breaker open, and a producer whose last look is older than LOOK_FRESH_S
+    # Given Ollama's breaker open, and a producer whose last look is older than LOOK_FRESH_S
     monkeypatch.setattr("aipool.attempt.runner.LOOK_FRESH_S", 0.0)
-    runner = _runner(redis_client, {}, [])
-    breaker = breakers_for(redis_client)["gemini"]
-    for _ in range(5):
-        breaker.record_failure(breaker.acquire())
+    runner = _local_runner(redis_client)
+    _open(redis_client, "ollama")
     # When it routes a request without a deadline
     step = _producer_step(runner, RAW, "req-1")
-    # Then the pool routes it: Gemini is passed over at dispatch, recorded, and Claude is first
-    assert step.queue == "claude"
-    assert [(a.provider, a.outcome) for a in step.journey.attempts] == [("gemini", "circuit_open")]
+    # Then the pool routes it: Ollama is passed over at dispatch, recorded, and Gemini is first
+    assert step.queue == "gemini"
+    assert [(a.provider, a.outcome) for a in step.journey.attempts] == [("ollama", "circuit_open")]
     assert list(redis_client.scan_iter("aipool:attempt:*:route"))
 
 
@@ -406,13 +444,13 @@ def test_a_request_with_a_deadline_is_routed_by_the_pool_on_its_clock(
     redis_client: FlakyRedis,
 ) -> None:
     # Given a producer with a fresh look at a closed breaker
-    runner = _runner(redis_client, {}, [])
+    runner = _local_runner(redis_client)
     _producer_step(runner, RAW, "req-0")
     # When it routes a request with a deadline
     step = _producer_step(runner, {**RAW, "deadline_s": 30}, "req-1")
     # Then the pool routes it: the route record says when the pool first saw it, the time its
     # deadline counts from
-    assert step.queue == "gemini.urgent"
+    assert step.queue == "ollama.urgent"
     assert step.journey.received_at is not None
     (key,) = redis_client.scan_iter("aipool:attempt:*:route")
     assert float(redis_client.hget(key, "received")) == step.journey.received_at
@@ -422,16 +460,50 @@ def test_a_producer_that_cannot_read_a_breaker_lets_the_pool_route(
     redis_client: FlakyRedis,
 ) -> None:
     # Given Redis gone before the producer ever looked at a breaker
-    runner = _runner(redis_client, {}, [])
+    runner = _local_runner(redis_client)
     redis_client.down = True
     # When it routes a request without a deadline
     step = _producer_step(runner, RAW, "req-1")
     # Then it is routed as any request is while Redis is away (not sent blind)
     unguarded = runner.start(
-        REQUEST, "req-2", journey_id("req-2", RAW), ROUTE, answer_terminal=False
+        REQUEST, "req-2", journey_id("req-2", RAW), LOCAL, answer_terminal=False
     )
     assert isinstance(unguarded, Forward)
     assert (step.queue, len(step.journey.attempts)) == (
         unguarded.queue,
         len(unguarded.journey.attempts),
     )
+
+
+def test_the_router_forwards_a_request_without_a_deadline_without_reading_when_it_was_seen(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given the router queue's worker, whose look at Ollama's breaker (closed) is fresh
+    runner = _local_runner(redis_client)
+    _producer_step(runner, RAW, "req-0")
+    asked: list[str] = []
+
+    def seen_at() -> float | None:
+        asked.append("seen")
+        return None
+
+    # When it takes a request sent by name, with and without a deadline
+    plain = runner.dispatch(
+        REQUEST, "req-1", journey_id("req-1", RAW), LOCAL, answer_terminal=True, seen_at=seen_at
+    )
+    timed_raw = {**RAW, "deadline_s": 30}
+    timed = runner.dispatch(
+        parse_request(timed_raw),
+        "req-2",
+        journey_id("req-2", timed_raw),
+        LOCAL,
+        answer_terminal=True,
+        seen_at=seen_at,
+    )
+    # Then the first goes on to Ollama unrouted; only the one with a deadline asks when the pool
+    # first saw it waiting (its deadline counts from there) and gets a route record
+    assert isinstance(plain, Forward) and plain.queue == "ollama"
+    assert isinstance(timed, Forward) and timed.queue == "ollama.urgent"
+    assert asked == ["seen"]
+    (key,) = redis_client.scan_iter("aipool:attempt:*:route")
+    assert journey_id("req-2", timed_raw) in key.decode()
