@@ -140,14 +140,23 @@ class IntentModel:
         best = max(probabilities, key=probabilities.__getitem__)
         return Prediction(best, probabilities[best], probabilities)
 
-    def level(self, text: str, points: int, reading: Reading | None = None) -> LevelGuess | None:
-        """The complexity level of ``text`` whose keyword score is ``points`` (None without a
-        complexity head)."""
+    def level_shares(
+        self, text: str, points: int, reading: Reading | None = None
+    ) -> list[float] | None:
+        """The probability of each level of :data:`LEVELS` for ``text`` whose keyword score is
+        ``points`` (None without a complexity head)."""
         if not self.level_columns:
             return None
         index = self.index
         ids = [*self._ids(text, reading), *(index[f] for f in point_features(points) if f in index)]
-        shares = _probabilities(ids, self.level_bias, self.level_columns)
+        return _probabilities(ids, self.level_bias, self.level_columns)
+
+    def level(self, text: str, points: int, reading: Reading | None = None) -> LevelGuess | None:
+        """The most probable complexity level of ``text`` whose keyword score is ``points``, and
+        its probability (None without a complexity head)."""
+        shares = self.level_shares(text, points, reading)
+        if shares is None:
+            return None
         best = shares.index(max(shares))
         return LevelGuess(LEVELS[best], shares[best])
 

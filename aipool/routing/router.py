@@ -188,24 +188,37 @@ class ComplexityChoice:
     why: str
 
 
+#: The share of the complexity head's probability on levels 4 and 5 (the cloud's, routes.toml)
+#: from which a request is taken as complex. Below an even split on purpose: a complex request
+#: started on a small local model costs its answer, a simple one started in the cloud costs
+#: cents. Chosen on dev with a model trained on train alone (docs/routing.md): complex -> local
+#: 6.6 % -> 1.3 %, simple -> cloud 1.4 % -> 1.7 %, start tier 0.919 -> 0.925 against the most
+#: probable level.
+COMPLEX_SHARE = 0.4
+#: Below the cloud, the share of levels 1-3's probability on level 3 from which a request takes
+#: the bigger local model.
+MEDIUM_SHARE = 0.5
+
+
 def choose_complexity(request: Request, model: IntentModel) -> ComplexityChoice:
-    """The complexity of ``request``: the model's complexity head, fed the keyword scorer's points,
-    when it is at least its threshold sure, and never below the scorer's floor (several services
-    to correlate are at least 4); else, or when the model file has no complexity head, the
-    scorer's own points."""
+    """The complexity of ``request``: where the model's complexity head (fed the keyword scorer's
+    points) puts its probability, at the levels where a level moves the tier: 4 or more from
+    :data:`COMPLEX_SHARE` on levels 4-5, else 3 from :data:`MEDIUM_SHARE` of the rest on 3;
+    never below the scorer's floor (several services to correlate are at least 4). Without a
+    complexity head in the model file, the scorer's own points."""
     scored = score(request)
     counted = ", ".join(scored.reasons)
-    guess = model.level(request.text(), scored.score)
-    if guess is None:
+    shares = model.level_shares(request.text(), scored.score)
+    if shares is None:
         return ComplexityChoice(scored.score, counted)
-    if guess.confidence < model.level_threshold:
-        unsure = (
-            f"model unsure ({guess.level} {guess.confidence:.2f} < {model.level_threshold:.2f})"
-        )
-        return ComplexityChoice(scored.score, f"{counted}; {unsure}")
-    level = max(guess.level, scored.floor)
+    p1, p2, p3, p4, p5 = shares
+    if p4 + p5 >= COMPLEX_SHARE:
+        level = 4 if p4 >= p5 else 5
+    else:
+        level = 3 if p3 >= MEDIUM_SHARE * (p1 + p2 + p3) else (2 if p2 >= p1 else 1)
     return ComplexityChoice(
-        level, f"model {guess.level} ({guess.confidence:.2f}); points {scored.score}: {counted}"
+        max(level, scored.floor),
+        f"model {level} (4-5: {p4 + p5:.2f}, 3: {p3:.2f}); points {scored.score}: {counted}",
     )
 
 

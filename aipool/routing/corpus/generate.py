@@ -927,6 +927,7 @@ WRITTEN_FIT = (
     ("written_read.jsonl", "r"),  # the second test split, read once (2026-12-03)
     ("written_boundary.jsonl", "z"),  # complexity boundaries and phrasings the second one missed
     ("written_round3.jsonl", "y"),  # the third test split, read once (2026-12-03)
+    ("written_round4.jsonl", "v"),  # the fourth, by the boundary rules, read once (2026-12-03)
 )
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from aipool.chains import Hop, default_model
 from aipool.contract.request import Message, Request, Tool, parse_request
-from aipool.routing.router import Route, decide, explain
+from aipool.routing.router import Route, choose_complexity, decide, explain
 from aipool.routing.table import parse_table
 
 TOOL = Tool(name="k8s_restart", description="restart", parameters={"type": "object"})
@@ -233,3 +233,38 @@ def test_a_decision_keeps_no_reference_to_the_prompt() -> None:
     decide(request)
     # Then nothing the router keeps between decisions (the model's memo, caches) holds it
     assert sys.getrefcount(content) == held
+
+
+class _Shares:
+    """A complexity head that gives every text the same probabilities over levels 1-5."""
+
+    def __init__(self, *shares: float) -> None:
+        self.shares = list(shares)
+
+    def level_shares(self, text: str, points: int) -> list[float]:
+        return self.shares
+
+
+@pytest.mark.parametrize(
+    ("shares", "level"),
+    [
+        # 3 is the likeliest level, but 0.40 of the probability says complex: the cloud
+        ((0.05, 0.25, 0.30, 0.25, 0.15), 4),
+        ((0.05, 0.15, 0.30, 0.10, 0.40), 5),
+        # levels 4-5 below 0.40: 3 when it holds half of what is left, else 2 or 1
+        ((0.10, 0.25, 0.35, 0.20, 0.10), 3),
+        ((0.20, 0.30, 0.20, 0.20, 0.10), 2),
+        ((0.45, 0.30, 0.05, 0.15, 0.05), 1),
+    ],
+)
+def test_complexity_is_read_where_a_level_moves_the_tier(
+    shares: tuple[float, ...], level: int
+) -> None:
+    chosen = choose_complexity(_request("What is a pod?"), _Shares(*shares))  # type: ignore[arg-type]
+    assert chosen.level == level
+    assert "What" not in chosen.why and "pod" not in chosen.why
+
+
+def test_the_scorers_correlation_floor_holds_whatever_the_head_says() -> None:
+    chosen = choose_complexity(_request(CORRELATE), _Shares(0.9, 0.1, 0.0, 0.0, 0.0))  # type: ignore[arg-type]
+    assert chosen.level >= 4
