@@ -55,7 +55,11 @@ Rules that follow: an earlier outcome is resolved before the deadline and the br
 a live lease is never called twice and never swept; only a provider's fault counts against its
 breaker (a timeout the deadline made short does not); any success while CLOSED ends a run of
 failures; times inside the script are Redis's (``TIME``), and a deadline counts from the route
-record, the moment the pool first saw the request, never from a producer's clock.
+record, the moment the pool first saw the request, never from a producer's clock. A request
+without a deadline whose first hop is free and unlimited may reach ``begin`` with no route record
+at all (sent straight, :meth:`~aipool.attempt.runner.HopRunner.dispatch`): ``begin`` needs none,
+and the first ``advance`` of a later copy creates it as for a new request (the model test's
+``send_straight`` rule).
 """
 
 from __future__ import annotations
