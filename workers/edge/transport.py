@@ -1,15 +1,24 @@
-"""kombu's Redis transport with each envelope checked before kombu builds a message from it.
+"""kombu's Redis transport with each envelope checked before kombu builds a message from it, and
+one Redis client reused for its publishes.
 
 :meth:`RedisChannel._brpop_read` is a copy of kombu's private ``Channel._brpop_read`` with one line
 changed. kombu is pinned to the minor version it was copied from (``kombu~=5.7.0``), and
 ``tests/workers/edge/test_transport.py`` fails when the installed kombu's method differs from the
 source it was copied from (kept beside that test): port kombu's change here, then replace the kept
 source and :data:`COPIED_FROM`.
+
+kombu's ``Channel.conn_or_acquire`` builds a new ``redis.Redis`` for every command it runs without
+a client: every task message published (``LPUSH``) and every task event (``PUBLISH``). The client
+is only a front for the channel's connection pool, but redis-py 8 fills a table of some 170
+response callbacks for each one, about 85 µs of CPU here, as much as the command itself
+(docs/benchmarks.md). :meth:`RedisChannel.conn_or_acquire` keeps one per connection pool instead;
+a test keeps kombu's method the one it replaces.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from queue import Empty
 from typing import Any
 
@@ -24,7 +33,24 @@ COPIED_FROM = "5.7.0"
 
 
 class RedisChannel(kombu_redis.Channel):
-    """kombu's Redis channel, checking each envelope before a message is built from it."""
+    """kombu's Redis channel, checking each envelope before a message is built from it, and
+    publishing through one reused client."""
+
+    _reused: Any = None
+
+    @contextmanager
+    def conn_or_acquire(self, client: Any = None) -> Iterator[Any]:
+        # kombu's yields ``client`` or a new one from _create_client(); a client holds no
+        # connection of its own (each command takes one from the pool), so one per pool serves
+        # every thread. A new pool (kombu makes one after a disconnect or a fork) gets a new one.
+        if client:
+            yield client
+            return
+        pool = self.pool
+        reused = self._reused
+        if reused is None or reused.connection_pool is not pool:
+            reused = self._reused = self._create_client()  # type: ignore[no-untyped-call]
+        yield reused
 
     def _brpop_read(self, **options: Any) -> bool:
         # kombu's _brpop_read (COPIED_FROM) with the envelope check in place of its bare ``loads``.

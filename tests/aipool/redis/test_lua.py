@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import fakeredis
 
@@ -48,3 +49,19 @@ def test_no_lua_file_carries_its_own_copy_of_a_composed_piece() -> None:
     assert {name: defined.count(name) for name in COMPOSED_INTO_ATTEMPT} == dict.fromkeys(
         COMPOSED_INTO_ATTEMPT, 1
     )
+
+
+def test_given_the_installed_redis_client_when_it_sends_a_script_then_hiredis_packs_and_parses_it(
+    redis_client: Any,
+) -> None:
+    # The attempt script's EVALSHA carries ~40 arguments; packing them in Python cost more CPU
+    # than the round trip (docs/benchmarks.md), so the pool installs hiredis (pyproject.toml).
+    from redis._parsers import _HiredisParser
+    from redis.connection import HiredisRespSerializer
+
+    connection = redis_client.connection_pool.get_connection()
+    try:
+        assert isinstance(connection._parser, _HiredisParser)
+        assert isinstance(connection._command_packer, HiredisRespSerializer)
+    finally:
+        redis_client.connection_pool.release(connection)

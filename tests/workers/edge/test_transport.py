@@ -1,15 +1,22 @@
-"""The Redis transport's copy of kombu's private ``Channel._brpop_read`` stays the method it copies."""
+"""The Redis transport: its copy of kombu's private ``Channel._brpop_read`` stays the method it copies,
+and it publishes through one Redis client per connection pool."""
 
 from __future__ import annotations
 
 import inspect
+import uuid
+from collections.abc import Iterator
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
+import pytest
+import redis
+from kombu import Connection, Producer
 from kombu.transport import redis as kombu_redis
 from packaging.version import Version
 
-from workers.edge.transport import COPIED_FROM
+from workers.edge.transport import COPIED_FROM, RedisChannel
 
 KEPT_SOURCE = Path(__file__).with_name("kombu_brpop_read.txt")
 
@@ -23,3 +30,77 @@ def test_kombus_brpop_read_is_still_the_source_the_pool_copied() -> None:
     # A difference means kombu changed the method workers/edge/transport.py overrides: port the
     # change into RedisChannel._brpop_read, then keep the new source here.
     assert inspect.getsource(kombu_redis.Channel._brpop_read) == KEPT_SOURCE.read_text()
+
+
+KEPT_ACQUIRE = Path(__file__).with_name("kombu_conn_or_acquire.txt")
+
+
+def test_kombus_conn_or_acquire_is_still_the_method_the_pool_replaces() -> None:
+    # RedisChannel.conn_or_acquire replaces it with one client per pool: a difference means kombu
+    # changed how it makes the client it publishes with; port it, then keep the new source here.
+    source = inspect.getsource(kombu_redis.Channel.conn_or_acquire) + inspect.getsource(
+        kombu_redis.Channel._create_client
+    )
+    assert source == KEPT_ACQUIRE.read_text()
+
+
+@pytest.fixture
+def channel(redis_client: redis.Redis) -> Iterator[RedisChannel]:
+    url = redis_client.connection_pool.connection_kwargs
+    connection = Connection(
+        f"redis://{url['host']}:{url['port']}/{url['db']}",
+        transport="workers.edge.transport:RedisTransport",
+    )
+    try:
+        chan = connection.default_channel
+        assert isinstance(chan, RedisChannel)
+        yield chan
+    finally:
+        connection.release()
+
+
+def test_given_many_publishes_when_sent_then_one_client_serves_them_all(
+    channel: RedisChannel, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the pool's transport, counting the Redis clients it makes
+    made: list[object] = []
+    real = channel._create_client
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        client = real(*args, **kwargs)
+        made.append(client)
+        return client
+
+    monkeypatch.setattr(channel, "_create_client", counted)
+    queue = f"test-reuse-{uuid.uuid4().hex}"
+    producer = Producer(channel, routing_key=queue)
+    # When 20 messages and 20 fanout events are published
+    try:
+        for n in range(20):
+            producer.publish({"n": n}, routing_key=queue)
+            channel._put_fanout("celeryev", {"body": n}, "task.sent")
+        # Then every message landed, and one client (not 40) sent them
+        assert redis_client.llen(queue) == 20
+        assert len(made) == 1
+    finally:
+        redis_client.delete(queue)
+
+
+def test_given_the_pools_disconnected_when_published_then_a_new_client_on_the_new_pool_sends_it(
+    channel: RedisChannel, redis_client: redis.Redis
+) -> None:
+    # Given a publish through the reused client
+    queue = f"test-reuse-{uuid.uuid4().hex}"
+    producer = Producer(channel, routing_key=queue)
+    try:
+        producer.publish({"n": 1}, routing_key=queue)
+        first = channel._reused
+        # When kombu drops its pools (a lost connection, a fork) and publishes again
+        channel._disconnect_pools()
+        producer.publish({"n": 2}, routing_key=queue)
+        # Then the message lands, sent by a client of the new pool
+        assert redis_client.llen(queue) == 2
+        assert channel._reused is not first
+        assert channel._reused.connection_pool is channel.pool
+    finally:
+        redis_client.delete(queue)
