@@ -184,11 +184,12 @@ class AttemptBook:
         """The request's first hop (or, for a request seen before, the one chosen then)."""
 
         def build(now: float) -> tuple[list[str], list[Any]]:
-            keys, configs = self._candidates(header, -1, now, skips)
+            table = self.table()
+            keys, configs = self._candidates(header, -1, now, skips, table)
             first = route_key(header.journey_id)
             month = self.configs.periods(now, header.chain[0].provider)[1].label
             return [*header_keys(first, header.journey_id, month), *keys], self._header(
-                ADVANCE, header, configs
+                ADVANCE, header, configs, table
             )
 
         reply = self._run(build, header.chain, None)
@@ -212,14 +213,15 @@ class AttemptBook:
         member = f"{header.journey_id}:{hop.provider}"
 
         def build(now: float) -> tuple[list[str], list[Any]]:
-            keys, configs = self._candidates(header, position, now, skips)
+            table = self.table()
+            keys, configs = self._candidates(header, position, now, skips, table)
             first = record_key(header.journey_id, hop.provider)
             own_skip = (skips or {}).get(position, "")
             args = [
-                *self._header(BEGIN, header, configs),
+                *self._header(BEGIN, header, configs, table),
                 owner,
                 member,
-                self.configs.config(hop, now, own_skip, self._money(header, position)),
+                self.configs.config(hop, now, own_skip, self._money(header, position, table)),
                 repr(float(bound_s)),
                 repr(float(self.lease_grace)),
                 abandoned_row(now),
@@ -261,10 +263,11 @@ class AttemptBook:
         hop = header.chain[position]
 
         def build(now: float) -> tuple[list[str], list[Any]]:
-            keys, configs = self._candidates(header, position, now, skips)
+            table = self.table()
+            keys, configs = self._candidates(header, position, now, skips, table)
             first = record_key(header.journey_id, hop.provider)
             args = [
-                *self._header(FINISH, header, configs),
+                *self._header(FINISH, header, configs, table),
                 owner,
                 "answered" if answered else "failed",
                 verdict,
@@ -301,25 +304,31 @@ class AttemptBook:
 
     # -- plumbing -----------------------------------------------------------------------------
 
-    def _header(self, op: str, header: Header, configs: list[str]) -> list[Any]:
+    # An op reads the route table once (load_table checks the file each time it is asked).
+    def _header(self, op: str, header: Header, configs: list[str], table: RouteTable) -> list[Any]:
         return header_args(
             op,
             self.script_time() if self.script_time else None,
             header,
             self.record_keep,
             configs,
-            self.money.context(header, self.table()),
+            self.money.context(header, table),
         )
 
-    def _money(self, header: Header, position: int) -> str:
+    def _money(self, header: Header, position: int, table: RouteTable) -> str:
         hop = header.chain[position]
-        return self.money.hop_part(header, position, hop, self.quotas[hop.provider], self.table())
+        return self.money.hop_part(header, position, hop, self.quotas[hop.provider], table)
 
     def _script_time(self) -> str:
         return repr(self.script_time()) if self.script_time else ""
 
     def _candidates(
-        self, header: Header, after: int, now: float, skips: Mapping[int, str] | None
+        self,
+        header: Header,
+        after: int,
+        now: float,
+        skips: Mapping[int, str] | None,
+        table: RouteTable,
     ) -> tuple[list[str], list[str]]:
         keys: list[str] = []
         configs: list[str] = []
@@ -327,7 +336,9 @@ class AttemptBook:
             hop = header.chain[position]
             keys.extend(self.configs.keys(hop.provider, now))
             skip = (skips or {}).get(position, "")
-            configs.append(self.configs.config(hop, now, skip, self._money(header, position)))
+            configs.append(
+                self.configs.config(hop, now, skip, self._money(header, position, table))
+            )
         return keys, configs
 
     def _run(

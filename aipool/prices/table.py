@@ -115,9 +115,22 @@ class PriceTable:
     #: The files merged into this table, defaults first.
     files: tuple[str, ...] = ()
 
+    #: Prices already merged, by (provider, model): a table never changes once read (a changed
+    #: file is a new table), and every hop prices each hop of its chain.
+    _merged: dict[tuple[str, str | None], Price] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
     def price(self, provider: str, model: str | None = None) -> Price:
         """The model's own row over its provider's (unset keys are the provider's), else the
         provider's, else free."""
+        key = (provider, model)
+        merged = self._merged.get(key)
+        if merged is None:
+            merged = self._merged[key] = self._merge(provider, model)
+        return merged
+
+    def _merge(self, provider: str, model: str | None) -> Price:
         if provider not in self.providers and (provider, model) not in self.models:
             return FREE
         if model is not None and (provider, model) in self.models:
