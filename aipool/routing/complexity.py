@@ -14,7 +14,8 @@ components                  distinct services/components named (kebab-case names
                             names, datastores and infrastructure such as Redis, Kafka,
                             資料庫): +1 from ``ENTITY_STEPS[0]`` without a correlation ask
 correlation ask             asks to correlate, relate or find the root cause *across* two or
-                            more components (根因, 關聯, 同一個問題, one incident or several):
+                            more components (根因, 關聯, 同一個問題, 同一件事, the same
+                            incident, one incident or several):
                             at least 4, at least 5 from ``ENTITY_STEPS[1]`` components or
                             with an incident timeline (#28)
 analysis ask                root cause / timeline about one thing: +1
@@ -121,7 +122,9 @@ _WORD_NUMBERS = {
 _CORRELATE = _folded(
     r"correlat|root[\s-]*cause|\bRCA\b|\brelated\b|common cause|connect(?:s|ed)? (?:them|these)|"
     r"tie (?:these|them)|one incident or|causal|what broke first|which (?:one )?(?:broke|failed) "
-    r"first|根因|根本原因|關聯|因果|同一個(?:問題|原因|root)|串起來|哪個先"
+    r"first|(?:the )?same (?:incident|issue|problem|outage|thing|cause|root)|"
+    r"根因|根本原因|關聯|因果|同一(?:個)?(?:問題|原因|root|事件|件事|起)|串起來|哪個先|"
+    r"有沒有關係|有關係嗎"
 )
 _ANALYSIS = _folded(r"timeline|時間線|時間軸")
 # Concerns a review is asked to weigh; two or more make a review a bigger job.

@@ -148,7 +148,7 @@ def alertmanager_payload_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[s
     body = _fence(rng, P.alertmanager(rng, s, a), "json")
     ask = rng.choice(["what do I do", "Is this serious?", "triage this for me", "what's the likely cause?",
                       "should I wake someone up?", "where do I start?"])  # fmt: skip
-    return (f"{body}\n{ask}" if rng.random() < 0.7 else f"{ask}\n{body}"), 3
+    return (f"{body}\n{ask}" if rng.random() < 0.7 else f"{ask}\n{body}"), 2
 
 
 @family("ALERT_TRIAGE", "zh")
@@ -157,7 +157,7 @@ def alertmanager_payload_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[s
     body = _fence(rng, P.alertmanager(rng, s, a), "json")
     ask = rng.choice(["這個告警要怎麼處理？", "幫我判斷嚴不嚴重", "可能的原因是什麼？", "要叫醒誰嗎？",
                       "先查哪裡比較好？"])  # fmt: skip
-    return (f"{body}\n{ask}" if rng.random() < 0.6 else f"{ask}\n{body}"), 3
+    return (f"{body}\n{ask}" if rng.random() < 0.6 else f"{ask}\n{body}"), 2
 
 
 @family("ALERT_TRIAGE", "en")
@@ -167,7 +167,7 @@ def pagerduty_payload_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str,
     body = _fence(rng, P.pagerduty(rng, s, title), "json")
     ask = rng.choice(["what's going on here?", "PagerDuty just sent this, how bad is it?",
                       "help me triage", "first steps?"])  # fmt: skip
-    return f"{ask}\n{body}", 3
+    return f"{ask}\n{body}", 2
 
 
 @family("ALERT_TRIAGE", "mixed")
@@ -179,7 +179,7 @@ def grafana_payload_mixed(rng: random.Random, svc: tuple[str, ...]) -> tuple[str
     body = _fence(rng, P.grafana(rng, s, metric, value), "json")
     ask = rng.choice(["幫我看一下這個 alert", "Grafana 跳這個，要處理嗎？", "這個 alert 是什麼意思？",
                       "這個 firing 的原因可能是什麼？"])  # fmt: skip
-    return f"{body}\n{ask}", 3
+    return f"{body}\n{ask}", 2
 
 
 @family("ALERT_TRIAGE", "en")
@@ -632,18 +632,18 @@ def summarize_notes_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, i
 def postmortem_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s = rng.choice(svc)
     return rng.choice([
-        f"Write a post-mortem summary for management: {s} was down 38 minutes, {rng.choice(_EVENTS_EN)}, detected by customers, fixed by a rollback. Action items: alerts, runbook.",
-        f"Turn this into a status page update: {s} degraded since 13:10, {rng.choice(_EVENTS_EN)}, mitigation in progress.",
-    ]), 3  # fmt: skip
+        (f"Write a post-mortem summary for management: {s} was down 38 minutes, {rng.choice(_EVENTS_EN)}, detected by customers, fixed by a rollback. Action items: alerts, runbook.", 3),
+        (f"Turn this into a status page update: {s} degraded since 13:10, {rng.choice(_EVENTS_EN)}, mitigation in progress.", 2),
+    ])  # fmt: skip
 
 
 @family("SUMMARY", "zh")
 def postmortem_zh(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, int]:
     s = rng.choice(svc)
     return rng.choice([
-        f"幫我寫一份給主管的事故摘要：{s} 中斷 38 分鐘，{rng.choice(_EVENTS_ZH)}，由客戶回報發現，回滾後恢復。後續：補告警、寫 runbook。",
-        f"請寫成給客服的通報：{s} 從 13:10 開始變慢，{rng.choice(_EVENTS_ZH)}，目前正在處理。",
-    ]), 3  # fmt: skip
+        (f"幫我寫一份給主管的事故摘要：{s} 中斷 38 分鐘，{rng.choice(_EVENTS_ZH)}，由客戶回報發現，回滾後恢復。後續：補告警、寫 runbook。", 3),
+        (f"請寫成給客服的通報：{s} 從 13:10 開始變慢，{rng.choice(_EVENTS_ZH)}，目前正在處理。", 2),
+    ])  # fmt: skip
 
 
 @family("SUMMARY", "en")
@@ -652,7 +652,7 @@ def summarize_logs_en(rng: random.Random, svc: tuple[str, ...]) -> tuple[str, in
     logs = _fence(rng, P.log_excerpt(rng, s, rng.randint(5, 9)))
     ask = rng.choice(["Summarize what happened in these logs for the handoff.", "tl;dr of these logs?",
                       "Write a short summary of this log for the ticket."])  # fmt: skip
-    return f"{ask}\n{logs}", 3
+    return f"{ask}\n{logs}", 2
 
 
 @family("SUMMARY", "mixed")
@@ -689,7 +689,7 @@ def release_notes_from_diff_en(rng: random.Random, svc: tuple[str, ...]) -> tupl
     d = _fence(rng, P.diff(rng, f"{s}/handlers.py", rng.randint(4, 7)), "diff")
     return (
         f"{rng.choice(['Write release notes from this diff:', 'Summarize this change for the changelog:'])}\n{d}",
-        3,
+        2,
     )
 
 
@@ -928,6 +928,9 @@ WRITTEN_FIT = (
     ("written_boundary.jsonl", "z"),  # complexity boundaries and phrasings the second one missed
     ("written_round3.jsonl", "y"),  # the third test split, read once (2026-12-03)
     ("written_round4.jsonl", "v"),  # the fourth, by the boundary rules, read once (2026-12-03)
+    ("written_round5.jsonl", "u"),  # the fifth, read once (2026-12-03)
+    ("written_round6_fit.jsonl", "s"),  # 2026-12-03: the guide's 2/3 and 3/4 boundaries, by a
+    # writer who saw only the guide
 )
 
 

@@ -1,11 +1,11 @@
-"""The router judged on the frozen test split: 300 requests written blind (the fifth test set, labelled by
-the guide's boundary rules; the first four were read once each and are training data since,
+"""The router judged on the frozen test split: 300 requests written blind (the sixth test set, labelled by
+the guide's boundary rules; the first five were read once each and are training data since,
 docs/routing.md).
 
 The split's figures were read once, after every choice had been made on train and dev. Issue #22's
 targets are met there (intent >= 95 %, macro-F1 >= 0.93, each language >= 93 %, complexity within
-one level >= 90 %); of #28's, complex -> local <= 3 % and simple -> cloud <= 2 % are met, tier >= 95 %
-is not (94.0 %).
+one level >= 90 %); of #28's, tier >= 95 % (97.0 %) and simple -> cloud <= 2 % (0.5 %) are met,
+complex -> local <= 3 % is not: 1 of 32 (3.1 %), a two-service "same thing?" ask in zh-TW.
 These bounds are the figures as measured, rounded toward failing less: a change that routes worse
 on requests it never saw fails this test. Raising a bound needs a better router, not a change to
 the split (its hash is checked in test_corpus.py).
@@ -17,13 +17,13 @@ from aipool.routing import corpus
 from aipool.routing.evaluate import evaluate, read_labelled
 
 # Measured on the frozen split (the commit that froze it, read once), rounded down / up.
-INTENT_FLOOR = 0.96  # 96.7 %
-MACRO_F1_FLOOR = 0.96  # 0.968
-LANGUAGE_FLOOR = 0.94  # en 94.6 %, mixed 97.5 %, zh 98.2 %
-COMPLEXITY_WITHIN_ONE_FLOOR = 0.99  # 100 %
-TIER_FLOOR = 0.94  # 94.0 %
-COMPLEX_TO_LOCAL_CEILING = 0.0  # 0 of 33
-SIMPLE_TO_CLOUD_CEILING = 0.02  # 2.0 %: 4 of 202
+INTENT_FLOOR = 0.98  # 98.7 %
+MACRO_F1_FLOOR = 0.98  # 0.988
+LANGUAGE_FLOOR = 0.97  # en 99.1 %, mixed 97.5 %, zh 99.1 %
+COMPLEXITY_WITHIN_ONE_FLOOR = 0.99  # 99.7 %
+TIER_FLOOR = 0.97  # 97.0 %
+COMPLEX_TO_LOCAL_CEILING = 0.032  # 3.1 %: 1 of 32
+SIMPLE_TO_CLOUD_CEILING = 0.006  # 0.5 %: 1 of 203
 
 
 def test_router_on_the_frozen_test_split() -> None:

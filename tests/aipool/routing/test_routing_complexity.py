@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from aipool.contract.request import Message, Request, Tool
 from aipool.routing.complexity import MAX_SCORE, score
 
@@ -98,6 +100,31 @@ def test_services_named_without_a_service_suffix_count_when_asked_to_correlate()
     )
     assert english.score >= 4 and english.floor >= 4, english.reasons
     assert chinese.score >= 4 and chinese.floor >= 4, chinese.reasons
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Are the checkout-api 5xx and the ledger-db replication lag the same incident?",
+        "is the cart-service OOM the same problem as the session-cache evictions?",
+        "billing-worker 的重試暴增跟 user-db 的連線數滿了，是不是同一件事？",
+        "order-worker 逾時和 payment-api 的 502 有沒有關係？",
+        "search-api 變慢跟 catalog-api 的錯誤是同一個事件嗎？",
+    ],
+)
+def test_asking_whether_two_services_symptoms_are_one_incident_is_a_correlation(text: str) -> None:
+    # The guide's level 4 names "are these the same incident?": two services, one question
+    scored = score(_request(text))
+    assert scored.floor >= 4, scored.reasons
+
+
+def test_asking_whether_one_thing_happened_before_is_not_a_correlation() -> None:
+    # One service (or none) compared with its own past is no cross-service correlation
+    for text in (
+        "is this the same issue as yesterday?",
+        "cart-service 又 OOM 了，跟上次是同一件事嗎？",
+    ):
+        assert score(_request(text)).floor == 0, text
 
 
 def test_hyphenated_words_of_the_language_are_not_services() -> None:
