@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -150,3 +151,23 @@ def test_workers_import_no_training_stack_and_no_numpy_for_routing() -> None:
     # Then none of the training stack (nor numpy) was imported
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("ids", [(), (3,), (0, 3), (1, 2, 4, 0)])
+def test_probabilities_are_the_softmax_of_the_summed_weights_whatever_the_number_of_features(
+    ids: tuple[int, ...],
+) -> None:
+    # Given two classes' weight columns and biases
+    from array import array
+
+    from aipool.routing.model import _probabilities
+
+    columns = (array("f", [0.5, -1.0, 2.0, 0.25, 1.5]), array("f", [1.0, 0.0, -0.5, 3.0, -2.0]))
+    bias = (0.1, -0.2)
+    # When the features with these ids are present
+    got = _probabilities(ids, bias, columns)
+    # Then each class scores bias + sum of its weights / sqrt(n), softmaxed
+    norm = 1 / math.sqrt(len(ids)) if ids else 0.0
+    scores = [b + sum(c[i] for i in ids) * norm for b, c in zip(bias, columns, strict=True)]
+    exps = [math.exp(s - max(scores)) for s in scores]
+    assert got == pytest.approx([e / sum(exps) for e in exps], rel=1e-12)
