@@ -127,6 +127,16 @@ _CORRELATE = _folded(
     r"有沒有關係|有關係嗎"
 )
 _ANALYSIS = _folded(r"timeline|時間線|時間軸")
+# A write-up of one incident from given notes (the guide: 3, however many sections it asks for)
+# that lists its sections: its "root cause" is a section to fill in, not an ask to find a cause
+# across what the notes name ("find the root cause, then write the post-mortem" still is one).
+_INCIDENT_WRITE_UP = _folded(
+    r"post-?mortem|incident (?:report|review|write-?up)|事故檢討|事後檢討|檢討報告|復盤|事故報告"
+)
+_SECTIONS = _folded(
+    r"timeline|impact|action items?|follow-?ups?|lessons learned|時間軸|時間線|影響|改善|後續|行動項目"
+)
+_ROOT_CAUSE = _folded(r"root[\s-]*cause|\bRCA\b|根本原因|根因")
 # Concerns a review is asked to weigh; two or more make a review a bigger job.
 _CONCERNS = (
     r"concurren|race|lock|migration|rollback|roll back|security|secret|error handling|"
@@ -243,7 +253,13 @@ def score(request: Request) -> ComplexityScore:
     folded_all = fold(named)
     components = _components(named, folded_all)
     count = max(len(components), _stated_count(folded_all))
-    correlate = count >= 2 and _CORRELATE.search(folded_asks) is not None
+    # A post-mortem's "root cause" section asks nothing across components (_INCIDENT_WRITE_UP).
+    cue_asks = (
+        _ROOT_CAUSE.sub(" ", folded_asks)
+        if _INCIDENT_WRITE_UP.search(folded_asks) and _SECTIONS.search(folded_asks)
+        else folded_asks
+    )
+    correlate = count >= 2 and _CORRELATE.search(cue_asks) is not None
     timeline = len(_TIMELINE.findall(asks_prose)) >= TIMELINE_LINES
     floor = 0
     if correlate:

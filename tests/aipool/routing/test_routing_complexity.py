@@ -127,6 +127,34 @@ def test_asking_whether_one_thing_happened_before_is_not_a_correlation() -> None
         assert score(_request(text)).floor == 0, text
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Write a post-mortem from these notes: timeline, impact, root cause, action items.\n"
+        "- 02:14 KubeJobFailed nightly-etl\n- 02:20 ledger-db replication lag 40s\n"
+        "- 02:45 billing-worker rerun ok",
+        "請根據以下筆記寫一份事故檢討，包含時間軸、影響範圍、根本原因、改善事項：\n"
+        "- 10:05 push-api iOS 推播成功率告警\n- 10:30 發現 cert-rotator 昨天輪換憑證後有三台沒更新",
+    ],
+)
+def test_a_post_mortems_root_cause_section_is_not_a_correlation_ask(text: str) -> None:
+    # The guide: a write-up of one incident from given notes is 3, however many sections it asks
+    # for; its notes name several components, and "root cause" is one of the sections
+    scored = score(_request(text))
+    assert scored.floor == 0, scored.reasons
+
+
+def test_finding_a_root_cause_across_services_before_a_post_mortem_still_correlates() -> None:
+    # Asked to find the cause across two services first, the write-up comes after the analysis
+    scored = score(
+        _request(
+            "checkout-api 5xx and ledger-db lag at the same time: find the root cause, "
+            "then write the post-mortem"
+        )
+    )
+    assert scored.floor >= 4, scored.reasons
+
+
 def test_hyphenated_words_of_the_language_are_not_services() -> None:
     # "on-call", "read-only", "real-time", "dead-letter" name no service: no correlation floor
     scored = score(
