@@ -6,7 +6,9 @@ unset, the ledger is a SQLite file under ``./var`` so a laptop needs no database
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import fcntl
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -87,10 +89,37 @@ def alembic_config(url: str | None = None) -> Config:
 def migrate(url: str | None = None, revision: str = "head") -> None:
     """Bring the ledger schema at ``url`` (default ``database_url()``) up to ``revision``.
 
-    Safe to call from many processes at once on PostgreSQL: an advisory lock serialises them, and
-    the ones that come second find nothing left to do.
+    Safe to call from many processes at once: on PostgreSQL an advisory lock serialises them, on
+    a SQLite file a lock file beside it (``aipool worker`` starts five workers that each migrate
+    the embedded ledger), and the ones that come second find nothing left to do.
     """
     url = url or database_url()
+    with _sqlite_migration_lock(url):
+        _migrate(url, revision)
+
+
+@contextmanager
+def _sqlite_migration_lock(url: str) -> Iterator[None]:
+    """Hold an exclusive lock on ``<database>.migrate.lock`` while a SQLite file is migrated.
+
+    SQLite has no advisory lock, and Alembic runs its DDL outside a transaction there, so two
+    processes upgrading one file at once both add the same column and the second fails
+    ("duplicate column name"). An in-memory database belongs to one process: nothing to hold.
+    """
+    parsed = make_url(url)
+    database = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:":
+        yield
+        return
+    with open(f"{database}.migrate.lock", "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _migrate(url: str, revision: str) -> None:
     engine = make_engine(url, poolclass=NullPool)
     try:
         with engine.connect() as conn:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import multiprocessing
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, text
 
-from aipool.ledger.db import make_engine, migrate
+from aipool.ledger.db import alembic_config, make_engine, migrate
 from aipool.ledger.testing import scratch_database
 from tests.aipool.ledger.conftest import LEDGER_DATABASE
 
@@ -171,3 +174,35 @@ def test_given_alerts_journaled_at_revision_0005_when_upgraded_then_they_are_abo
         conn.execute(insert, {"s": "triage"})
     with pytest.raises(Exception, match=r"(?i)unique"), engine.begin() as conn:
         conn.execute(insert, {"s": "batch"})
+
+
+def _migrate_when_released(url: str, start: Any) -> str:
+    start.wait()
+    try:
+        migrate(url)
+    except Exception as exc:  # reported to the parent, which names it
+        return f"{type(exc).__name__}: {exc}"[:300]
+    return ""
+
+
+def test_given_a_new_sqlite_ledger_when_five_workers_migrate_it_at_once_then_all_succeed(
+    tmp_path: Path,
+) -> None:
+    # Given a ledger file no one has migrated yet, as `aipool worker` starts its five workers on
+    url = f"sqlite:///{tmp_path}/aipool.db"
+    context = multiprocessing.get_context("spawn")
+    with context.Manager() as manager:
+        start = manager.Barrier(5)
+        # When five processes migrate it at the same moment
+        with context.Pool(5) as pool:
+            failures = pool.starmap(_migrate_when_released, [(url, start)] * 5)
+    # Then none fails, and the schema is at the head revision
+    assert failures == [""] * 5
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            version = conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one()
+    finally:
+        engine.dispose()
+    head = ScriptDirectory.from_config(alembic_config(url)).get_current_head()
+    assert version == head
