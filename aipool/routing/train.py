@@ -170,15 +170,13 @@ def _fit(
     moments = [np.zeros_like(w), np.zeros_like(w), np.zeros_like(b), np.zeros_like(b)]
     beta1, beta2, eps = 0.9, 0.999, 1e-8
     for step in range(1, epochs + 1):
-        z = np.zeros((n, c))
-        np.add.at(z, rows, w[cols] * vals[:, None])
+        z = _scatter_sum(rows, w, cols, vals, n)
         z += b
         z -= z.max(axis=1, keepdims=True)
         p = np.exp(z)
         p /= p.sum(axis=1, keepdims=True)
         g = (p - y) * sample_weight[:, None] / n
-        grad_w = np.zeros((v, c))
-        np.add.at(grad_w, cols, g[rows] * vals[:, None])
+        grad_w = _scatter_sum(cols, g, rows, vals, v)
         grad_w += l2 * w
         grad_b = g.sum(axis=0)
         for param, grad, m, s in (
@@ -193,6 +191,20 @@ def _fit(
                 LEARNING_RATE * (m / (1 - beta1**step)) / (np.sqrt(s / (1 - beta2**step)) + eps)
             )
     return w, b
+
+
+def _scatter_sum(
+    into: np.ndarray, source: np.ndarray, take: np.ndarray, vals: np.ndarray, size: int
+) -> np.ndarray:
+    """``out[into[i]] += source[take[i]] * vals[i]`` for every entry i, as ``np.add.at`` would
+    (``size`` rows, one column per class). One ``bincount`` per class instead: both add in entry
+    order in float64, so the result is the same to the bit, and about four times faster (the
+    shipped corpus trained in 3 minutes with ``np.add.at``, past a CI test's limit)."""
+    columns = np.ascontiguousarray(source.T)
+    out = np.empty((size, source.shape[1]))
+    for k, column in enumerate(columns):
+        out[:, k] = np.bincount(into, weights=column[take] * vals, minlength=size)
+    return out
 
 
 def fit(examples: list[Example], **kwargs: Any) -> IntentModel:
