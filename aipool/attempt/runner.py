@@ -256,12 +256,17 @@ class HopRunner:
         happens only if a provider whose breaker opened still answers that first copy.
         """
         first = route.chain[0]
-        if request.deadline_s is None and not first.terminal:
+        # The quota's limits are in memory: a limited first hop (every paid provider) is routed
+        # without building a visit here that start() would build again.
+        if (
+            request.deadline_s is None
+            and not first.terminal
+            and self.book.quotas[first.provider].limits.unlimited
+        ):
             visit = Visit(request, request_id, Journey(id=journey_id, route=route), self.pricing)
             if (
                 0 not in visit.skips
                 and visit.header.costs[0] == 0
-                and self.book.quotas[first.provider].limits.unlimited
                 and self._looks_closed(first.provider)
             ):
                 return visit.forward(first.provider)

@@ -118,12 +118,14 @@ _WORD_NUMBERS = {
     "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "several": 3, "multiple": 3,
     "兩": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "多": 3,
 }  # fmt: skip
+# Asking for a root cause: across two or more components, a correlation ask (below).
+_ROOT_CAUSE_ASK = r"root[\s-]*cause|\bRCA\b|根本原因|根因"
 # Asks to relate several things, or to find what they share.
 _CORRELATE = _folded(
-    r"correlat|root[\s-]*cause|\bRCA\b|\brelated\b|common cause|connect(?:s|ed)? (?:them|these)|"
+    rf"{_ROOT_CAUSE_ASK}|correlat|\brelated\b|common cause|connect(?:s|ed)? (?:them|these)|"
     r"tie (?:these|them)|one incident or|causal|what broke first|which (?:one )?(?:broke|failed) "
     r"first|(?:the )?same (?:incident|issue|problem|outage|thing|cause|root)|"
-    r"根因|根本原因|關聯|因果|同一(?:個)?(?:問題|原因|root|事件|件事|起)|串起來|哪個先|"
+    r"關聯|因果|同一(?:個)?(?:問題|原因|root|事件|件事|起)|串起來|哪個先|"
     r"有沒有關係|有關係嗎"
 )
 _ANALYSIS = _folded(r"timeline|時間線|時間軸")
@@ -136,7 +138,7 @@ _INCIDENT_WRITE_UP = _folded(
 _SECTIONS = _folded(
     r"timeline|impact|action items?|follow-?ups?|lessons learned|時間軸|時間線|影響|改善|後續|行動項目"
 )
-_ROOT_CAUSE = _folded(r"root[\s-]*cause|\bRCA\b|根本原因|根因")
+_ROOT_CAUSE = _folded(_ROOT_CAUSE_ASK)
 # Concerns a review is asked to weigh; two or more make a review a bigger job.
 _CONCERNS = (
     r"concurren|race|lock|migration|rollback|roll back|security|secret|error handling|"

@@ -17,8 +17,9 @@ features are binary, the row normalised to unit length as in training.
 
 The ``complexity`` head (optional: a file without it leaves complexity to the keyword scorer)
 reads the same features plus the scorer's points (:func:`~aipool.routing.features.point_features`)
-and answers the level the corpus's rubric gives such a request; below its ``threshold`` the
-router keeps the scorer's level.
+and gives each level's probability (:meth:`IntentModel.level_shares`); the router reads them where
+a level moves the tier (:func:`~aipool.routing.router.choose_complexity`). The head's
+``threshold`` is part of the file format and read by nothing since.
 """
 
 from __future__ import annotations
@@ -114,12 +115,10 @@ class IntentModel:
         self._last: tuple[tuple[int, int], tuple[int, ...]] | None = None
         self.level_columns: tuple[array[float], ...] = ()
         self.level_bias: tuple[float, ...] = ()
-        self.level_threshold = 1.0
         if levels is not None:
             k = len(LEVELS)
             self.level_columns = tuple(array("f", levels[0][c::k]) for c in range(k))
             self.level_bias = tuple(levels[1])
-            self.level_threshold = levels[2]
 
     @property
     def has_levels(self) -> bool:

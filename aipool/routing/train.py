@@ -39,8 +39,8 @@ EPOCHS = 300
 LEARNING_RATE = 0.05
 #: Below this probability the router does not take the model's word (chosen on dev: --select).
 THRESHOLD = 0.5
-#: Below this probability the router keeps the keyword scorer's complexity (chosen on dev, and
-#: so that the boundary cases of docs/routing.md, a root-cause ask about one service, stay local).
+#: The complexity head's ``threshold`` the file format asks for; the router reads the head's
+#: probabilities against its own shares (router.COMPLEX_SHARE, MEDIUM_SHARE) instead.
 LEVEL_THRESHOLD = 0.5
 
 
