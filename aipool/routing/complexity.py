@@ -18,6 +18,10 @@ correlation ask             asks to correlate, relate or find the root cause *ac
                             incident, one incident or several):
                             at least 4, at least 5 from ``ENTITY_STEPS[1]`` components or
                             with an incident timeline (#28)
+material to work on         "summarise this: ...", "幫我整理成三點：...": only the ask
+                            before the colon is read for asks, and the material's
+                            services earn no point (the guide weighs a summary by the
+                            material's length and the parts asked for)
 analysis ask                root cause / timeline about one thing: +1
 design ask                  compare with trade-offs and a recommendation (取捨, 建議): +2
 write-up for an audience    post-mortem, status page, report, release notes, 給主管: +1
@@ -139,6 +143,20 @@ _SECTIONS = _folded(
     r"timeline|impact|action items?|follow-?ups?|lessons learned|時間軸|時間線|影響|改善|後續|行動項目"
 )
 _ROOT_CAUSE = _folded(_ROOT_CAUSE_ASK)
+# An ask to work on material given after it ("summarise this: ...", "幫我整理成三點：...", "write
+# the post-mortem, notes below: ..."). The guide weighs such a request by the material's length and
+# the parts asked for, so what the material itself says (its services, its steps, its causes) asks
+# nothing of the pool: only the ask before the colon is read for asks (_material_head).
+_MATERIAL_ASK = _folded(
+    r"summar|tl;?\s?dr|condense|translat|rewrite|rephrase|turn (?:this|these|it) into|"
+    r"release notes|changelog|status page|announcement|bullets?|key points|highlights|"
+    r"post-?mortem|write-?up|"
+    r"重點|摘要|整理|濃縮|翻成|翻譯|改寫|條列|公告|通報|精簡|總結|事後檢討|檢討報告|復盤|事故報告"
+)
+_MATERIAL_COLON = re.compile(r"[:：]")
+#: The longest ask read as the head of material (characters), and the least material after it.
+MATERIAL_HEAD_CHARS = 160
+MATERIAL_CHARS = 60
 # Concerns a review is asked to weigh; two or more make a review a bigger job.
 _CONCERNS = (
     r"concurren|race|lock|migration|rollback|roll back|security|secret|error handling|"
@@ -216,6 +234,17 @@ def _unfenced_paste(prose: str) -> bool:
     return len(_PASTE_LINE.findall(prose)) >= BLOCK_LINES - 1
 
 
+def _material_head(prose: str) -> str | None:
+    """The ask of a request to work on material that follows it after a colon, or None."""
+    colon = _MATERIAL_COLON.search(prose)
+    if colon is None or colon.start() > MATERIAL_HEAD_CHARS:
+        return None
+    head, material = prose[: colon.start()], prose[colon.end() :].strip()
+    if len(material) < max(MATERIAL_CHARS, len(head)) or not _MATERIAL_ASK.search(fold(head)):
+        return None
+    return head
+
+
 def score(request: Request) -> ComplexityScore:
     """Score ``request`` from 1 to 5; every point it earns is named in ``reasons``."""
     points = MIN_SCORE
@@ -250,7 +279,8 @@ def score(request: Request) -> ComplexityScore:
 
     asks = bounded(request.last_user_text()) or text
     asks_prose = split.prose if asks == text else split_text(asks).prose
-    folded_asks = fold(asks_prose)
+    head = _material_head(asks_prose)
+    folded_asks = fold(head if head is not None else asks_prose)
     named = _PAYLOAD_LINE.sub("", split.prose) if pasted else split.prose
     folded_all = fold(named)
     components = _components(named, folded_all)
@@ -267,7 +297,7 @@ def score(request: Request) -> ComplexityScore:
     if correlate:
         floor = 5 if count >= ENTITY_STEPS[1] or timeline else 4
         reasons.append(f"correlate {count} services/components (≥{floor})")
-    elif count >= ENTITY_STEPS[0]:
+    elif count >= ENTITY_STEPS[0] and head is None:
         points += 1
         reasons.append(f"{count} services/components (+1)")
 

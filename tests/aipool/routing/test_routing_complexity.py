@@ -161,3 +161,33 @@ def test_hyphenated_words_of_the_language_are_not_services() -> None:
         _request("Is the on-call read-only view real-time, and is the dead-letter count related?")
     )
     assert scored.floor == 0, scored.reasons
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # The material's "關聯查詢" is an ORM term, its services what the text is about.
+        "幫我把下面這段整理成三點重點：這次 consent-api 效能退化的原因是 ORM 升級後關聯查詢預設改成 "
+        "lazy loading，列表頁每一筆都會再查一次資料庫，造成 N+1。修正後 p99 從 900ms 回到 130ms。",
+        "TL;DR for the channel: wallet-api and ledger-sync were related by a shared cron, and the "
+        "root cause was the cron-runner's clock. Steps: first paused the cron, then resynced.",
+    ],
+)
+def test_what_material_to_summarise_says_asks_nothing_more(text: str) -> None:
+    # The guide: a summary or rewrite of given material is weighed by the material's length and
+    # the parts asked for; the correlations, steps and services the material itself describes
+    # are not asks of the pool (they made dev's summaries of a paragraph start in the cloud)
+    scored = score(_request(text))
+    assert scored.floor == 0, scored.reasons
+    assert scored.score <= 2, scored.reasons
+
+
+def test_an_ask_before_the_material_still_counts() -> None:
+    # "整理一下這三個告警的關聯" asks to correlate what follows: the ask before the colon is read
+    scored = score(
+        _request(
+            "整理一下這三個告警的關聯，找出根因：payout-worker 佇列堆積、pg-replica-2 replication "
+            "lag、merchant-portal 登入變慢，都在 22:10 之後開始。"
+        )
+    )
+    assert scored.floor >= 4, scored.reasons
