@@ -267,6 +267,9 @@ SIGNALS: tuple[tuple[Intent, str, float, str, str], ...] = (
         2.0,
         "small talk",
         r"\bjoke\b|笑話|poem|短詩|詩|\blol\b|haha|哈哈|好累|coffee|awesome|who are you|你是誰|"
+        # Creative writing is asked in the imperative too ("make up a funny name"): not an operation.
+        r"rhyme|haiku|limerick|\brap\b|饒舌|\bsong\b|a (?:short |bedtime )?story(?! points?)|funny name|"
+        r"取個(?:名|綽號)|講個故事|"
         r"什麼 ?model|你覺得|\btips\b|something fun|^\s*(?:ok|okay|cool|nice|好喔|好的)\b",
     ),
 )

@@ -188,3 +188,23 @@ def test_the_question_after_a_long_paste_still_decides() -> None:
     text = _LOG_LINE * 1600 + "\n幫我重啟 checkout-api"
     # When it is classified, Then the ask at the end is read
     assert classify_text(text).intent == Intent.TOOL_CALL
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a short rhyme about a node that refused to drain",
+        "make up a funny name for our flaky staging cluster",
+        "用 rap 的方式描述一次 rollback 的過程",
+    ],
+)
+def test_creative_writing_asked_in_the_imperative_is_chat(text: str) -> None:
+    # The guide: creative writing is CHAT, though it names operations ("drain", "rollback") and
+    # is asked for in the imperative like one. The rules see it as small talk (a signal the model
+    # reads, and `aipool route` names), not as nothing matched
+    result = classify_text(text)
+    assert result.intent == Intent.CHAT.value and "small talk" in result.reasons
+
+
+def test_a_service_named_like_small_talk_is_still_operated_on() -> None:
+    assert classify_text("restart the song-api deployment").intent == Intent.TOOL_CALL.value
