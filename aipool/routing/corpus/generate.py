@@ -932,6 +932,7 @@ WRITTEN_FIT = (
     ("written_round6_fit.jsonl", "s"),  # 2026-12-03: the guide's 2/3 and 3/4 boundaries, by a
     # writer who saw only the guide
     ("written_round6.jsonl", "q"),  # the sixth test split, read once (2026-12-03)
+    ("written_round7.jsonl", "p"),  # the seventh test split (450), read once (2026-12-03)
 )
 
 
