@@ -191,3 +191,87 @@ def test_an_ask_before_the_material_still_counts() -> None:
         )
     )
     assert scored.floor >= 4, scored.reasons
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "kiwi-auth 的 p99 飆高跟 plum-billing 的錯誤率上升時間點一樣，誰是因誰是果？",
+        "yak-sync 和 elk-report 都連不到 NFS，其他服務正常，可能的共同原因是什麼？",
+        "hx-east 和 hx-west 兩個叢集的 DNS 延遲同時上升，兩邊有什麼共同點可以查？",
+        "owl-cron 跟 bee-batch 都在 03:00 fail，error 一樣，是 node 的問題還是 code 的問題？",
+        "這兩個 alert 有關聯嗎\n"
+        '{"alerts":[{"labels":{"alertname":"TargetDown","job":"fox-scraper"}},\n'
+        '{"labels":{"alertname":"HighLatencyP99","service":"fox-api"}}]}',
+        "gnu-api and elk-db both degraded at 02:10. What do they have in common?",
+    ],
+)
+def test_correlations_asked_as_a_shared_cause_or_cause_and_effect(text: str) -> None:
+    # The guide's level 4: two or more components whose symptoms are to be related, in the words
+    # round 8's writer used (a shared cause, which is cause and which effect, a choice of cause
+    # for both, "these two alerts")
+    scored = score(_request(text))
+    assert scored.floor >= 4, scored.reasons
+
+
+@pytest.mark.parametrize(
+    ("text", "design"),
+    [
+        ("Redis Sentinel 和 Redis Cluster 在故障轉移、分片上的差異，請比較，不用給建議。", False),
+        ("Compare Linkerd vs Istio mTLS cert rotation. No need to recommend anything.", False),
+        ("queue worker 想 scale to zero，用 KEDA 還是 HPA + adapter？請給推薦跟理由", True),
+        (
+            "Should our DB move to an operator on k8s or stay on VMs? RPO 0. What do you recommend?",
+            True,
+        ),
+    ],
+)
+def test_a_recommendation_is_asked_or_declined(text: str, design: bool) -> None:
+    # The guide: a comparison with a recommendation asked for is 4, a plain difference 2
+    scored = score(_request(text))
+    assert any("design comparison" in r for r in scored.reasons) is design, scored.reasons
+
+
+def test_a_log_names_its_own_modules_not_more_services() -> None:
+    # One service and its log: the pool of connections the log names is not a second component
+    scored = score(
+        _request(
+            "rook-api started failing writes at 09:14. log below, what's the root cause?\n\n"
+            "2025-05-21 09:14:03.221 ERROR [rook-api] o.h.SqlExceptionHelper : HikariPool-1 - "
+            "Connection is not available\n"
+            "org.springframework.dao.DataAccessResourceFailureException: no JDBC Connection\n"
+            "Caused by: java.sql.SQLTransientConnectionException: HikariPool-1 - timed out\n"
+            "2025-05-21 09:14:04.002 WARN  [rook-api] pool stats (total=10, active=10, idle=0)"
+        )
+    )
+    assert scored.floor == 0, scored.reasons
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # The colon lists the sections; the notes follow the blank line.
+        "幫我寫這次事故的完整檢討，章節：摘要、影響、時間軸、根本原因、行動項目。\n\n筆記：\n"
+        "- 17:40 有人在正式環境手動跑 SQL，少了 WHERE\n- 17:52 moth-api 開始回 500\n"
+        "- 18:05 gull-db 從備份還原，moth-api 恢復",
+        # The vendor's RCA is material to summarise, not a root cause to find.
+        "vendor 給的 RCA 幫我摘要成內部版本，分成：what happened、影響、改善\n\n"
+        "Root Cause Analysis: edge nodes in the lynx-pop and puma-pop served stale TLS certificates "
+        "after a config push; lynx-cdn and puma-cdn were affected for 81 minutes.",
+    ],
+)
+def test_a_write_up_of_given_notes_is_not_a_correlation(text: str) -> None:
+    scored = score(_request(text))
+    assert scored.floor == 0, scored.reasons
+
+
+def test_a_report_over_a_period_counts_its_period_with_pasted_items() -> None:
+    # The guide: a report over a period is 4, whether its items come as prose or as a list
+    scored = score(
+        _request(
+            "write the weekly platform update from these items, group into shipped / incidents\n\n"
+            "- k8s 1.30 upgrade done on staging\n- ingress migration: 17/22 services moved\n"
+            "- incident 9/23: snapshot partial failure\n- incident 9/25: sso latency 12 min"
+        )
+    )
+    assert any("over a period" in r for r in scored.reasons), scored.reasons
