@@ -33,7 +33,10 @@ from aipool.routing.intent import Intent, classify_text
 from aipool.routing.model import FORMAT, LEVELS, SHIPPED_MODEL, IntentModel, parse_model
 
 LABELS = [i.value for i in Intent]
-MIN_COUNT = 2
+#: Chosen on dev (round 9, models trained on train alone): 3 keeps 35,593 features against 2's
+#: 54,034, a 2.5 MB model against 3.8 MB (every worker holds it), at the same dev figures (intent
+#: 97.7 against 97.8 %, tier 95.8 against 95.7 %).
+MIN_COUNT = 3
 L2 = 1e-5
 EPOCHS = 300
 LEARNING_RATE = 0.05

@@ -100,10 +100,11 @@ def test_simple_query_goes_to_llama_3b() -> None:
 
 
 def test_medium_complexity_goes_to_qwen_instruct() -> None:
-    # Given a chat request of complexity 3 (long enough, with a step marker)
+    # Given a request of complexity 3 by the guide (the post-mortem of one incident from notes)
     text = (
-        "I'd love a bit of advice about our team offsite: first we planned a hike, then a "
-        "dinner; the team is twelve people and some of them are rather tired of hiking lately."
+        "Write the post-mortem of last night's incident from my notes, with timeline, impact and "
+        "action items:\n- 01:10 deploy of the feed-api\n- 01:14 error rate 30%\n"
+        "- 01:25 rollback, recovered at 01:31"
     )
     route = decide(_request(text))
     # Then the medium band picks qwen2.5:7b-instruct
