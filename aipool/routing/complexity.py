@@ -138,7 +138,18 @@ _CORRELATE = _folded(
     r"\bin common\b|common (?:factor|thread|denominator)|what do (?:they|these|both) (?:have|share)|"
     r"cause (?:or|and) effect|which (?:one )?is the cause|why (?:are|did|do|is) (?:both|all)\b|"
     r"共同(?:的)?(?:原因|點|根因|問題)|有什麼共同|誰是因|誰是果|是因還是果|互相影響|"
-    r"為什麼(?:這)?(?:兩|三|幾)(?:個|邊|者)?都|問題還是"
+    r"為什麼(?:這)?(?:兩|三|幾)(?:個|邊|者)?都|問題還是|"
+    # Symptoms that came together, or a cause asked of one component for another's symptom
+    # (round 9's complex -> local: "為什麼這幾個服務一起重啟", "spikes exactly when the batch kicks
+    # off ... is the batch starving the API?"); "do both use Redis?" asks about no symptom.
+    r"(?:degrad|fail|down|slow|restart|error|broke|break|spik|crash)\w* (?:all )?at once|"
+    r"at the same time|simultaneous|exactly when|cause or (?:a )?coincidence|"
+    r"both (?:of them )?(?:started|spiked?|fail|degrad|slow|went|are (?:failing|slow|down|erroring))|"
+    r"\bis (?:the )?[a-z0-9-]+(?: [a-z0-9-]+)? (?:causing|starving|slowing down|blocking|breaking)|"
+    r"同時(?:發生|上升|變慢|出現|掛|壞|失敗|重啟|噴|飆|異常)|"
+    r"一起(?:上升|升高|變慢|重啟|掛|壞|失敗|出錯|噴|飆|異常|fail|timeout)|"
+    r"都(?:變多|變慢|上升|飆高|在.{0,12}(?:fail|失敗|掛|出錯|重啟))|之間(?:到底)?(?:是)?(?:哪裡|什麼)|"
+    r"還是巧合|巧合嗎"
 )
 _ANALYSIS = _folded(r"timeline|時間線|時間軸")
 # A write-up of one incident from given notes (the guide: 3, however many sections it asks for)
@@ -182,11 +193,13 @@ _PAYLOAD_LINE = re.compile(r"(?m)^\s*[\"{}\[\]].*$")
 # A write-up over a period (many incidents) rather than about one.
 _PERIOD = _folded(
     r"last week|this week|weekly|monthly|quarter|this month|last month|of incidents|"
-    r"上週|本週|這週|這個月|上個月|本月|這季|本季|週報|月報|季報"
+    r"\bQ[1-4]\b|(?:past|last) \d+ days|上週|本週|這週|這個月|上個月|本月|這季|本季|上一季|"
+    r"週報|月報|季報|過去\s*\d+\s*天|近\s*\d+\s*天"
 )
 _DESIGN = _folded(
-    r"\bor stay\b|\bor (?:move|switch|migrate|go with|keep)\b|which (?:one|option) (?:would|should)|"
-    r"還是.{0,40}(?:推薦|建議)|選哪|用哪(?:個|一個)|"
+    r"\bor stay\b|\bor (?:move|switch|migrate|go with|keep|use|as an?)\b|"
+    r"which (?:one|option) (?:would|should)|should (?:we|i) (?:use|go with|pick|choose)\b|"
+    r"還是.{0,120}?(?:推薦|建議)|推薦哪|建議哪|選哪|用哪(?:個|一個)|"
     r"trade-?offs?|取捨|\bcompare\b|比較|\bvs\.?\b|pick between|選一個|which would you pick"
 )
 _RECOMMEND = _folded(r"recommend|justify|建議|推薦|what would change|會改變|pick\b|選")
@@ -200,6 +213,7 @@ _WRITE_UP = _folded(
     r"post-?mortem|status page|release notes|changelog|for (?:management|leadership|the ticket|"
     r"customers)|customer-facing|action items|給主管|給客服|給管理層|給客戶|通報|週報|報告|"
     r"incident report|report for|(?:weekly|monthly) (?:\w+ )?(?:update|report|summary)|檢討|"
+    r"trend|趨勢|"
     r"handoff|hand-?over|交接"
 )
 _SECOND_ASK = _folded(

@@ -275,3 +275,49 @@ def test_a_report_over_a_period_counts_its_period_with_pasted_items() -> None:
         )
     )
     assert any("over a period" in r for r in scored.reasons), scored.reasons
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "kumo-points 和 sora-promo 的錯誤率從中午開始一起上升，都卡在呼叫 hoshi-fx 的時候。"
+        "這三個服務之間到底是哪裡出問題？",
+        "tarn-settle p99 spikes exactly when the fell-batch job kicks off at 01:00, and both hit "
+        "beck-mysql. Is the batch starving the API?",
+        "deploy crag-authz 之後，moor-wallet 跟 heath-orders 的 401 都變多，但 dale-gateway 沒有，為什麼？",
+        "why are several services degraded at once?\n\n$ kubectl get events -A | tail -3\n"
+        "content  12m  Warning  BackOff  pod/fen-feed-1  Back-off restarting\n"
+        "search   11m  Warning  BackOff  pod/mire-idx-2  Back-off restarting",
+        "glen-cms and scar-docs started failing DNS lookups an hour after CoreDNS was scaled "
+        "down. Is the CoreDNS change the cause or a coincidence?",
+    ],
+)
+def test_symptoms_that_came_together_are_a_correlation(text: str) -> None:
+    # The guide's level 4, described rather than named: symptoms of several components that
+    # came together, or a cause asked of one component for another's symptom (round 9's misses)
+    scored = score(_request(text))
+    assert scored.floor >= 4, scored.reasons
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "lol I just watched 40 pods come up green at once, oddly satisfying",
+        "How do we avoid two pods of kiln-api running the migrations at once?",
+        "wold-sched 的 cron job 這兩天都晚了 10 分鐘，我們前天改了 startingDeadlineSeconds，是這個造成的嗎？",
+    ],
+)
+def test_things_at_once_or_one_cause_of_one_service_are_not(text: str) -> None:
+    # Nothing failed together, or one service's symptom and what changed in it: 1 to 3
+    scored = score(_request(text))
+    assert scored.floor == 0, scored.reasons
+
+
+def test_a_report_over_a_quarter_or_the_last_days_counts_its_period() -> None:
+    scored = score(
+        _request(
+            "過去 30 天的 incidents 幫我整理成 trend analysis：哪類問題最多、MTTR 有沒有變好\n\n"
+            "06-05 SEV3 tor-cart cache key\n06-11 SEV2 lea-orders migration lock"
+        )
+    )
+    assert any("over a period" in r for r in scored.reasons), scored.reasons
