@@ -344,10 +344,12 @@ def score(request: Request) -> ComplexityScore:
     sections = _INCIDENT_WRITE_UP.search(folded_asks) and _SECTIONS.search(folded_asks)
     summarised = head is not None and not _FIND.search(folded_asks)
     cue_asks = _ROOT_CAUSE.sub(" ", folded_asks) if sections or summarised else folded_asks
-    correlate = count >= 2 and _CORRELATE.search(cue_asks) is not None
-    timeline = len(_TIMELINE.findall(asks_prose)) >= TIMELINE_LINES
+    # Searched once: the pattern is long, and the analysis ask below reads the same answer.
+    relates = _CORRELATE.search(cue_asks) is not None
+    correlate = count >= 2 and relates
     floor = 0
     if correlate:
+        timeline = len(_TIMELINE.findall(asks_prose)) >= TIMELINE_LINES
         floor = 5 if count >= ENTITY_STEPS[1] or timeline else 4
         reasons.append(f"correlate {count} services/components (≥{floor})")
     elif count >= ENTITY_STEPS[0] and head is None:
@@ -355,11 +357,7 @@ def score(request: Request) -> ComplexityScore:
         reasons.append(f"{count} services/components (+1)")
 
     write_up = _WRITE_UP.search(folded_asks) is not None
-    if (
-        not correlate
-        and not write_up
-        and (_CORRELATE.search(cue_asks) or _ANALYSIS.search(cue_asks))
-    ):
+    if not correlate and not write_up and (relates or _ANALYSIS.search(cue_asks)):
         points += 1
         reasons.append("analysis ask (+1)")
     recommend_asks = _NO_RECOMMENDATION.sub(" ", folded_asks)
