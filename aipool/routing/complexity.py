@@ -360,8 +360,13 @@ def score(request: Request) -> ComplexityScore:
     if not correlate and not write_up and (relates or _ANALYSIS.search(cue_asks)):
         points += 1
         reasons.append("analysis ask (+1)")
-    recommend_asks = _NO_RECOMMENDATION.sub(" ", folded_asks)
-    if _DESIGN.search(recommend_asks) and _RECOMMEND.search(recommend_asks):
+    # The declined recommendation is looked for only where one was asked (a long pattern).
+    if (
+        _DESIGN.search(folded_asks)
+        and _RECOMMEND.search(folded_asks)
+        and _DESIGN.search(declined := _NO_RECOMMENDATION.sub(" ", folded_asks))
+        and _RECOMMEND.search(declined)
+    ):
         points += 2
         reasons.append("design comparison with a recommendation (+2)")
     if write_up:
