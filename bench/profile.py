@@ -6,7 +6,8 @@ dependency of the project). Starts the simulator and one worker (one pool proces
 does, samples the worker's parent and pool process with py-spy (``--idle``: time spent waiting on
 Redis or a provider counts too) while ``n`` requests of the path run one at a time, and prints the
 milliseconds per request spent inside each function of interest, and the leaf frames that take
-the most time, per process.
+the most time, per process. ``--commands`` counts the Redis commands per request instead (MONITOR),
+and ``--server`` Redis's own time per request by command (SLOWLOG); neither needs py-spy.
 """
 
 from __future__ import annotations
@@ -88,14 +89,7 @@ def count_commands(pool: Any, run: Callable[[], None], requests: int) -> dict[st
                     continue
                 if f"{event.get('client_address')}:{event.get('client_port')}" == own:
                     continue
-                words = event["command"].split(" ")
-                name = words[0].upper()
-                if name == "EVALSHA" and len(words) > 2:
-                    # The attempt script's first argument, after its keys, names its op.
-                    keys = int(words[2].strip('"')) if words[2].strip('"').isdigit() else 0
-                    op = words[3 + keys].strip('"') if len(words) > 3 + keys else ""
-                    script = scripts.get(words[1].strip('"'), words[1][:8])
-                    name = f"EVALSHA {script} {op}" if op.isalpha() else f"EVALSHA {script}"
+                name = _command_name(event["command"].split(" "), scripts)
                 sender = f"{event.get('client_address')}:{event.get('client_port')}"
                 if event.get("client_type") == "lua":
                     name = f"lua: {name}"
@@ -119,6 +113,76 @@ def count_commands(pool: Any, run: Callable[[], None], requests: int) -> dict[st
     pool.redis.ping()  # one more event so the listener sees the stop
     thread.join(5)
     return {name: count / requests for name, count in counts.most_common()}
+
+
+def _command_name(words: list[str], scripts: dict[str, str]) -> str:
+    """A command's name, and for ``EVALSHA`` the script's name and op (the attempt script's first
+    argument after its keys names its op)."""
+    words = [w.strip('"') for w in words]
+    name = words[0].upper() if words else "?"
+    if name == "EVALSHA" and len(words) > 2:
+        keys = int(words[2]) if words[2].isdigit() else 0
+        op = words[3 + keys] if len(words) > 3 + keys else ""
+        script = scripts.get(words[1], words[1][:8])
+        name = f"EVALSHA {script} {op}" if op.isalpha() else f"EVALSHA {script}"
+    return name
+
+
+def server_time(pool: Any, run: Callable[[], None], requests: int) -> dict[str, Any]:
+    """Redis's own time per request while ``run`` runs, by command, from its SLOWLOG (every
+    command logged, for the run only; the server's settings are restored after). Time Redis
+    spends on a script is CPU the workers compete with on a small host, though no round trip."""
+    client = pool.redis
+    before = client.config_get("slowlog-*")
+    own = str(client.client_info().get("addr", ""))
+    try:
+        client.config_set("slowlog-max-len", 1_000_000)
+        client.config_set("slowlog-log-slower-than", 0)
+        client.slowlog_reset()
+        run()
+        entries = client.slowlog_get(1_000_000)
+    finally:
+        for name, value in before.items():
+            client.config_set(name, value)
+    return _server_summary(entries, requests, _script_names(), own)
+
+
+def _server_summary(
+    entries: list[dict[str, Any]], requests: int, scripts: dict[str, str], own: str
+) -> dict[str, Any]:
+    """µs per request and median µs per call of each command in SLOWLOG ``entries``, leaving out
+    the bench's own connection ``own`` (host:port) and the SLOWLOG commands themselves. A command
+    a script runs is logged on its own too (from client ``?:0``): it is listed as ``in scripts:
+    NAME`` and left out of the total, as its script's time holds it."""
+    calls: dict[str, list[float]] = {}
+    for entry in entries:
+        address = _text(entry.get("client_address", ""))
+        if own and address == own:
+            continue
+        name = _command_name(_text(entry["command"]).split(), scripts)
+        if name in ("SLOWLOG", "CONFIG"):
+            continue
+        if address == "?:0":
+            name = f"in scripts: {name}"
+        calls.setdefault(name, []).append(float(entry["duration"]))
+    by_command = {
+        name: {
+            "us_per_request": sum(times) / requests,
+            "calls_per_request": len(times) / requests,
+            "median_us": sorted(times)[len(times) // 2],
+        }
+        for name, times in sorted(calls.items(), key=lambda kv: -sum(kv[1]))
+    }
+    return {
+        "us_per_request": sum(
+            v["us_per_request"] for k, v in by_command.items() if not k.startswith("in scripts: ")
+        ),
+        "by_command": by_command,
+    }
+
+
+def _text(value: Any) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
 def _script_names() -> dict[str, str]:
@@ -190,10 +254,13 @@ def main() -> None:
     parser.add_argument(
         "--cpu", action="store_true", help="sample running code only (no --idle): CPU time"
     )
+    parser.add_argument(
+        "--server", action="store_true", help="Redis's own time per request instead (SLOWLOG)"
+    )
     parser.add_argument("--raw", type=Path, help="keep py-spy's raw stacks in this file")
     args = parser.parse_args()
     spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
-    if spy is None and not args.commands:
+    if spy is None and not (args.commands or args.server):
         raise SystemExit("py-spy is not installed: .venv/bin/pip install py-spy")
     from bench.environment import prepare
 
@@ -213,13 +280,25 @@ def main() -> None:
                 from bench.latency import _open_breaker
 
                 _open_breaker(pool)
+
+            def run_all() -> None:
+                for _ in range(args.n):
+                    before()
+                    call()
+
+            if args.server:
+                summary = server_time(pool, run_all, args.n)
+                print(
+                    f"path {args.path}: Redis's own time per request (SLOWLOG, {args.n} requests)"
+                )
+                print(f"  {summary['us_per_request']:8.1f}  µs in all")
+                for name, row in summary["by_command"].items():
+                    print(
+                        f"  {row['us_per_request']:8.1f}  µs  {row['calls_per_request']:5.2f} calls"
+                        f"  median {row['median_us']:6.1f} µs  {name}"
+                    )
+                return
             if args.commands:
-
-                def run_all() -> None:
-                    for _ in range(args.n):
-                        before()
-                        call()
-
                 per_request = count_commands(pool, run_all, args.n)
                 trips = sum(
                     v for k, v in per_request.items() if not k.startswith(("lua: ", "in MULTI: "))

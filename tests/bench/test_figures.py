@@ -9,7 +9,7 @@ import math
 from rich.console import Console
 
 from bench.figures import Figure, Report, p50, p99, percentile
-from bench.profile import _aggregate
+from bench.profile import _aggregate, _server_summary
 
 
 def test_percentiles_interpolate_between_samples() -> None:
@@ -77,3 +77,28 @@ def test_profile_samples_become_milliseconds_per_request(tmp_path) -> None:  # t
     assert summary["total_ms_per_request"] == 20.0
     assert summary["inclusive"]["ai.generate task body"] == 20.0
     assert summary["inclusive"]["provider call (adapter)"] == 5.0
+
+
+def test_server_time_is_per_request_and_keeps_a_scripts_own_commands_out_of_the_total() -> None:
+    # Given SLOWLOG entries of two requests: each an attempt script (whose HSET is logged on its
+    # own, from the script's client), a kombu LPUSH, and the bench's own bookkeeping
+    scripts = {"abc123": "attempt"}
+    entries = []
+    for _ in range(2):
+        entries += [
+            {"client_address": b"?:0", "duration": 5, "command": b"HSET aipool:attempt:j state x"},
+            {
+                "client_address": b"127.0.0.1:5000",
+                "duration": 100,
+                "command": b"EVALSHA abc123 1 aipool:attempt:j begin 0",
+            },
+            {"client_address": b"127.0.0.1:5001", "duration": 8, "command": b"LPUSH ollama {}"},
+            {"client_address": b"127.0.0.1:9", "duration": 50, "command": b"DEL aipool:breaker"},
+        ]
+    # When summarised, leaving out the bench's connection
+    summary = _server_summary(entries, requests=2, scripts=scripts, own="127.0.0.1:9")
+    # Then the script is named by its op, the total counts each microsecond once, per request
+    assert summary["us_per_request"] == 108.0
+    assert summary["by_command"]["EVALSHA attempt begin"]["calls_per_request"] == 1.0
+    assert summary["by_command"]["in scripts: HSET"]["us_per_request"] == 5.0
+    assert "DEL" not in summary["by_command"]
