@@ -19,7 +19,11 @@ from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
-DEADLINE_SKIPS = 'sum(aipool_requests_total{provider="ollama", outcome="deadline"})'
+# The last sample of each series within a minute: a scrape that times out on a loaded machine
+# (1 s scrapes, 1 s timeout) marks the series stale, and a plain selector then reads nothing.
+DEADLINE_SKIPS = (
+    'sum(last_over_time(aipool_requests_total{provider="ollama", outcome="deadline"}[1m]))'
+)
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +64,22 @@ def _skip_at_deadline(pool: MonitoredPool, count: int) -> list[dict[str, Any]]:
     return [r.get(timeout=30) for r in results]
 
 
+def _skips_reach(server: PrometheusServer, count: float) -> None:
+    """Wait until Prometheus counts ``count`` deadline skips at Ollama; fail naming what it saw."""
+    seen: list[float | None] = [None]
+
+    def check() -> bool:
+        seen[0] = server.value(DEADLINE_SKIPS)
+        return seen[0] == count
+
+    try:
+        eventually(check, 30, f"{count:g} deadline skips at Ollama")
+    except TimeoutError:
+        raise AssertionError(
+            f"deadline skips at Ollama: {seen[0]} after 30 s, {count:g} expected"
+        ) from None
+
+
 def test_given_deadline_skips_at_ollama_when_evaluated_then_nothing_fires(
     monitored_pool: MonitoredPool, prometheus: PrometheusServer
 ) -> None:
@@ -67,9 +87,9 @@ def test_given_deadline_skips_at_ollama_when_evaluated_then_nothing_fires(
     monitored_pool.simulator.reset()
     before = prometheus.value(DEADLINE_SKIPS) or 0
     answers = _skip_at_deadline(monitored_pool, 1)
-    eventually(lambda: prometheus.value(DEADLINE_SKIPS) == before + 1, 15, "the first skip")
+    _skips_reach(prometheus, before + 1)
     answers += _skip_at_deadline(monitored_pool, 7)
-    eventually(lambda: prometheus.value(DEADLINE_SKIPS) == before + 8, 15, "eight skips")
+    _skips_reach(prometheus, before + 8)
     # When: the rules are evaluated on them
     _settled(prometheus)
     # Then: every request was refused with `deadline` without calling Ollama, and no alert is
