@@ -230,18 +230,21 @@ _STEP_MARKERS = (
     ("先…再/然後", re.compile(r"先.{0,80}?(?:再|然後|接著)", re.DOTALL)),
     ("然後/接著/最後", re.compile(r"然後|接著|最後|之後再")),
 )
+# How a line of a log or a stack trace starts: a timestamp, a frame, a panic.
+_TRACE_START = (
+    r"\d{4}[-/]\d\d[-/]\d\d[T ]\d|at [\w.$]+\(|File \"|Traceback|goroutine \d|panic:|\[signal|"
+    r"/\S+\.go:\d+"
+)
 # What unfenced pasted material looks like, line by line.
 _PASTE_LINE = re.compile(
-    r"(?m)^\s*(?:\d{4}[-/]\d\d[-/]\d\d[T ]\d|\[?(?:ERROR|WARN|INFO|DEBUG)\b|at [\w.$]+\(|File \"|"
-    r"[+-](?![+-])|@@|\w+:\s+\S|def |func |import |Traceback|goroutine \d|Exception|panic:|"
-    r"\[signal|/\S+\.go:\d+)"
+    rf"(?m)^\s*(?:{_TRACE_START}|\[?(?:ERROR|WARN|INFO|DEBUG)\b|[+-](?![+-])|@@|\w+:\s+\S|def |"
+    r"func |import |Exception)"
 )
 # Lines of a log or a trace: the services and modules they name are the paste's, not the ask's
 # (a bullet list of symptoms is the request's own words, and its components count).
 _LOG_LINE = re.compile(
-    r"^\s*(?:\d{4}[-/]\d\d[-/]\d\d[T ]\d|\[?(?:ERROR|WARN|INFO|DEBUG|FATAL)\b|at [\w.$]+\(|"
-    r"File \"|Traceback|goroutine \d|[\w.$]*(?:Exception|Error)\b|Caused by|panic:|\[signal|"
-    r"/\S+\.go:\d+)"
+    rf"^\s*(?:{_TRACE_START}|\[?(?:ERROR|WARN|INFO|DEBUG|FATAL)\b|[\w.$]*(?:Exception|Error)\b|"
+    r"Caused by)"
 )
 
 
