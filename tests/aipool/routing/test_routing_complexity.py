@@ -135,11 +135,20 @@ def test_asking_whether_one_thing_happened_before_is_not_a_correlation() -> None
         "- 02:45 billing-worker rerun ok",
         "請根據以下筆記寫一份事故檢討，包含時間軸、影響範圍、根本原因、改善事項：\n"
         "- 10:05 push-api iOS 推播成功率告警\n- 10:30 發現 cert-rotator 昨天輪換憑證後有三台沒更新",
+        # The colon lists the sections; the notes follow the blank line.
+        "幫我寫這次事故的完整檢討，章節：摘要、影響、時間軸、根本原因、行動項目。\n\n筆記：\n"
+        "- 17:40 有人在正式環境手動跑 SQL，少了 WHERE\n- 17:52 moth-api 開始回 500\n"
+        "- 18:05 gull-db 從備份還原，moth-api 恢復",
+        # The vendor's RCA is material to summarise, not a root cause to find.
+        "vendor 給的 RCA 幫我摘要成內部版本，分成：what happened、影響、改善\n\n"
+        "Root Cause Analysis: edge nodes in the lynx-pop and puma-pop served stale TLS certificates "
+        "after a config push; lynx-cdn and puma-cdn were affected for 81 minutes.",
     ],
 )
-def test_a_post_mortems_root_cause_section_is_not_a_correlation_ask(text: str) -> None:
+def test_a_write_up_of_given_notes_is_not_a_correlation_ask(text: str) -> None:
     # The guide: a write-up of one incident from given notes is 3, however many sections it asks
-    # for; its notes name several components, and "root cause" is one of the sections
+    # for; its notes name several components, and "root cause" is one of the sections, or the
+    # name of the material (a vendor's RCA) rather than an ask to find one
     scored = score(_request(text))
     assert scored.floor == 0, scored.reasons
 
@@ -244,24 +253,6 @@ def test_a_log_names_its_own_modules_not_more_services() -> None:
             "2025-05-21 09:14:04.002 WARN  [rook-api] pool stats (total=10, active=10, idle=0)"
         )
     )
-    assert scored.floor == 0, scored.reasons
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        # The colon lists the sections; the notes follow the blank line.
-        "幫我寫這次事故的完整檢討，章節：摘要、影響、時間軸、根本原因、行動項目。\n\n筆記：\n"
-        "- 17:40 有人在正式環境手動跑 SQL，少了 WHERE\n- 17:52 moth-api 開始回 500\n"
-        "- 18:05 gull-db 從備份還原，moth-api 恢復",
-        # The vendor's RCA is material to summarise, not a root cause to find.
-        "vendor 給的 RCA 幫我摘要成內部版本，分成：what happened、影響、改善\n\n"
-        "Root Cause Analysis: edge nodes in the lynx-pop and puma-pop served stale TLS certificates "
-        "after a config push; lynx-cdn and puma-cdn were affected for 81 minutes.",
-    ],
-)
-def test_a_write_up_of_given_notes_is_not_a_correlation(text: str) -> None:
-    scored = score(_request(text))
     assert scored.floor == 0, scored.reasons
 
 
