@@ -13,7 +13,7 @@
 --   svc:<service>; micro-dollars; the month the call began in, for 'finish')    KEYS[7..11] the
 --   hop's own guard keys ('begin', 'finish'), then five guard keys per candidate hop: breaker
 --   state, breaker trials, quota window, quota day, quota month
---   ARGV[1] op: 'begin' | 'finish' | 'settle' | 'advance' | 'sweep'
+--   ARGV[1] op: 'begin' | 'finish' | 'advance' | 'sweep'
 --   ARGV[2] '' (the time is Redis's own TIME) or epoch seconds (a test's clock)
 --   ARGV[3] the request id the record belongs to    ARGV[4] how long records are kept (s)
 --   ARGV[5] the request's deadline_s ('' for none), counted from when the pool first saw the
@@ -64,7 +64,7 @@ end
 local n = tonumber(ARGV[10] or '0')
 local own_base = 7
 local cand_base = 7
-if op == 'begin' or op == 'finish' or op == 'settle' then
+if op == 'begin' or op == 'finish' then
   cand_base = 12
 end
 local args = 11 + n
@@ -234,44 +234,35 @@ local function ended(state, code, detail, nxt, trail)
   return {'ended', NOW, enc(events), state, code, detail, nxt_hop, t}
 end
 
--- What a delivery meets when an earlier one got to the attempt first (its outcome decides, before
--- any deadline or breaker), or nil when the attempt has no record yet.
-local function earlier()
-  local rec = redis.call('HMGET', KEYS[1], 'state', 'rid', 'lease', 'code', 'detail', 'next',
-    'trail')
-  local state = rec[1]
-  if not state then
-    return nil
-  end
-  if rec[2] ~= ARGV[3] then
-    return {'foreign', NOW, '[]'}
-  end
-  if state == 'answered' then
-    return {'answered', NOW, '[]', redis.call('GET', KEYS[2]) or ''}
-  end
-  if state == 'calling' then
-    if tonumber(rec[3]) > now then
-      return {'busy', NOW, '[]', rec[3]}
-    end
-    if not rec[6] and not all_current() then
-      return {'clock', NOW, '[]'}
-    end
-    abandon(KEYS[1], KEYS[3], KEYS[4])
-    return ended('abandoned', 'abandoned', '[]', rec[6], rec[7])
-  end
-  if not rec[6] and not all_current() then
-    return {'clock', NOW, '[]'}
-  end
-  return ended(state, rec[4] or '', rec[5] or '[]', rec[6], rec[7])
-end
-
 if op == 'begin' then
   local owner, member, own_json = ARGV[args], ARGV[args + 1], ARGV[args + 2]
   local bound, grace, abandon_json = tonumber(ARGV[args + 3]), tonumber(ARGV[args + 4]),
     ARGV[args + 5]
-  local first = earlier()
-  if first then
-    return first
+  local rec = redis.call('HMGET', KEYS[1], 'state', 'rid', 'lease', 'code', 'detail', 'next',
+    'trail')
+  local state = rec[1]
+  if state then
+    -- An earlier delivery got here first: its outcome decides, before any deadline or breaker.
+    if rec[2] ~= ARGV[3] then
+      return {'foreign', NOW, '[]'}
+    end
+    if state == 'answered' then
+      return {'answered', NOW, '[]', redis.call('GET', KEYS[2]) or ''}
+    end
+    if state == 'calling' then
+      if tonumber(rec[3]) > now then
+        return {'busy', NOW, '[]', rec[3]}
+      end
+      if not rec[6] and not all_current() then
+        return {'clock', NOW, '[]'}
+      end
+      abandon(KEYS[1], KEYS[3], KEYS[4])
+      return ended('abandoned', 'abandoned', '[]', rec[6], rec[7])
+    end
+    if not rec[6] and not all_current() then
+      return {'clock', NOW, '[]'}
+    end
+    return ended(state, rec[4] or '', rec[5] or '[]', rec[6], rec[7])
   end
 
   local own = cjson.decode(own_json)
@@ -406,53 +397,6 @@ if op == 'finish' then
   redis.call('HSET', KEYS[1], 'state', 'failed', 'tokens', booked, 'code', code, 'detail', detail)
   redis.call('LPUSH', KEYS[4], ledger_json)
   return ended('failed', code, detail, f[8], f[9])
-end
-
-if op == 'settle' then
-  -- A call made with no 'begin': a free, unlimited hop whose breaker looked CLOSED (a request
-  -- without a deadline; aipool/attempt/runner.py decides). Its arguments are 'finish''s (the
-  -- owner unused). An earlier delivery's record decides as it does for 'begin', and this call's
-  -- outcome, which cost nothing, is left out; with no record, the outcome is recorded as
-  -- 'begin' then 'finish' would have. The breaker counts it only while CLOSED (it looked so when
-  -- the call was made; one that opened since has its own episode).
-  local result, verdict = ARGV[args + 1], ARGV[args + 2]
-  local booked, answer, keep = tonumber(ARGV[args + 3]), ARGV[args + 4], ARGV[args + 5]
-  local ledger_json, code, own = ARGV[args + 6], ARGV[args + 7], cjson.decode(ARGV[args + 8])
-  local detail = ARGV[args + 9] or '[]'
-  if own.lim == 1 or (tonumber(ARGV[args + 10] or '0') or 0) ~= 0 then
-    return redis.error_reply('settle: a limited or paid hop must begin its call')
-  end
-  local first = earlier()
-  if first then
-    return first
-  end
-  if result ~= 'answered' and not all_current() then
-    return {'clock', NOW, '[]'}
-  end
-  local k = guard_keys(own_base)
-  local s = redis.call('HMGET', k[1], 'state', 'gen')
-  local gen = '-1'
-  if (s[1] or 'closed') == 'closed' then
-    gen = s[2] or '0'
-  end
-  local b = record({k[1], k[2]}, {verdict, NOW, gen, '', own.b[4]})
-  if b[3] ~= '' then
-    events[#events + 1] = {b[3], b[2], b[4]}
-  end
-  redis.call('LPUSH', KEYS[4], ledger_json)
-  if result == 'answered' then
-    redis.call('HSET', KEYS[1], 'state', 'answered', 'rid', ARGV[3], 'tokens', booked,
-      'provider', own.p, 'start', NOW)
-    redis.call('EXPIRE', KEYS[1], ARGV[4])
-    if answer ~= '' then
-      redis.call('SET', KEYS[2], answer, 'EX', keep)
-    end
-    return {'answered', NOW, enc(events)}
-  end
-  redis.call('HSET', KEYS[1], 'state', 'failed', 'rid', ARGV[3], 'tokens', booked,
-    'provider', own.p, 'start', NOW, 'code', code, 'detail', detail)
-  redis.call('EXPIRE', KEYS[1], ARGV[4])
-  return ended('failed', code, detail, nil, nil)
 end
 
 if op == 'advance' then

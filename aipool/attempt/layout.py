@@ -24,7 +24,7 @@ from aipool.redis.lua import text
 LEASES_KEY = "aipool:attempt:leases"
 
 #: The ops of the script.
-BEGIN, FINISH, SETTLE, ADVANCE, SWEEP = "begin", "finish", "settle", "advance", "sweep"
+BEGIN, FINISH, ADVANCE, SWEEP = "begin", "finish", "advance", "sweep"
 
 
 def record_key(journey_id: str, provider: str) -> str:
@@ -76,8 +76,6 @@ class Call:
     trial: str
     limit_s: float
     lease: float
-    #: False for a call made with no ``begin`` (a free hop: :meth:`AttemptBook.settle`).
-    begun: bool = True
 
 
 @dataclass(frozen=True)

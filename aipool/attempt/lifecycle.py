@@ -42,14 +42,6 @@ out, and keeps the choice in the record, so every later delivery forwards to the
                                             provider's fault, else
                                             permit released; ledger
                                             row; decide
-    free call ends       answered or        as deliver; this call's the kept     the same next hop and
-    (settle: no begin)   failed, as begin   outcome is left out (it answer (this trail (this call's
-                         then finish would  cost nothing), but an   call's one   outcome left out)
-                         have recorded it;  answer in hand answers  when gone)
-                         breaker counts it  while the lease is live
-                         only while CLOSED;
-                         ledger row; decide
-                         if failed
     lease expires,       —                  abandoned: estimate     —            —
     sweep                                   charged, row booked
     breaker opens,       gates this new     nothing: the call runs  nothing      nothing
@@ -68,16 +60,6 @@ without a deadline whose first hop is free and unlimited may reach ``begin`` wit
 at all (sent straight, :meth:`~aipool.attempt.runner.HopRunner.dispatch`): ``begin`` needs none,
 and the first ``advance`` of a later copy creates it as for a new request (the model test's
 ``send_straight`` rule).
-
-A call that can cost nothing and be refused by nothing but its breaker (a free, unlimited hop
-of a request without a deadline, whose breaker this worker process saw CLOSED within
-:data:`~aipool.attempt.runner.CALL_LOOK_FRESH_S`) is made with no ``begin``, and its outcome is
-``settle``d: one script instead of two on the path most requests take. It gives up what a lease
-gives only where nothing is paid: two deliveries of one message at once may both call the local
-model (the second's outcome is left out), and a breaker that opened elsewhere within the look's
-age lets calls through that ``begin`` would have refused (their failures are not counted again:
-the breaker counts a settled call only while CLOSED; a transition this process caused updates
-its look at once). The model test's ``deliver_free`` rule.
 """
 
 from __future__ import annotations
@@ -93,7 +75,6 @@ from aipool.attempt.layout import (
     BEGIN,
     FINISH,
     LEASES_KEY,
-    SETTLE,
     SWEEP,
     Busy,
     Call,
@@ -279,79 +260,6 @@ class AttemptBook:
         the provider); ``booked`` the tokens charged (the real usage, the estimate of a call
         that may have been billed, or 0) and ``cost`` what they cost (micro-dollars);
         ``ledger_row`` the call's row (JSON)."""
-        reply = self._outcome(
-            FINISH,
-            header,
-            position,
-            call.now,
-            owner,
-            answered,
-            verdict,
-            booked,
-            answer,
-            ledger_row,
-            code,
-            detail,
-            cost,
-            skips,
-        )
-        assert isinstance(reply, Recorded | Ended | Missing | Foreign)
-        return reply
-
-    def settle(
-        self,
-        header: Header,
-        position: int,
-        call: Call,
-        *,
-        answered: bool,
-        verdict: str,
-        answer: str,
-        ledger_row: str,
-        code: str = "",
-        detail: tuple[str, ...] = (),
-        skips: Mapping[int, str] | None = None,
-    ) -> Recorded | Kept | Busy | Ended | Foreign:
-        """Record the outcome of a call made with no :meth:`begin`: a free, unlimited hop of a
-        request without a deadline, whose breaker looked closed (see the table). When an earlier
-        delivery got to the attempt first, its outcome is the reply (as :meth:`begin`'s) and
-        this call's is left out; it cost nothing."""
-        reply = self._outcome(
-            SETTLE,
-            header,
-            position,
-            call.now,
-            "",
-            answered,
-            verdict,
-            0,
-            answer,
-            ledger_row,
-            code,
-            detail,
-            0,
-            skips,
-        )
-        assert isinstance(reply, Recorded | Kept | Busy | Ended | Foreign)
-        return reply
-
-    def _outcome(
-        self,
-        op: str,
-        header: Header,
-        position: int,
-        began: float,
-        owner: str,
-        answered: bool,
-        verdict: str,
-        booked: int,
-        answer: str,
-        ledger_row: str,
-        code: str,
-        detail: tuple[str, ...],
-        cost: int,
-        skips: Mapping[int, str] | None,
-    ) -> Reply:
         hop = header.chain[position]
 
         def build(now: float) -> tuple[list[str], list[Any]]:
@@ -359,7 +267,7 @@ class AttemptBook:
             keys, configs = self._candidates(header, position, now, skips, table)
             first = record_key(header.journey_id, hop.provider)
             args = [
-                *self._header(op, header, configs, table),
+                *self._header(FINISH, header, configs, table),
                 owner,
                 "answered" if answered else "failed",
                 verdict,
@@ -369,19 +277,21 @@ class AttemptBook:
                 ledger_row,
                 code,
                 # The call is charged to the day and month it began in.
-                self.configs.config(hop, began),
+                self.configs.config(hop, call.now),
                 json.dumps(list(detail), ensure_ascii=False),
                 int(cost),
             ]
-            month = self.configs.periods(began, hop.provider)[1].label
+            month = self.configs.periods(call.now, hop.provider)[1].label
             answer_at = answer_key(header.journey_id, hop.provider)
             return [
                 *header_keys(first, header.journey_id, month, answer_at),
-                *self.configs.keys(hop.provider, began),
+                *self.configs.keys(hop.provider, call.now),
                 *keys,
             ], args
 
-        return self._run(build, header.chain, hop.provider)
+        reply = self._run(build, header.chain, hop.provider)
+        assert isinstance(reply, Recorded | Ended | Missing | Foreign)
+        return reply
 
     def sweep(self, limit: int = 1000) -> int:
         """Abandon every attempt whose lease ended with no outcome; returns how many."""

@@ -70,11 +70,6 @@ _MONEY_SKIPS = {
 #: requests sent meanwhile one hop each (its worker passes them over), and a producer reads each
 #: breaker at most once per this long instead of routing every request through the pool's script.
 LOOK_FRESH_S = 1.0
-#: How old a worker's look at a breaker may be when it calls a free, unlimited provider with no
-#: ``begin`` (:meth:`HopRunner._free`): requests that reach it within this long of the breaker
-#: opening elsewhere are called anyway (a provider that hangs keeps each for its timeout), and a
-#: worker process reads each breaker at most this often on that path.
-CALL_LOOK_FRESH_S = 0.25
 #: How soon a delivery that found its call owned by another comes back to look again, at most.
 BUSY_RECHECK_S = 5.0
 
@@ -272,7 +267,7 @@ class HopRunner:
             if (
                 0 not in visit.skips
                 and visit.header.costs[0] == 0
-                and self._looks_closed(first.provider, LOOK_FRESH_S)
+                and self._looks_closed(first.provider)
             ):
                 return visit.forward(first.provider)
         return self.start(
@@ -284,9 +279,9 @@ class HopRunner:
             seen_at=seen_at() if seen_at is not None else None,
         )
 
-    def _looks_closed(self, provider: str, fresh_s: float) -> bool:
+    def _looks_closed(self, provider: str) -> bool:
         try:
-            return self.book.breakers[provider].looks_closed(fresh_s)
+            return self.book.breakers[provider].looks_closed(LOOK_FRESH_S)
         except RedisError:
             return False  # the pool routes it, and meets the outage there
 
@@ -299,12 +294,8 @@ class HopRunner:
             return self._terminal(visit, position)
         # This hop's own wait is over (the message is here); the ones it may fall back to are not.
         self._pass_over_long_waits(visit, range(position + 1, len(journey.route.chain)))
-        bound = self.timeouts(hop.provider)
-        if self._free(visit, position):
-            now = self.now()
-            free = Call(now, -1, "", bound, now + bound + self.book.lease_grace, begun=False)
-            return self._called(visit, self._call(visit, position, free, "", bound))
         owner = new_owner()
+        bound = self.timeouts(hop.provider)
         try:
             begun = self.book.begin(
                 visit.header,
@@ -317,7 +308,7 @@ class HopRunner:
         except RedisError as exc:
             return self._answer_if_terminal(visit, self._unguarded(visit, position, exc))
         if isinstance(begun, Call):
-            return self._called(visit, self._call(visit, position, begun, owner, bound))
+            return self._answer_if_terminal(visit, self._call(visit, position, begun, owner, bound))
         if isinstance(begun, Kept):
             if not begun.answer:
                 return Drop(f"{hop.provider} answered this attempt long ago")
@@ -335,21 +326,6 @@ class HopRunner:
         if isinstance(begun, Foreign):
             raise InvalidJourney("the attempt's record belongs to another request")
         return self._answer_if_terminal(visit, self._after(visit, position, begun))
-
-    def _free(self, visit: Visit, position: int) -> bool:
-        """Whether the hop's call is made with no ``begin`` (the lifecycle's ``settle``): it can
-        cost nothing, no quota, money rule or deadline can refuse it, and its breaker looked
-        closed within :data:`CALL_LOOK_FRESH_S`. One script per call instead of two, on the path
-        most requests take (the local model)."""
-        provider = visit.journey.route.chain[position].provider
-        return (
-            visit.request.deadline_s is None
-            and position not in visit.skips
-            and visit.header.costs[position] == 0
-            and self._guarded(provider)
-            and self.book.quotas[provider].limits.unlimited
-            and self._looks_closed(provider, CALL_LOOK_FRESH_S)
-        )
 
     def _pass_over_long_waits(self, visit: Visit, positions: Iterable[int]) -> None:
         """Pass over (``queue_wait``) the hops whose lane's oldest message has waited at least as
@@ -383,7 +359,7 @@ class HopRunner:
 
     def _call(
         self, visit: Visit, position: int, call: Call, owner: str, bound: float
-    ) -> Done | Forward | Drop:
+    ) -> Done | Forward:
         hop = visit.journey.route.chain[position]
         provider = self.providers(hop.provider)
         started = time.perf_counter()
@@ -401,7 +377,7 @@ class HopRunner:
 
     def _succeeded(
         self, visit: Visit, position: int, call: Call, owner: str, completion: Completion
-    ) -> Done | Forward | Drop:
+    ) -> Done | Forward:
         hop = visit.journey.route.chain[position]
         tokens = completion.input_tokens + completion.output_tokens
         event = self._event(
@@ -425,8 +401,6 @@ class HopRunner:
             booked=tokens,
             answer=completion_to_json(completion),
         )
-        if not call.begun and isinstance(reply, Kept | Busy | Ended | Foreign):
-            return self._met_earlier(visit, position, call, reply, event, completion)
         if isinstance(reply, Ended):  # a finish retried after its first try took the answer
             log.info("request_id=%s position=%d recorded already", visit.request_id, position)
         return self._answered(visit, position, completion, call.now, event=event)
@@ -440,7 +414,7 @@ class HopRunner:
         bound: float,
         error: ProviderError,
         started: float,
-    ) -> Done | Forward | Drop:
+    ) -> Done | Forward:
         hop = visit.journey.route.chain[position]
         # A timeout that only the request's deadline made short says nothing about the provider.
         short = isinstance(error, ProviderTimeout) and call.limit_s < bound - 1e-6
@@ -478,8 +452,6 @@ class HopRunner:
             code=error.code,
             detail=(message,),
         )
-        if not call.begun and isinstance(reply, Kept | Busy | Foreign):
-            return self._met_earlier(visit, position, call, reply, event, None)
         visit.journey.attempts.append(event.attempt)
         if isinstance(reply, Ended):
             return self._follow(visit, reply.decision, reply.now)
@@ -494,40 +466,25 @@ class HopRunner:
         call: Call,
         event: AttemptEvent,
         **outcome: Any,
-    ) -> Recorded | Kept | Busy | Ended | Missing | Foreign | None:
-        """Record the call's outcome (``finish``, or ``settle`` for a call made with no
-        ``begin``), trying again while Redis does not answer (at most until the lease ends); the
-        event goes to the observers either way. ``None``: never recorded (the ledger row went to
-        the ledger's fallback)."""
+    ) -> Recorded | Ended | Missing | Foreign | None:
+        """Record the call's outcome, trying again while Redis does not answer (at most until the
+        lease ends); the event goes to the observers either way. ``None``: never recorded (the
+        ledger row went to the ledger's fallback)."""
         row = usage_row(event)
         give_up = time.monotonic() + min(self.finish_retry_s, max(0.0, call.lease - self.now() - 1))
         pause = 0.1
-        reply: Recorded | Kept | Busy | Ended | Missing | Foreign | None = None
+        reply: Recorded | Ended | Missing | Foreign | None = None
         while True:
             try:
-                if call.begun:
-                    reply = self.book.finish(
-                        visit.header,
-                        position,
-                        call,
-                        ledger_row=row.to_json(),
-                        cost=micro(event.cost_usd),
-                        skips=visit.skips,
-                        **outcome,
-                    )
-                else:
-                    reply = self.book.settle(
-                        visit.header,
-                        position,
-                        call,
-                        answered=outcome["answered"],
-                        verdict=outcome["verdict"],
-                        answer=outcome["answer"],
-                        ledger_row=row.to_json(),
-                        code=outcome.get("code", ""),
-                        detail=outcome.get("detail", ()),
-                        skips=visit.skips,
-                    )
+                reply = self.book.finish(
+                    visit.header,
+                    position,
+                    call,
+                    ledger_row=row.to_json(),
+                    cost=micro(event.cost_usd),
+                    skips=visit.skips,
+                    **outcome,
+                )
                 break
             except RedisError:
                 if time.monotonic() + pause > give_up:
@@ -544,34 +501,6 @@ class HopRunner:
                 pause = min(1.0, pause * 2)
         self._observe(event, visit)
         return reply
-
-    def _met_earlier(
-        self,
-        visit: Visit,
-        position: int,
-        call: Call,
-        met: Kept | Busy | Ended | Foreign,
-        event: AttemptEvent,
-        completion: Completion | None,
-    ) -> Done | Forward | Drop:
-        """A call made with no ``begin`` found that an earlier delivery of the message got to the
-        attempt first: that delivery's outcome decides, as at ``begin``, and this call's, which
-        cost nothing, is left out. An answer in hand still answers when the earlier one is no
-        longer kept or is still being called for."""
-        if isinstance(met, Foreign):
-            raise InvalidJourney("the attempt's record belongs to another request")
-        if isinstance(met, Ended):
-            return self._after(visit, position, met)
-        if isinstance(met, Kept) and met.answer:
-            return self._answered(
-                visit, position, completion_from_json(met.answer), met.now, replayed=True
-            )
-        if completion is not None:
-            return self._answered(visit, position, completion, call.now, event=event)
-        if isinstance(met, Busy):
-            wait = min(BUSY_RECHECK_S, max(0.5, met.lease - met.now + 0.5))
-            return visit.forward(visit.journey.hop.provider, delay_s=wait)
-        return Drop(f"{visit.journey.hop.provider} answered this attempt long ago")
 
     # -- after the call, or instead of it -------------------------------------------------------
 
@@ -625,9 +554,6 @@ class HopRunner:
             )
         visit.journey.position = len(chain) - 1
         return visit.forward(lanes.ROUTER)
-
-    def _called(self, visit: Visit, step: Done | Forward | Drop) -> Done | Forward | Drop:
-        return step if isinstance(step, Drop) else self._answer_if_terminal(visit, step)
 
     def _answer_if_terminal(self, visit: Visit, step: Done | Forward) -> Done | Forward:
         """Answer a terminal hop in place: it needs no model, so it needs no queue hop."""

@@ -80,8 +80,6 @@ class Breaker:
 
     def transitioned(self, old: BreakerState, new: BreakerState, failures: int, at: float) -> None:
         """Deliver one transition a script caused (and told only its caller) to the listeners."""
-        # The freshest look there is: this process's next looks_closed() need not read Redis.
-        self._look = (time.monotonic(), new)
         reason = _REASONS.get((old, new), f"{old.value} to {new.value}")
         if new is BreakerState.OPEN and old is BreakerState.CLOSED:
             reason = f"{failures} consecutive failures"

@@ -178,50 +178,6 @@ def failed(
     )
 
 
-def free_call(book: AttemptBook, bound: float = 30.0) -> Call:
-    """A call made with no ``begin`` (a free hop whose breaker looked closed), starting now."""
-    now = book.clock.now()
-    return Call(now, -1, "", bound, now + bound + book.lease_grace, begun=False)
-
-
-def settle_answered(
-    book: AttemptBook, h: Header, position: int, call: Call, tokens: int = 42
-) -> Any:
-    """A free call made with no ``begin`` answered with ``tokens`` tokens."""
-    return book.settle(
-        h,
-        position,
-        call,
-        answered=True,
-        verdict="success",
-        answer=json.dumps({"text": f"free answer of {h.journey_id}", "model": "m"}),
-        ledger_row=row(h, position, "ok", tokens),
-    )
-
-
-def settle_failed(
-    book: AttemptBook,
-    h: Header,
-    position: int,
-    call: Call,
-    *,
-    verdict: str = "failure",
-    code: str = "server_error",
-) -> Any:
-    """A free call made with no ``begin`` failed (``verdict``: what its breaker hears)."""
-    return book.settle(
-        h,
-        position,
-        call,
-        answered=False,
-        verdict=verdict,
-        answer="",
-        ledger_row=row(h, position, "error", 0),
-        code=code,
-        detail=(f"{code}: test",),
-    )
-
-
 def ledger(client: Any) -> list[UsageRecord]:
     """The ledger rows waiting in Redis, oldest first."""
     return [UsageRecord.from_json(raw) for raw in reversed(client.lrange(PENDING_KEY, 0, -1))]

@@ -5,8 +5,7 @@ messages of a few requests, make calls that answer, fail, time out or never end 
 dies), let time pass (leases end, deadlines pass, days turn) and sweep. After every step the
 pool's promises are checked:
 
-- a provider is called at most once per attempt begun (a free hop called with no ``begin`` may be
-  called again by a copy of its message, and the first outcome recorded stands);
+- a provider is called at most once per attempt;
 - the quota, the ledger and the calls made agree: every call is one request, charged exactly what
   its outcome says (the real tokens of an answer, the estimate of a call that may have been billed
   or was abandoned, nothing but the request of a failure that was not billed);
@@ -54,15 +53,7 @@ from aipool.contract.vocabulary import CALLED_OUTCOMES
 from aipool.ledger.record import UsageRecord
 from aipool.settings import settings as pool_settings
 from aipool.settings.provider_limits import BreakerSettings, ProviderLimits, QuotaLimits
-from tests.support.attempts import (
-    SimulatedPool,
-    answered,
-    begin,
-    failed,
-    free_call,
-    settle_answered,
-    settle_failed,
-)
+from tests.support.attempts import SimulatedPool, answered, begin, failed
 from tests.support.guards import GUARDS_REDIS_URL
 from tests.support.sizes import sized
 
@@ -119,7 +110,6 @@ class Attempt:
     charged: int = 0  # tokens the quota should hold for it
     spent: int = 0  # micro-dollars the month's spend should hold for it
     answered_late: bool = False
-    free_calls: int = 0  # calls made with no begin (free hops): left out once one is recorded
 
 
 @dataclass
@@ -241,31 +231,11 @@ class AttemptLifecycle(RuleBasedStateMachine):
                 assert reply.state == attempt.state, (reply, attempt)
         return multiple()
 
-    @rule(target=calls, message=messages, worker=st.integers(0, 2))
-    def deliver_free(self, message: tuple[int, int], worker: int) -> Any:
-        """A delivery of a free, unlimited hop of a request without a deadline, whose worker saw
-        the breaker closed, calls with no ``begin`` (``HopRunner._free``); its outcome is
-        settled when the call ends. It may be delivered again, and met by any other delivery."""
-        request, position = message
-        h = self.requests[request].header
-        if h.deadline_s is not None or h.costs[position] or self._limited(h, position):
-            return multiple()
-        self.model.of(request, position).free_calls += 1
-        return InFlight(worker, request, position, free_call(self._worker(worker)), "")
-
     @rule(call=consumes(calls), tokens=st.integers(1, 400))
     def call_answers(self, call: InFlight, tokens: int) -> None:
         """The owner's call answers with ``tokens`` tokens."""
         h = self.requests[call.request].header
         attempt = self.model.of(call.request, call.position)
-        if not call.call.begun:
-            self._settled(
-                call,
-                attempt,
-                settle_answered(self._worker(call.worker), h, call.position, call.call, tokens),
-                "success",
-            )
-            return
         cost = 10 * tokens if h.costs[call.position] else 0
         reply = answered(
             self._worker(call.worker), h, call.position, call.call, call.owner, tokens, cost
@@ -289,14 +259,6 @@ class AttemptLifecycle(RuleBasedStateMachine):
         h = self.requests[call.request].header
         attempt = self.model.of(call.request, call.position)
         verdict = "failure" if outcome in ("fault", "timeout") else "release"
-        if not call.call.begun:
-            reply = settle_failed(
-                self._worker(call.worker), h, call.position, call.call, verdict=verdict
-            )
-            self._settled(call, attempt, reply, verdict)
-            if isinstance(reply, Ended):
-                return self._forward(call.request, reply.decision.next)
-            return multiple()
         billed = outcome in ("timeout", "short_timeout")
         reply = failed(
             self._worker(call.worker),
@@ -408,35 +370,6 @@ class AttemptLifecycle(RuleBasedStateMachine):
             assert stored == self.failures.get(provider, 0), (provider, stored)
 
     # -- helpers -----------------------------------------------------------------------------
-
-    def _settled(self, call: InFlight, attempt: Attempt, reply: Any, verdict: str) -> None:
-        """What settling a free call's outcome must do, by the attempt's state before it."""
-        provider = self.requests[call.request].header.chain[call.position].provider
-        before = attempt.state
-        if before == "new":
-            # Recorded as begin then finish would have: answered, or failed and sent on.
-            if verdict == "success":
-                assert isinstance(reply, Recorded), reply
-                attempt.state = "answered"
-                self.failures[provider] = 0
-            else:
-                assert isinstance(reply, Ended) and reply.state == "failed", reply
-                attempt.state = "failed"
-                if verdict == "failure":
-                    self.failures[provider] = self.failures.get(provider, 0) + 1
-            attempt.charged = attempt.spent = 0
-        elif before == "answered":
-            # A paid or free answer kept is never replaced by this call's.
-            assert isinstance(reply, Kept), reply
-        elif before == "calling":
-            # Another delivery owns the call: busy while its lease lives, else abandoned now.
-            if isinstance(reply, Ended):
-                assert reply.state == "abandoned", reply
-                attempt.state = "abandoned"
-            else:
-                assert isinstance(reply, Busy), reply
-        else:
-            assert isinstance(reply, Ended) and reply.state == before, (reply, before)
 
     def _worker(self, index: int) -> AttemptBook:
         return self.workers[index % len(self.workers)]

@@ -4,7 +4,6 @@ when a message is redelivered, and what an attempt's error may say."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -14,9 +13,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from aipool.attempt.event import AttemptEvent
 from aipool.attempt.identity import journey_id
-from aipool.attempt.layout import record_key
 from aipool.attempt.lifecycle import AttemptBook
-from aipool.attempt.runner import Done, Drop, Forward, HopRunner
+from aipool.attempt.runner import Done, Forward, HopRunner
 from aipool.breaker import breakers_for
 from aipool.chains import Hop
 from aipool.contract.journey import Journey
@@ -24,7 +22,6 @@ from aipool.contract.request import Completion, Request, parse_request
 from aipool.errors import ProviderServerError
 from aipool.quota import quotas_for
 from aipool.routing.router import Route
-from tests.support.attempts import ledger
 
 RAW = {"prompt": "What is a pod?"}
 REQUEST = parse_request(RAW)
@@ -413,118 +410,19 @@ def test_a_request_sent_straight_to_an_open_breaker_is_passed_over_by_that_worke
     # Given a producer whose look at Ollama's breaker (closed) is fresh, and the breaker opening
     # right after it
     ollama = Provider()
-    producer = _local_runner(redis_client, {"ollama": ollama})
-    _producer_step(producer, RAW, "req-0")
+    runner = _local_runner(redis_client, {"ollama": ollama})
+    _producer_step(runner, RAW, "req-0")
     _open(redis_client, "ollama")
-    # When a request goes straight to Ollama's queue and a worker (its own process, its own
-    # look) runs the hop
-    step = _producer_step(producer, RAW, "req-1")
+    # When a request goes straight to Ollama's queue and its worker runs the hop
+    step = _producer_step(runner, RAW, "req-1")
     assert step.queue == "ollama"
-    at_ollama = _local_runner(redis_client, {"ollama": ollama}).run(REQUEST, "req-1", step.journey)
+    at_ollama = runner.run(REQUEST, "req-1", step.journey)
     # Then Ollama is passed over there without a call, the skip is on the trail, Gemini is next
     assert isinstance(at_ollama, Forward) and at_ollama.queue == "gemini"
     assert [(a.provider, a.outcome) for a in at_ollama.journey.attempts] == [
         ("ollama", "circuit_open")
     ]
     assert ollama.calls == 0
-
-
-def _local_step(runner: HopRunner, request_id: str) -> Done | Forward | Drop:
-    """A worker runs the Ollama hop of a new request sent straight to its queue."""
-    journey = Journey(route=LOCAL, id=journey_id(request_id, RAW))
-    return runner.run(REQUEST, request_id, journey)
-
-
-class Numbered(Provider):
-    """A provider whose every answer is new: 'answer 1', 'answer 2', ..."""
-
-    def complete(self, request: Request, model: str, timeout_s: float | None = None) -> Completion:
-        answer = super().complete(request, model, timeout_s)
-        return replace(answer, text=f"answer {self.calls}")
-
-
-def test_a_free_hop_is_called_and_recorded_with_one_script(redis_client: FlakyRedis) -> None:
-    # Given a worker that has looked at Ollama's breaker (closed) just now
-    runner = _local_runner(redis_client, {"ollama": Provider()})
-    _local_step(runner, "req-0")
-    sent = _commands(redis_client)
-    # When it runs the Ollama hop of a request without a deadline
-    done = _local_step(runner, "req-1")
-    # Then it answers with one script and no other command: no begin before the call
-    assert isinstance(done, Done) and done.result["content"] == "an answer"
-    assert sent == ["EVALSHA"]
-    # And the attempt is recorded as answered, its answer kept and its ledger row booked
-    record = record_key(journey_id("req-1", RAW), "ollama")
-    assert redis_client.hget(record, "state") == b"answered"
-    assert [(r.provider, r.outcome) for r in ledger(redis_client)][-1] == ("ollama", "ok")
-
-
-def test_a_free_hop_delivered_again_after_its_answer_replays_it(redis_client: FlakyRedis) -> None:
-    # Given a request answered at Ollama, its message delivered again (a worker died before
-    # acknowledging it)
-    ollama = Numbered()
-    runner = _local_runner(redis_client, {"ollama": ollama})
-    first = _local_step(runner, "req-1")
-    rows = len(ledger(redis_client))
-    # When the copy runs (a free call: it is made again, and costs nothing)
-    second = _local_step(runner, "req-1")
-    # Then the producer gets the first answer again, booked once
-    assert isinstance(first, Done) and isinstance(second, Done)
-    assert (ollama.calls, first.result["content"]) == (2, "answer 1")
-    assert second.result["content"] == "answer 1"
-    assert len(ledger(redis_client)) == rows
-
-
-def test_a_free_hop_that_fails_counts_against_its_breaker_and_moves_on(
-    redis_client: FlakyRedis,
-) -> None:
-    # Given Ollama down, seen closed by the worker
-    runner = _local_runner(redis_client, {"ollama": Provider(ProviderServerError("refused"))})
-    breaker = runner.book.breakers["ollama"]
-    # When a worker runs the Ollama hop of requests without a deadline, one failure short of
-    # the threshold, then once more
-    for i in range(breaker.settings.failure_threshold - 1):
-        step = _local_step(runner, f"req-{i}")
-        # Then each goes on to Gemini with the failure on its trail, counted by the breaker
-        assert isinstance(step, Forward) and step.queue == "gemini"
-        assert [a.outcome for a in step.journey.attempts] == ["error"]
-    assert breaker.snapshot()["consecutive_failures"] == breaker.settings.failure_threshold - 1
-    _local_step(runner, "req-last")
-    # And the last opens the breaker, which this worker sees at once: the next request is
-    # passed over at Ollama without a call
-    assert breaker.snapshot()["state"] == "open"
-    after = _local_step(runner, "req-after")
-    assert isinstance(after, Forward) and after.queue == "gemini"
-    assert [a.outcome for a in after.journey.attempts] == ["circuit_open"]
-
-
-def test_a_free_call_made_after_the_breaker_opened_elsewhere_is_not_counted_again(
-    redis_client: FlakyRedis,
-) -> None:
-    # Given a worker whose look at Ollama's breaker (closed) is fresh, and the breaker opened by
-    # another worker right after
-    runner = _local_runner(redis_client, {"ollama": Provider(ProviderServerError("refused"))})
-    runner.book.breakers["ollama"].looks_closed(60.0)
-    _open(redis_client, "ollama")
-    state = redis_client.hgetall("aipool:breaker:ollama:state")
-    # When it runs the Ollama hop within its look's age, and the call fails
-    step = _local_step(runner, "req-1")
-    # Then the request goes on, and the open breaker is left as it was (its episode is its own)
-    assert isinstance(step, Forward) and step.queue == "gemini"
-    assert redis_client.hgetall("aipool:breaker:ollama:state") == state
-
-
-def test_a_request_with_a_deadline_begins_its_free_hop(redis_client: FlakyRedis) -> None:
-    # Given a request with a deadline, starting at Ollama
-    raw = {**RAW, "deadline_s": 30}
-    runner = _local_runner(redis_client, {"ollama": Provider()})
-    step = _producer_step(runner, raw, "req-1")
-    sent = _commands(redis_client)
-    # When the worker runs its Ollama hop
-    done = runner.run(parse_request(raw), "req-1", step.journey)
-    # Then the call is begun and finished (the deadline counts on Redis's clock)
-    assert isinstance(done, Done)
-    assert sent == ["EVALSHA", "EVALSHA"]
 
 
 def test_a_producer_routes_through_the_pool_once_its_look_sees_the_breaker_open(
