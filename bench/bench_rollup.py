@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from aipool.ledger.db import make_engine
 from aipool.ledger.rollup import rollup_day
+from aipool.ledger.spend import take_clock
 from aipool.ledger.testing import empty_ledger
 from aipool.periods import day_range, pool_zone
 
@@ -41,13 +42,14 @@ RUNS = 7
 _LOAD = text(
     """
     INSERT INTO ai_usage_logs (id, request_id, journey_id, attempt, provider, model, input_tokens,
-        output_tokens, latency_ms, success, outcome, fallback_position, cost_usd, created_at)
+        output_tokens, latency_ms, success, outcome, fallback_position, cost_usd, created_at,
+        ledger_seq)
     SELECT gen_random_uuid(), :tag || g, :tag || g, 0,
            (ARRAY['ollama','gemini','claude','nemotron'])[1 + g % 4], 'm' || (g % 3),
            100 + g % 500, 50 + g % 200, 50 + (g * 7919) % 3000,
            g % 20 <> 0, CASE WHEN g % 20 = 0 THEN 'error' ELSE 'ok' END,
            (g % 5 = 0)::int, 0.000150,
-           :start + ((g - 1) * (:days * 86400.0 / :n)) * interval '1 second'
+           :start + ((g - 1) * (:days * 86400.0 / :n)) * interval '1 second', :seq
     FROM generate_series(1::bigint, :n) AS g
     """
 )
@@ -58,7 +60,12 @@ def _load(engine: Engine, n: int, first: date, days: int) -> float:
     began = time.perf_counter()
     empty_ledger(engine)
     with engine.begin() as conn:
-        conn.execute(_LOAD, {"tag": "b", "start": start, "days": days, "n": n})
+        # Numbered as a drain numbers what it stores (aipool.ledger.usage_log): the roll-up finds
+        # the rows pending, rolls them up once, and never rewrites them. Rows left unnumbered
+        # would each be rewritten by the first roll-up (as those of a writer that bypassed the
+        # drain are), which doubles the heap and scatters the day: it measured 11.6x here.
+        seq, _ = take_clock(conn)
+        conn.execute(_LOAD, {"tag": "b", "start": start, "days": days, "n": n, "seq": seq})
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("VACUUM ANALYZE ai_usage_logs"))
     return time.perf_counter() - began
