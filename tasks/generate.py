@@ -25,6 +25,7 @@ from aipool.contract.journey import Journey
 from aipool.contract.request import Request, parse_request
 from aipool.errors import InvalidJourney, InvalidRequest
 from aipool.routing.router import Route, decide, routed_priority
+from aipool.settings import settings
 from workers.edge.withholding import GENERATE, described
 from workers.messages import AnswerWithheldRequest
 from workers.runtime import hop_runner
@@ -32,6 +33,10 @@ from workers.runtime import hop_runner
 log = logging.getLogger("aipool.tasks")
 
 TASK_NAME = GENERATE
+#: Characters of an answer's repr the tracer hands the worker's parent when events show answers
+#: (Celery's default) and when they do not (one: the repr is an ellipsis, "{, ...}").
+ANSWER_REPR_SHOWN = 1024
+ANSWER_REPR_WITHHELD = 1
 
 
 class AnsweringRequest(AnswerWithheldRequest):
@@ -82,6 +87,18 @@ class GenerateTask(Task):
     """The task class of ``ai.generate``: its hard time limit answers the producer."""
 
     Request = AnsweringRequest
+
+    @property
+    def resultrepr_maxsize(self) -> int:
+        """How much of an answer Celery's tracer formats for the worker's parent: all of Celery's
+        1 KB only when task events may show answers.
+
+        The parent puts that repr in the task-succeeded event and nowhere else (the success log
+        line shows no return value, ``workers/signals.py``), and the event withholds the answer
+        unless ``AIPOOL_FLOWER_SHOWS_ANSWERS`` is on. Formatting 1 KB of a contract result took
+        ~0.37 ms of CPU per answered hop, more than routing it (docs/benchmarks.md, #23).
+        """
+        return ANSWER_REPR_SHOWN if settings().flower_shows_answers else ANSWER_REPR_WITHHELD
 
 
 @shared_task(name=TASK_NAME, bind=True, base=GenerateTask)
