@@ -1,0 +1,118 @@
+"""Where a hop's time goes inside real workers: the pool's stages beside plain Celery's.
+
+Run: ``.venv/bin/python -m bench.stages [--n 400] [--events]``. Starts the simulator, one pool
+worker and one plain Celery worker (``-c 1`` each, :mod:`bench.stage_app`, which times each stage
+in the pool process), sends ``n`` requests through ``submit()`` and ``n`` one-hop plain Celery
+requests, taking turns, and prints the median wall and CPU µs of each stage per request. What the
+pool adds over plain Celery at one hop is the difference of the task rows, plus the producer's
+routing (``submit()`` validates and routes before it sends).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from collections.abc import Iterable
+from typing import Any
+
+from bench.stage_meter import APP_ENV, PLAIN_STAGES, POOL_STAGES, STAGES_KEY, TASK
+
+#: The first requests of each side load the SDK and warm the process: not kept.
+WARMUP = 30
+
+
+def summary(rows: Iterable[dict[str, list[float]]]) -> dict[str, dict[str, float]]:
+    """Median wall and CPU µs of every stage over the tasks that ran it (``rows``: one per task,
+    stage → [wall s, CPU s]), with how many tasks did."""
+    by_stage: dict[str, list[list[float]]] = {}
+    for row in rows:
+        for stage, spent in row.items():
+            by_stage.setdefault(stage, []).append(spent)
+    return {
+        stage: {
+            "wall_us": statistics.median(s[0] for s in spent) * 1e6,
+            "cpu_us": statistics.median(s[1] for s in spent) * 1e6,
+            "tasks": len(spent),
+        }
+        for stage, spent in by_stage.items()
+    }
+
+
+def table(pool: dict[str, dict[str, float]], plain: dict[str, dict[str, float]]) -> list[str]:
+    """The lines printed: each stage of the pool's hop, and plain Celery's where it has it."""
+    lines = [f"{'stage':40} {'pool wall':>10} {'pool CPU':>9} {'plain wall':>11} {'plain CPU':>10}"]
+    labels = [label for label, _ in POOL_STAGES] + [TASK]
+    for label in labels:
+        mine, theirs = pool.get(label), plain.get(label)
+        if mine is None and theirs is None:
+            continue
+        cells = [
+            f"{row[key]:>{width}.0f}" if row else f"{'-':>{width}}"
+            for row in (mine, theirs)
+            for key, width in (("wall_us", 10), ("cpu_us", 9))
+        ]
+        lines.append(f"{label:40} {cells[0]} {cells[1]} {cells[2]:>11} {cells[3]:>10}")
+    return lines
+
+
+def _run(n: int, events: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    from aipool.harness.worker import Worker
+    from bench.environment import prepare
+    from bench.latency import SIMPLE, TIMEOUT_S
+    from bench.plain import plain_request
+    from bench.plain_app import EVENTS_ENV, FIRST, SECOND, configure
+    from bench.plain_app import app as plain
+
+    pool = prepare(quick=True)
+    configure(plain, events)
+    pool.app.conf.task_send_sent_event = events
+    env = {"AIPOOL_TASK_EVENTS": "1" if events else "0", EVENTS_ENV: "1" if events else "0"}
+    lanes = ("ollama", "ollama.urgent")
+    workers = [
+        Worker(pool.worker_env(**env, **{APP_ENV: "pool"}), lanes, 1, app="bench.stage_app"),
+        Worker(
+            pool.worker_env(**env, **{APP_ENV: "plain"}), (FIRST, SECOND), 1, app="bench.stage_app"
+        ),
+    ]
+    from tasks.client import submit
+
+    try:
+        workers[0].wait_ready(pool.app, timeout=60)
+        workers[1].wait_ready(plain, timeout=60)
+        for _ in range(WARMUP):
+            submit(SIMPLE, app=pool.app).get(timeout=TIMEOUT_S)
+            plain_request(1)
+        pool.redis.delete(STAGES_KEY)
+        for _ in range(n):
+            submit(SIMPLE, app=pool.app).get(timeout=TIMEOUT_S)
+            plain_request(1)
+        rows = [json.loads(raw) for raw in pool.redis.lrange(STAGES_KEY, 0, -1)]
+    finally:
+        for worker in workers:
+            worker.stop()
+        pool.simulator.stop()
+        pool.redis.flushdb()
+    plain_labels = {label for label, _ in PLAIN_STAGES}
+    # A plain task's row has no pool-only stage; the pool's has the hop.
+    pool_rows = [row for row in rows if "the hop (HopRunner.run)" in row]
+    plain_rows = [row for row in rows if row.keys() <= plain_labels | {TASK}]
+    return summary(pool_rows), summary(plain_rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=400)
+    parser.add_argument("--events", action="store_true", help="task events on, as Flower needs")
+    args = parser.parse_args()
+    pool, plain = _run(args.n, args.events)
+    print(
+        f"one hop, -c 1, {'task events on' if args.events else 'no task events'}: medians of "
+        f"{args.n} requests each, µs per request in the worker's pool process"
+    )
+    for line in table(pool, plain):
+        print(line)
+
+
+if __name__ == "__main__":
+    main()

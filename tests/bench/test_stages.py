@@ -1,0 +1,72 @@
+"""The stage meters of ``bench.stages``: what they wrap exists, they add up each call, and the
+summary takes medians over the tasks that ran a stage."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+
+import pytest
+
+from bench import stage_meter as stage_app
+from bench.stage_meter import PLAIN_STAGES, POOL_STAGES, TASK, install, timed
+from bench.stages import summary, table
+
+
+@pytest.mark.parametrize("label,target", [*POOL_STAGES, *PLAIN_STAGES])
+def test_every_stage_names_a_function_that_exists(label: str, target: str) -> None:
+    # A renamed function must fail here, not leave a stage silently unmeasured.
+    module_name, _, path = target.partition(":")
+    owner: object = importlib.import_module(module_name)
+    for name in path.split("."):
+        owner = getattr(owner, name)
+    assert callable(owner), label
+
+
+def test_a_timed_function_answers_as_before_and_adds_its_time_to_its_stage() -> None:
+    stage_app.started()
+    double = timed("double", lambda x: 2 * x)
+    assert double(2) == 4 and double(3) == 6
+    wall, cpu = stage_app._spent["double"]
+    assert wall > 0 and cpu >= 0
+    stage_app.started()  # a new task starts from nothing
+    assert "double" not in stage_app._spent
+
+
+def test_install_wraps_a_module_function_and_a_classmethod_where_they_are_looked_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    module = types.ModuleType("stage_target")
+
+    class Thing:
+        @classmethod
+        def make(cls, value: int) -> tuple[type, int]:
+            return cls, value
+
+    module.helper = lambda value: value + 1  # type: ignore[attr-defined]
+    module.Thing = Thing  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "stage_target", module)
+    install((("helper", "stage_target:helper"), ("make", "stage_target:Thing.make")))
+    stage_app.started()
+    assert module.helper(1) == 2
+    assert Thing.make(5) == (Thing, 5)
+    assert set(stage_app._spent) == {"helper", "make"}
+
+
+def test_the_summary_is_each_stages_median_over_the_tasks_that_ran_it() -> None:
+    rows = [
+        {TASK: [0.010, 0.008], "call (SDK)": [0.002, 0.001]},
+        {TASK: [0.012, 0.009], "call (SDK)": [0.004, 0.003]},
+        {TASK: [0.020, 0.010]},
+    ]
+    got = summary(rows)
+    assert got[TASK] == {"wall_us": pytest.approx(12000), "cpu_us": pytest.approx(9000), "tasks": 3}
+    assert got["call (SDK)"] == {
+        "wall_us": pytest.approx(3000),
+        "cpu_us": pytest.approx(2000),
+        "tasks": 2,
+    }
+    lines = table(got, {TASK: {"wall_us": 5000.0, "cpu_us": 4000.0, "tasks": 3}})
+    assert lines[-1].split()[-4:] == ["12000", "9000", "5000", "4000"]
+    assert any(line.startswith("call (SDK)") and line.rstrip().endswith("-") for line in lines)
