@@ -100,9 +100,19 @@ def _run(n: int, events: bool) -> tuple[dict[str, Any], dict[str, Any]]:
     return summary(pool_rows), summary(plain_rows)
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} requests measure nothing: give 1 or more")
+    return value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=400)
+    parser.add_argument("--n", type=_positive, default=400, help="requests of each kind")
     parser.add_argument("--events", action="store_true", help="task events on, as Flower needs")
     args = parser.parse_args()
     pool, plain = _run(args.n, args.events)

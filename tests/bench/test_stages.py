@@ -4,6 +4,7 @@ summary takes medians over the tasks that ran a stage."""
 from __future__ import annotations
 
 import importlib
+import subprocess
 import sys
 import types
 
@@ -70,3 +71,16 @@ def test_the_summary_is_each_stages_median_over_the_tasks_that_ran_it() -> None:
     lines = table(got, {TASK: {"wall_us": 5000.0, "cpu_us": 4000.0, "tasks": 3}})
     assert lines[-1].split()[-4:] == ["12000", "9000", "5000", "4000"]
     assert any(line.startswith("call (SDK)") and line.rstrip().endswith("-") for line in lines)
+
+
+@pytest.mark.parametrize("text", ["abc", "0", "-3"])
+def test_a_count_that_measures_nothing_is_refused_in_one_line(text: str) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.stages", "--n", text],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr
+    assert out.stderr.strip().splitlines()[-1].startswith("stages.py: error: argument --n:")
