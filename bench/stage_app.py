@@ -13,13 +13,15 @@ import redis
 
 from bench.stage_meter import APP_ENV, PLAIN_STAGES, POOL_STAGES, connect
 
+stages: tuple[tuple[str, str], ...]
 if os.environ.get(APP_ENV) == "plain":
     from bench.plain_app import app
 
-    connect(redis.Redis.from_url(app.conf.broker_url), PLAIN_STAGES)
+    stages = PLAIN_STAGES
 else:
     from bench.bare_app import app
 
-    connect(redis.Redis.from_url(app.conf.broker_url), POOL_STAGES)
+    stages = POOL_STAGES
+connect(redis.Redis.from_url(app.conf.broker_url), stages)
 
 __all__ = ["app"]

@@ -93,10 +93,10 @@ def _run(n: int, events: bool) -> tuple[dict[str, Any], dict[str, Any]]:
             worker.stop()
         pool.simulator.stop()
         pool.redis.flushdb()
-    plain_labels = {label for label, _ in PLAIN_STAGES}
-    # A plain task's row has no pool-only stage; the pool's has the hop.
-    pool_rows = [row for row in rows if "the hop (HopRunner.run)" in row]
-    plain_rows = [row for row in rows if row.keys() <= plain_labels | {TASK}]
+    plain_labels = {label for label, _ in PLAIN_STAGES} | {TASK}
+    # A plain task's row has no pool-only stage; every pool row has at least one.
+    plain_rows = [row for row in rows if row.keys() <= plain_labels]
+    pool_rows = [row for row in rows if not row.keys() <= plain_labels]
     return summary(pool_rows), summary(plain_rows)
 
 

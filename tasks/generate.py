@@ -33,9 +33,8 @@ from workers.runtime import hop_runner
 log = logging.getLogger("aipool.tasks")
 
 TASK_NAME = GENERATE
-#: Characters of an answer's repr the tracer hands the worker's parent when events show answers
-#: (Celery's default) and when they do not (one: the repr is an ellipsis, "{, ...}").
-ANSWER_REPR_SHOWN = 1024
+#: Characters of an answer's repr the tracer hands the worker's parent when events do not show
+#: answers (one: the repr is an ellipsis, "{, ...}"); when they do, Celery's own default.
 ANSWER_REPR_WITHHELD = 1
 
 
@@ -98,7 +97,9 @@ class GenerateTask(Task):
         unless ``AIPOOL_FLOWER_SHOWS_ANSWERS`` is on. Formatting 1 KB of a contract result took
         ~0.37 ms of CPU per answered hop, more than routing it (docs/benchmarks.md, #23).
         """
-        return ANSWER_REPR_SHOWN if settings().flower_shows_answers else ANSWER_REPR_WITHHELD
+        if settings().flower_shows_answers:
+            return int(Task.resultrepr_maxsize)
+        return ANSWER_REPR_WITHHELD
 
 
 @shared_task(name=TASK_NAME, bind=True, base=GenerateTask)

@@ -10,7 +10,7 @@ import types
 
 import pytest
 
-from bench import stage_meter as stage_app
+from bench import stage_meter
 from bench.stage_meter import PLAIN_STAGES, POOL_STAGES, TASK, install, timed
 from bench.stages import summary, table
 
@@ -26,13 +26,13 @@ def test_every_stage_names_a_function_that_exists(label: str, target: str) -> No
 
 
 def test_a_timed_function_answers_as_before_and_adds_its_time_to_its_stage() -> None:
-    stage_app.started()
+    stage_meter.started()
     double = timed("double", lambda x: 2 * x)
     assert double(2) == 4 and double(3) == 6
-    wall, cpu = stage_app._spent["double"]
+    wall, cpu = stage_meter._spent["double"]
     assert wall > 0 and cpu >= 0
-    stage_app.started()  # a new task starts from nothing
-    assert "double" not in stage_app._spent
+    stage_meter.started()  # a new task starts from nothing
+    assert "double" not in stage_meter._spent
 
 
 def test_install_wraps_a_module_function_and_a_classmethod_where_they_are_looked_up(
@@ -49,10 +49,10 @@ def test_install_wraps_a_module_function_and_a_classmethod_where_they_are_looked
     module.Thing = Thing  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "stage_target", module)
     install((("helper", "stage_target:helper"), ("make", "stage_target:Thing.make")))
-    stage_app.started()
+    stage_meter.started()
     assert module.helper(1) == 2
     assert Thing.make(5) == (Thing, 5)
-    assert set(stage_app._spent) == {"helper", "make"}
+    assert set(stage_meter._spent) == {"helper", "make"}
 
 
 def test_the_summary_is_each_stages_median_over_the_tasks_that_ran_it() -> None:
