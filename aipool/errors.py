@@ -38,7 +38,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from aipool.contract.vocabulary import ErrorCode
+    from aipool.contract.vocabulary import ErrorCode, FailureCode
 
 
 class AipoolError(Exception):
@@ -68,7 +68,8 @@ class InvalidRequest(AipoolError):
 class ProviderError(AipoolError):
     """A call to a model provider failed."""
 
-    code = "provider_error"
+    #: How it failed (:data:`aipool.contract.vocabulary.FailureCode`, with its words there).
+    code: FailureCode = "provider_error"
     #: Whether this failure is evidence that the provider is unhealthy (trips the breaker).
     counts_against_provider = True
     #: Whether the call may have been billed though no usage came back (the provider may have
@@ -83,27 +84,27 @@ class ProviderError(AipoolError):
 class ProviderRejected(ProviderError):
     """The provider refused this particular request (HTTP 400-class other than 401/403/429)."""
 
-    code = "rejected"
+    code: FailureCode = "rejected"
     counts_against_provider = False
 
 
 class ProviderFailure(ProviderError):
     """The provider failed in a way that says it is unhealthy right now."""
 
-    code = "provider_failure"
+    code: FailureCode = "provider_failure"
 
 
 class ProviderTimeout(ProviderFailure):
-    code = "timeout"
+    code: FailureCode = "timeout"
     billing_unknown = True
 
 
 class ProviderUnreachable(ProviderFailure):
-    code = "unreachable"
+    code: FailureCode = "unreachable"
 
 
 class ProviderRateLimited(ProviderFailure):
-    code = "rate_limited"
+    code: FailureCode = "rate_limited"
 
     def __init__(
         self, message: str = "", *, status: int | None = 429, retry_after: float | None = None
@@ -113,19 +114,19 @@ class ProviderRateLimited(ProviderFailure):
 
 
 class ProviderOverloaded(ProviderFailure):
-    code = "overloaded"
+    code: FailureCode = "overloaded"
 
 
 class ProviderServerError(ProviderFailure):
-    code = "server_error"
+    code: FailureCode = "server_error"
 
 
 class ProviderAuthError(ProviderFailure):
-    code = "auth_error"
+    code: FailureCode = "auth_error"
 
 
 class ProviderBadResponse(ProviderFailure):
-    code = "bad_response"
+    code: FailureCode = "bad_response"
 
 
 class HopSkipped(AipoolError):

@@ -20,7 +20,7 @@ from decimal import Decimal
 
 from sqlalchemy import Engine, func, select
 
-from aipool.contract.vocabulary import SKIP_WORDS, TERMINAL_OUTCOMES, outcome_named
+from aipool.contract.vocabulary import TERMINAL_OUTCOMES, outcome_named
 from aipool.ledger.models import UsageLogRow
 from aipool.periods import day_range, month_range, pool_zone
 
@@ -34,7 +34,9 @@ class ProviderSummary:
     provider: str
     calls: int = 0
     ok: int = 0
+    #: Failed calls by their failure code (``timeout``, ``unreachable``, ...).
     failures: dict[str, int] = field(default_factory=dict)
+    #: Hops passed over without a call, by their outcome (``circuit_open``, ``deadline``, ...).
     skipped: dict[str, int] = field(default_factory=dict)
     answered: int = 0
     input_tokens: int = 0
@@ -54,9 +56,10 @@ class ProviderSummary:
 
 
 def failure_reason(error_message: str | None) -> str:
-    """The error code a failed hop's message starts with (``unreachable: ...``), else ``error``."""
+    """The failure code a failed hop's message starts with (``unreachable: ...``), else
+    ``provider_error`` (a call that failed for no named reason)."""
     match = _REASON.match(error_message or "")
-    return match.group(1) if match else "error"
+    return match.group(1) if match else "provider_error"
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -125,9 +128,9 @@ def _count(s: ProviderSummary, outcome: str, error: str | None, count: int) -> N
     elif outcome in TERMINAL_OUTCOMES:
         s.answered += count
     else:
-        named = outcome_named(outcome)
-        word = SKIP_WORDS.get(named, "other") if named else "other"
-        s.skipped[word] = s.skipped.get(word, 0) + count
+        # Counted by its outcome; the views give each its word (aipool.contract.vocabulary).
+        named = outcome_named(outcome) or "skipped"
+        s.skipped[named] = s.skipped.get(named, 0) + count
 
 
 def summarize_day(

@@ -1,5 +1,8 @@
 """The words for the ledger's counts, shared by ``aipool report``, ``aipool status`` and the demo.
 
+The words for each outcome, skip and failure code are the contract vocabulary's
+(:mod:`aipool.contract.vocabulary`); this module holds only the headings around them.
+
 One count has one name everywhere: **calls** (the provider was called), **failed** (a call that
 failed, by reason), **skipped** (the hop never called the provider: breaker, quota, deadline),
 **answered** (requests this provider, the static answer or the refusal gave the final answer
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from aipool.contract.vocabulary import failure_word, outcome_word
 from aipool.ledger.summary import ProviderSummary
 
 LANGS = ("zh-TW", "en")
@@ -34,11 +38,6 @@ WORDS: dict[str, dict[str, str]] = {
         "today": "today",
         "month": "month to date",
         "none": "none",
-        "breaker_word": "breaker",
-        "quota_word": "quota",
-        "deadline_word": "deadline",
-        "queue_word": "queue wait",
-        "other_word": "other",
         "redis": "Redis",
         "ledger": "Ledger",
         "breakers_title": "Breakers and quotas (shared by the whole pool)",
@@ -70,11 +69,6 @@ WORDS: dict[str, dict[str, str]] = {
         "today": "今日",
         "month": "本月累計",
         "none": "無",
-        "breaker_word": "斷路器",
-        "quota_word": "配額",
-        "deadline_word": "期限",
-        "queue_word": "佇列等待",
-        "other_word": "其他",
         "redis": "Redis",
         "ledger": "帳本",
         "breakers_title": "斷路器與配額（整個 pool 共用）",
@@ -113,18 +107,19 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f}"
 
 
-def failed_cell(s: ProviderSummary) -> str:
-    """``3 (unreachable 2, timeout 1)``, or ``0``."""
+def failed_cell(s: ProviderSummary, lang: str = "en") -> str:
+    """``3 (unreachable 2, timeout 1)``, or ``0``: each failure code in its word."""
     if not s.failures:
         return "0"
-    reasons = ", ".join(f"{reason} {n}" for reason, n in sorted(s.failures.items()))
+    reasons = ", ".join(
+        f"{failure_word(reason, lang)} {n}" for reason, n in sorted(s.failures.items())
+    )
     return f"{s.failed} ({reasons})"
 
 
 def skipped_cell(s: ProviderSummary, lang: str) -> str:
-    """``breaker 4, quota 2``, or ``0``."""
-    w = words(lang)
-    parts = [f"{w[f'{name}_word']} {n}" for name, n in sorted(s.skipped.items()) if n]
+    """``breaker 4, quota 2``, or ``0``: each skip's outcome in its word."""
+    parts = [f"{outcome_word(name, lang)} {n}" for name, n in sorted(s.skipped.items()) if n]
     return ", ".join(parts) or "0"
 
 
@@ -133,7 +128,7 @@ def summary_cells(s: ProviderSummary, lang: str) -> list[str]:
     return [
         s.provider,
         f"{s.calls:,}",
-        failed_cell(s),
+        failed_cell(s, lang),
         skipped_cell(s, lang),
         f"{s.answered:,}",
         f"{s.tokens:,}",

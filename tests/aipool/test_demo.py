@@ -76,8 +76,8 @@ def test_the_story_shows_the_breaker_quota_refusal_static_answer_and_alert(demo)
     transitions = [(t["old"], t["new"]) for t in report["transitions"] if t["provider"] == "ollama"]
     assert transitions[:3] == [("closed", "open"), ("open", "half_open"), ("half_open", "closed")]
     providers = {p["provider"]: p for p in report["providers"]}
-    assert providers["ollama"]["skipped"].get("breaker", 0) >= 1
-    assert providers["gemini"]["skipped"].get("quota", 0) >= 1
+    assert providers["ollama"]["skipped"].get("circuit_open", 0) >= 1
+    assert providers["gemini"]["skipped"].get("quota_exceeded", 0) >= 1
     assert providers["ollama"]["failures"].get("unreachable", 0) >= 3
     assert providers["static"]["answered"] == 1 and providers["refuse"]["answered"] == 1
     monthly = [a for a in report["alerts"] if a["rule"] == "monthly_cost"]

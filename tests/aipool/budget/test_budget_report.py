@@ -52,7 +52,7 @@ def test_given_a_month_of_usage_when_reported_then_day_and_month_per_provider(
     assert (by_day["ollama"].calls, by_day["ollama"].failed) == (2, 1)
     assert by_month["gemini"].calls == 2 and by_month["gemini"].tokens == 3000
     # a hop refused by an open breaker is a skip, never a call (aipool report's words)
-    assert (by_day["claude"].calls, by_day["claude"].skipped) == (0, {"breaker": 1})
+    assert (by_day["claude"].calls, by_day["claude"].skipped) == (0, {"circuit_open": 1})
     assert report.day_cost == Decimal("0.0015") and report.month_cost == Decimal("0.003")
     console = Console(record=True, width=160)
     render_report(report, console, lang="en")

@@ -54,7 +54,7 @@ def test_calls_failures_skips_and_answers_are_counted_apart(tmp_path):
     gemini = by["gemini"]
     assert (gemini.calls, gemini.ok, gemini.failed, gemini.answered) == (4, 2, 2, 2)
     assert gemini.failures == {"rate_limited": 1, "unreachable": 1}
-    assert gemini.skipped == {"quota": 1, "breaker": 1, "deadline": 1}
+    assert gemini.skipped == {"quota_exceeded": 1, "circuit_open": 1, "deadline": 1}
     assert gemini.tokens == 5 and gemini.cost_usd == Decimal("0.75")
     assert gemini.p50_ms == 7.5 and gemini.p95_ms == 27.0
     assert by["static"].answered == 1 and by["static"].calls == 0
@@ -62,8 +62,8 @@ def test_calls_failures_skips_and_answers_are_counted_apart(tmp_path):
 
 def test_failure_reason_is_the_code_before_the_colon():
     assert failure_reason("timeout: no answer in 3 s") == "timeout"
-    assert failure_reason("something odd") == "error"
-    assert failure_reason(None) == "error"
+    assert failure_reason("something odd") == "provider_error"
+    assert failure_reason(None) == "provider_error"
 
 
 def test_percentile_matches_percentile_cont():
