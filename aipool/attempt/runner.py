@@ -269,6 +269,10 @@ class HopRunner:
                 and visit.header.costs[0] == 0
                 and self._looks_closed(first.provider)
             ):
+                # No route record says when the pool first saw it: the journey does, on this
+                # process's estimate of Redis's clock (told at each look), so its latency counts
+                # from here. Without a deadline, nothing else reads it.
+                visit.journey.received_at = self.now()
                 return visit.forward(first.provider)
         return self.start(
             request,
@@ -281,7 +285,7 @@ class HopRunner:
 
     def _looks_closed(self, provider: str) -> bool:
         try:
-            return self.book.breakers[provider].looks_closed(LOOK_FRESH_S)
+            return self.book.breakers[provider].looks_closed(LOOK_FRESH_S, self.book.clock.told)
         except RedisError:
             return False  # the pool routes it, and meets the outage there
 
@@ -544,6 +548,8 @@ class HopRunner:
         """Redis cannot be asked: no call is made unguarded; every provider hop from ``start`` is
         passed over and the request goes to its terminal answer."""
         chain = visit.journey.route.chain
+        if visit.journey.received_at is None:  # no route record: the latency counts from here
+            visit.journey.received_at = self.now()
         for position in range(start, len(chain) - 1):
             self._record(
                 visit,

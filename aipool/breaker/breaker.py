@@ -142,15 +142,20 @@ class Breaker:
         """True only while OPEN and the recovery window has not passed; one read, no slot taken."""
         return self._open_now(*self._store.peek_open())
 
-    def looks_closed(self, fresh_s: float) -> bool:
+    def looks_closed(self, fresh_s: float, told: Callable[[float], None] | None = None) -> bool:
         """Whether the stored state was CLOSED at a read at most ``fresh_s`` seconds old (one
         read per ``fresh_s``, not one per call). For a producer choosing where to send a request
         only: the worker there asks the breaker itself before it calls, so a breaker that opened
-        since the read costs the request one hop, never a call."""
+        since the read costs the request one hop, never a call. Each read also tells ``told``
+        Redis's time (same round trip): a producer that only ever looks still stamps the
+        requests it sends on the pool's clock."""
         now = time.monotonic()
         look = self._look
         if look is None or now - look[0] >= fresh_s:
-            look = self._look = (now, self._store.peek_open()[0])
+            state, _, redis_now = self._store.peek_open_at()
+            look = self._look = (now, state)
+            if told is not None:
+                told(redis_now)
         return look[1] is BreakerState.CLOSED
 
     def _open_now(self, state: BreakerState, opened_at: float | None) -> bool:

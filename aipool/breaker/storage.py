@@ -126,6 +126,14 @@ class BreakerStore:
         """The stored state and when it last opened, in one command."""
         return opened(self.redis.hmget(self.state_key, ["state", "opened_at"]))
 
+    def peek_open_at(self) -> tuple[BreakerState, float | None, float]:
+        """:meth:`peek_open` and Redis's time (epoch seconds), in one round trip."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.hmget(self.state_key, ["state", "opened_at"])
+        pipe.time()
+        reply, (seconds, micros) = pipe.execute()
+        return (*opened(reply), seconds + micros / 1e6)
+
 
 def opened(reply: list[Any]) -> tuple[BreakerState, float | None]:
     """The stored state and when it last opened, from an HMGET of state and opened_at."""

@@ -507,3 +507,68 @@ def test_the_router_forwards_a_request_without_a_deadline_without_reading_when_i
     assert asked == ["seen"]
     (key,) = redis_client.scan_iter("aipool:attempt:*:route")
     assert journey_id("req-2", timed_raw) in key.decode()
+
+
+class SlowProvider(Provider):
+    """A provider that takes ``seconds`` to answer."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__()
+        self.seconds = seconds
+
+    def complete(self, request: Request, model: str, timeout_s: float | None = None) -> Completion:
+        import time
+
+        time.sleep(self.seconds)
+        return super().complete(request, model, timeout_s)
+
+
+def test_a_request_sent_straight_to_the_local_model_is_timed_from_when_it_was_sent(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given a producer that sends a request straight to Ollama, which takes 30 ms to answer
+    runner = _local_runner(redis_client, {"ollama": SlowProvider(0.03)})
+    step = _producer_step(runner, RAW, "req-1")
+    assert step.queue == "ollama"
+    # When Ollama's worker answers it
+    done = runner.run(REQUEST, "req-1", step.journey)
+    # Then its latency counts from when the producer sent it: at least the call's 30 ms (on
+    # 871a594 it was 0.0, as no route record said when the pool first saw the request)
+    assert isinstance(done, Done)
+    assert done.result["latency_ms"] >= 30
+
+
+def test_a_request_answered_after_a_local_failure_counts_every_hop_in_its_latency(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given Ollama failing after 20 ms and Gemini answering after 20 ms
+    slow_failure = SlowProvider(0.02)
+    slow_failure.error = ProviderServerError("down", status=500)
+    runner = _local_runner(redis_client, {"ollama": slow_failure, "gemini": SlowProvider(0.02)})
+    step = _producer_step(runner, RAW, "req-1")
+    # When the request goes through both hops
+    at_ollama = runner.run(REQUEST, "req-1", step.journey)
+    assert isinstance(at_ollama, Forward) and at_ollama.queue == "gemini"
+    done = runner.run(REQUEST, "req-1", at_ollama.journey)
+    # Then its latency covers both calls
+    assert isinstance(done, Done)
+    assert done.result["latency_ms"] >= 40
+
+
+def test_a_producer_whose_clock_is_behind_stamps_what_it_sends_on_the_pools_clock(
+    redis_client: FlakyRedis,
+) -> None:
+    import time
+
+    from aipool.attempt.clock import RedisClock
+
+    # Given a producer whose host clock is 60 s behind, and a worker with the right time
+    producer = _local_runner(redis_client)
+    producer.book.clock = RedisClock(local=lambda: time.time() - 60)
+    worker = _local_runner(redis_client)
+    # When it sends a request straight to Ollama, and the worker answers
+    step = _producer_step(producer, RAW, "req-1")
+    done = worker.run(REQUEST, "req-1", step.journey)
+    # Then the latency is the pool's, not inflated by the producer's 60 s
+    assert isinstance(done, Done)
+    assert 0 < done.result["latency_ms"] < 30_000
