@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from celery import Celery
 
 from aipool import log_guard
-from aipool.errors import NoLogin, NoRedis, SettingsError
+from aipool.errors import NoLogin, NoRedis, PoolUnavailable, SettingsError
 from workers import announce, backlog, default_queue, flower, memory, signals, tracing
 from workers.result_backend import install as install_result_backend
 
@@ -54,7 +54,7 @@ if flower.running_flower():
     flower.withhold_answers(app)
     try:
         flower.secure_defaults(sys.argv, os.environ)
-    except NoLogin as exc:
+    except (NoLogin, PoolUnavailable) as exc:
         raise SystemExit(f"aipool: {exc}") from None
 
 # No message kills a worker: every task message is checked at the edge before Celery acts on it

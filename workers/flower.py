@@ -21,6 +21,7 @@ from collections.abc import MutableMapping, Sequence
 import click
 from celery import Celery
 
+from aipool.errors import PoolUnavailable
 from aipool.settings import settings
 from aipool.views.serving import LOOPBACK, announce, require_login
 
@@ -81,6 +82,26 @@ def secure_defaults(argv: Sequence[str], environ: MutableMapping[str, str]) -> s
     if not address:
         address = environ["FLOWER_ADDRESS"] = LOOPBACK
     port = options.get("port") or environ.get("FLOWER_PORT") or DEFAULT_PORT
+    can_listen(address, port)
     url = f"http://{address}:{port}/"
     announce("Flower", url, login)
     return url
+
+
+def can_listen(address: str, port: str) -> None:
+    """Raise :class:`~aipool.errors.PoolUnavailable` saying why Flower could not listen on
+    ``address:port`` (a port in use, an address not on this host): Flower would otherwise fail
+    with tornado's traceback after its start-up lines."""
+    import socket
+
+    try:
+        number = int(port)
+        infos = socket.getaddrinfo(address, number, type=socket.SOCK_STREAM)
+        family, kind, proto, _, where = infos[0]
+        with socket.socket(family, kind, proto) as probe:
+            # Flower's own server sets SO_REUSEADDR (tornado): a port in TIME_WAIT is usable.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(where)
+    except (OSError, ValueError) as exc:
+        why = getattr(exc, "strerror", None) or str(exc)
+        raise PoolUnavailable(f"Flower cannot listen on {address}:{port}: {why}") from None

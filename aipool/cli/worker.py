@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
 from aipool.children import Child, signals_end_the_command
 from aipool.cli.console import console as make_console
+from aipool.cli.worker_news import LogNews
 from aipool.lanes import WORKER_CLASSES
 
 
@@ -74,12 +76,17 @@ def run_workers(
     local models, paid providers), so a slow local model cannot starve the rest."""
 
     console = make_console()
+    ready_to_start(console)
     log_dir.mkdir(parents=True, exist_ok=True)
     children: list[Child] = []
+    news: list[LogNews] = []
     with signals_end_the_command():
         try:
             for name, (queues, processes) in WORKER_CLASSES.items():
                 log_path = log_dir / f"{name}.log"
+                watch = LogNews(name, log_path)
+                watch.skip_existing()
+                news.append(watch)
                 argv = worker_argv(name, queues, processes, loglevel)
                 children.append(Child(name, argv, log_path=log_path))
                 console.print(
@@ -88,9 +95,17 @@ def run_workers(
                     soft_wrap=True,
                 )
             while all(child.alive() for child in children):
+                _tell(console, news)
                 time.sleep(0.5)
-            stopped = [child.name for child in children if not child.alive()]
-            console.print(f"[red]worker {', '.join(stopped)} stopped: stopping the others")
+            _tell(console, news)
+            for child, watch in zip(children, news, strict=True):
+                if not child.alive():
+                    console.print(
+                        f"[red]worker {child.name} stopped: {watch.why_stopped()}[/]",
+                        highlight=False,
+                        soft_wrap=True,
+                    )
+            console.print("[red]stopping the others[/]", highlight=False)
             raise typer.Exit(1)
         except (KeyboardInterrupt, SystemExit):
             pass
@@ -101,6 +116,57 @@ def run_workers(
                 child.terminate()
             for child in children:
                 child.stop()
+
+
+def ready_to_start(console: Console) -> None:
+    """What every worker would find wrong at start, found once, before any starts, and said in
+    one line: refused settings, the route or price table (``SettingsError``), no Redis or one that
+    does not answer (``PoolUnavailable``: nothing can be served without it, so nothing starts; a
+    supervisor restarts the command). A ledger that cannot be reached is said, and the workers
+    start: they serve and hold usage records in Redis until it is back."""
+    from aipool.cli.pool import ledger_url, redis_url
+    from aipool.settings.startup import check_at_start
+    from aipool.views.pool_location import describe_database
+
+    check_at_start()
+    redis_url()
+    ledger = ledger_url()
+    problem = ledger_problem(ledger)
+    if problem:
+        console.print(
+            f"[yellow]aipool: the ledger at {describe_database(ledger)} cannot be reached now "
+            f"({problem}): the workers start and hold usage records in Redis until it answers[/]",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+def ledger_problem(url: str) -> str | None:
+    """Why the ledger at ``url`` cannot be opened now, or ``None`` when it can."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from aipool.ledger.db import make_engine
+
+    try:
+        engine = make_engine(url)
+    except (SQLAlchemyError, ValueError) as exc:
+        return " ".join(str(exc).split())[:200]
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+    except SQLAlchemyError as exc:
+        original = getattr(exc, "orig", None) or exc
+        return " ".join(str(original).split())[:200]
+    finally:
+        engine.dispose()
+    return None
+
+
+def _tell(console: Console, news: Sequence[LogNews]) -> None:
+    for watch in news:
+        for line in watch.read():
+            console.print(line, highlight=False, soft_wrap=True, markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -25,3 +25,30 @@ def test_submit_prints_the_answer_and_its_latency_leaves_out_the_worker_check(
     # and its latency is the pool's, not the second the command spends asking the workers which
     # queues they consume before it sends (it read about 1,100 ms for a 10 ms answer)
     assert answer["latency_ms"] < INSPECT_TIMEOUT_S * 1000, answer["latency_ms"]
+
+
+def test_submit_that_gets_no_answer_in_time_says_so_in_one_line(pool, healthy, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import os
+
+    from tests.conftest import TEST_REDIS_URL
+    from tests.support.cli import fresh_env, run_aipool
+
+    # Given Ollama hanging, so no answer comes within a second
+    healthy.set_fault("ollama", "hang")
+    env = fresh_env(
+        tmp_path / "runtime",
+        REDIS_URL=TEST_REDIS_URL,
+        DATABASE_URL=os.environ["DATABASE_URL"],
+        OLLAMA_BASE_URL=os.environ["OLLAMA_BASE_URL"],
+    )
+    try:
+        # When a request is submitted with --timeout 1
+        done = run_aipool(["submit", "--timeout", "1", "What is a pod?"], env, tmp_path)
+    finally:
+        healthy.reset()
+    # Then the command says it got no answer, in one line and nothing after it (871a594 printed
+    # 17 more: "Exception ignored in: <function AsyncResult.__del__>" ... at interpreter exit)
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("aipool: no answer within 1 s for request ")

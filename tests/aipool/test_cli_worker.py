@@ -51,3 +51,89 @@ def test_a_harness_worker_runs_its_own_app_under_an_exact_node_name() -> None:
     # Then the app and the node name are exactly those
     assert argv[argv.index("-A") + 1] == "bench.plain_app"
     assert _as_celery_reads_it(argv)["hostname"] == "test-1@localhost"
+
+
+# -- starts that fail say why, on the terminal -------------------------------------------------
+
+
+def test_a_redis_that_does_not_answer_stops_aipool_worker_in_one_line(tmp_path) -> None:
+    from tests.support.cli import MARK, fresh_env, processes_marked, run_aipool
+    from tests.support.services import free_port
+
+    # Given a REDIS_URL where no Redis listens (871a594 printed its five classes and ran for ten
+    # minutes, the reason only in var/log)
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    env = fresh_env(tmp_path / "runtime", REDIS_URL=url, DATABASE_URL=f"sqlite:///{tmp_path}/l.db")
+    # When `aipool worker` starts
+    done = run_aipool(["worker", "--log-dir", str(tmp_path / "log")], env, tmp_path)
+    # Then it says which Redis and why, in one line, and starts no worker
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        f"aipool: cannot reach Redis at {url}: Error 111 connecting to "
+        f"127.0.0.1:{url.split(':')[2].split('/')[0]}. Connection refused."
+    ]
+    assert done.stdout == ""
+    assert processes_marked(env[MARK]) == []
+
+
+def test_a_refused_setting_stops_aipool_worker_in_one_line(tmp_path, redis_client) -> None:
+    from tests.conftest import TEST_REDIS_URL
+    from tests.support.cli import fresh_env, run_aipool
+
+    env = fresh_env(tmp_path / "runtime", REDIS_URL=TEST_REDIS_URL, AIPOOL_TIMEOUT_GEMINI="soon")
+    done = run_aipool(["worker", "--log-dir", str(tmp_path / "log")], env, tmp_path)
+    assert done.returncode == 1
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("aipool: settings refused: AIPOOL_TIMEOUT_GEMINI") and done.stdout == ""
+
+
+def test_aipool_worker_says_on_screen_when_its_redis_goes_and_comes_back(tmp_path) -> None:
+    import sys
+    from pathlib import Path
+
+    from aipool.children import Child
+    from tests.support.cli import MARK, fresh_env, processes_marked
+    from tests.support.services import RedisServer
+    from tests.support.waiting import eventually
+
+    # Given `aipool worker` serving a Redis of its own, and an unreachable ledger
+    server = RedisServer().start()
+    env = fresh_env(
+        tmp_path / "runtime",
+        REDIS_URL=server.url,
+        DATABASE_URL="postgresql+psycopg://postgres@127.0.0.1:1/none",
+    )
+    screen = tmp_path / "screen.txt"
+    command = Child(
+        "aipool worker",
+        [str(Path(sys.executable).parent / "aipool"), "worker", "--log-dir", str(tmp_path)],
+        env=env,
+        log_path=screen,
+        cwd=tmp_path,
+    )
+    try:
+        said = lambda text: text in screen.read_text()  # noqa: E731
+        # Then the ledger is said to be unreachable, and the workers start anyway
+        eventually(lambda: said("routing: 2 process(es)"), 60, "the workers' start")
+        assert "the ledger at postgresql+psycopg://postgres@127.0.0.1:1/none cannot be" in (
+            screen.read_text()
+        )
+        eventually(
+            lambda: all(
+                "Connected to" in (tmp_path / f"{name}.log").read_text(errors="replace")
+                for name in ("routing", "local", "cloud", "urgent", "urgent-local")
+            ),
+            120,
+            "every worker connected",
+        )
+        # When its Redis goes away, the terminal says so for each class of worker
+        server.crash()
+        eventually(lambda: said("routing: lost the broker's connection"), 60, "the outage said")
+        # And when it is back, that each connected again
+        server.start()
+        eventually(lambda: said("routing: connected again to redis://"), 120, "the return said")
+        assert command.alive()
+    finally:
+        command.stop(grace_s=30)
+        server.stop()
+    assert processes_marked(env[MARK]) == []
