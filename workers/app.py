@@ -17,7 +17,7 @@ from celery import Celery
 
 from aipool import log_guard
 from aipool.errors import NoLogin, NoRedis, PoolUnavailable, SettingsError
-from workers import announce, backlog, default_queue, flower, memory, signals, tracing
+from workers import announce, backlog, default_queue, flower, lane_pairs, memory, signals, tracing
 from workers.result_backend import install as install_result_backend
 
 # Messages of ai.generate never carry the prompt in what Flower shows (workers/messages.py).
@@ -68,9 +68,10 @@ if urlsplit(_broker_url).scheme in ("redis", "rediss") and not app.conf.broker_t
 # The worker's and beat's life-cycle hooks, registered here and nowhere else: settings checked and
 # logs scrubbed before anything starts, the metrics server, the ledger schema (workers/signals.py);
 # the first log line (announce), Celery's default queue beside router (default_queue), the pool
-# processes' garbage (memory) and the lanes' waiting times (backlog).
+# processes' garbage (memory), the lanes' waiting times (backlog) and their consumers (lane_pairs).
 signals.connect()
 announce.connect(app)
 default_queue.connect()
 memory.connect()
 backlog.connect()
+lane_pairs.connect()

@@ -92,7 +92,7 @@ def _print_tables(snap: Snapshot, lang: str) -> None:
             percent=f"{b.used * 100:.0f}",
         )
         out.print(line, highlight=False, soft_wrap=True)
-    render_queues(snap.queues, out, lang=lang, ages=snap.queue_ages)
+    render_queues(snap.queues, out, lang=lang, ages=snap.queue_ages, consumers=snap.consumers)
     say_pending(out, snap.pending, lang)
 
 

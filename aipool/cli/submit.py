@@ -21,8 +21,6 @@ from aipool.contract.request import parse_request
 from aipool.errors import NoAnswer, NoWorker
 from aipool.views.pool_location import describe_redis
 
-#: Seconds the workers have to say which queues they consume.
-INSPECT_TIMEOUT_S = 1.0
 #: Result statuses that count as the pool doing its job (``error`` does not).
 ANSWERED = ("ok", "fallback", "refused")
 
@@ -51,22 +49,17 @@ def _tools(path: Path) -> Any:
         raise typer.BadParameter(f"{path} is not JSON: {exc}", param_hint="--tools-file") from None
 
 
-def consumed_queues(app: Any, timeout_s: float = INSPECT_TIMEOUT_S) -> set[str]:
-    """The queues running workers consume, as they say within ``timeout_s``."""
-    replies = app.control.inspect(timeout=timeout_s).active_queues() or {}
-    return {q.get("name", "") for queues in replies.values() for q in queues or ()}
-
-
 def require_worker(queue: str, consumed: set[str], where: str) -> None:
     """Raise :class:`NoWorker`, saying how to start one, unless ``queue`` is among the
-    ``consumed`` ones (:func:`consumed_queues`)."""
+    ``consumed`` ones (:func:`aipool.metrics.pool_state.queue_consumers`)."""
     if queue in consumed:
         return
-    from celeryconfig import QUEUES
+    from aipool.lanes import QUEUES
 
     raise NoWorker(
-        f"no worker consumes queue {queue!r} on {where}: start one with "
-        f"`celery -A workers.app worker -Q {queue}` (or every queue: -Q {','.join(QUEUES)})"
+        f"no worker consumes queue {queue!r} on {where}: start the pool's workers with "
+        f"`aipool worker`, or one on every queue and lane: "
+        f"`celery -A workers.app worker -Q {','.join(QUEUES)}`"
     )
 
 
@@ -99,12 +92,13 @@ def submit(
 
     where = describe_redis(redis_url())
     # deferred: `aipool` imports every command at start; only this one loads celery, kombu, prometheus-client (~280 ms)
+    from aipool.metrics.pool_state import queue_consumers
     from tasks.client import route, send
     from workers.app import app
 
     # Asked before routing: the request's clock (latency_ms, deadline_s) starts when it is routed,
     # and the workers take about a second to answer.
-    consumed = consumed_queues(app)
+    consumed = set(queue_consumers(app))
     dispatch = route(request)
     require_worker(dispatch.queue, consumed, where)
     result = send(dispatch, app=app, expires=timeout)

@@ -293,6 +293,21 @@ def _families(read: Callable[[], Iterator[Metric]]) -> list[Metric]:
     return list(read())
 
 
+#: How long running workers have to say which queues they consume (a broadcast waits this long).
+INSPECT_TIMEOUT_S = 1.0
+
+
+def queue_consumers(app: Any, timeout_s: float = INSPECT_TIMEOUT_S) -> dict[str, int]:
+    """How many running workers consume each queue, as they say within ``timeout_s`` (a queue
+    no worker names is absent)."""
+    replies = app.control.inspect(timeout=timeout_s).active_queues() or {}
+    counts: dict[str, int] = {}
+    for queues in replies.values():
+        for name in {q.get("name", "") for q in queues or ()}:
+            counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
 def broker_queue_depths(app: Any, queues: Iterable[str]) -> dict[str, int]:
     """Messages waiting in each of ``queues``, asked of the broker of Celery ``app``.
 

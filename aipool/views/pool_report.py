@@ -58,6 +58,14 @@ class Snapshot:
     services: ServicesReport | None = None
     #: How long the oldest message of each queue and lane has waited (s); Redis broker only.
     queue_ages: dict[str, float] = field(default_factory=dict)
+    #: How many running workers consume each queue and lane; ``None``: they could not be asked.
+    consumers: dict[str, int] | None = None
+
+    def unserved(self) -> list[str]:
+        """The pool's lanes that hold messages and that no running worker consumes."""
+        if self.consumers is None:
+            return []
+        return [q for q, depth in self.queues.items() if depth and not self.consumers.get(q)]
 
     def to_json(self) -> dict[str, Any]:
         """The reading as JSON data (``aipool status --json``, the usage endpoint)."""
@@ -68,6 +76,9 @@ class Snapshot:
             "providers": self.providers,
             "queues": self.queues,
             "queue_ages": self.queue_ages,
+            "queue_consumers": None
+            if self.consumers is None
+            else {queue: self.consumers.get(queue, 0) for queue in self.queues},
             "today": None
             if self.today is None
             else {
@@ -180,12 +191,24 @@ def read_snapshot(
         pending=pending_records(redis_client),
         services=services,
         queue_ages=_oldest_ages(list(depths)),
+        consumers=_consumers(app),
     )
 
 
 def _services(ledger: Any, day: Any, zone: Any) -> ServicesReport:
 
     return read_services(ledger, day, zone, load_table(), settings().limits)
+
+
+def _consumers(app: Any) -> dict[str, int] | None:
+    # Asked of the workers by broadcast (a second's wait): a broker that fails here was read
+    # above, so this says only that the workers could not be asked.
+    from aipool.metrics.pool_state import queue_consumers
+
+    try:
+        return queue_consumers(app)
+    except Exception:
+        return None
 
 
 def _oldest_ages(queues: list[str]) -> dict[str, float]:

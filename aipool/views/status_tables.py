@@ -79,17 +79,33 @@ def render_queues(
     *,
     lang: str,
     ages: dict[str, float] | None = None,
+    consumers: dict[str, int] | None = None,
 ) -> None:
-    """Print the messages waiting per queue and lane, and how long the oldest has waited."""
+    """Print the messages waiting per queue and lane, how long the oldest has waited and how many
+    workers consume it; a lane where messages wait and no worker consumes is shown in red and
+    named below the table."""
     w = words(lang)
     table = _titled(w["queues_title"])
     table.add_column(w["queue"])
     table.add_column(w["waiting"], justify="right")
     if ages:
         table.add_column(w["oldest"], justify="right")
+    if consumers is not None:
+        table.add_column(w["consumers"], justify="right")
+    unserved = []
     for queue, depth in depths.items():
         cells = [queue, f"{depth:,}"]
         if ages:
             cells.append(f"{ages[queue]:.1f} s" if depth and queue in ages else "")
-        table.add_row(*cells)
+        style = ""
+        if consumers is not None:
+            count = consumers.get(queue, 0)
+            cells.append(f"{count:,}")
+            if depth and not count:
+                style = "bold red"
+                unserved.append(queue)
+        table.add_row(*cells, style=style or None)
     console.print(table)
+    if unserved:
+        line = w["unserved"].format(lanes=", ".join(unserved))
+        console.print(f"[bold red]{line}[/]", highlight=False, soft_wrap=True)

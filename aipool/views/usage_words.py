@@ -35,6 +35,9 @@ WORDS: dict[str, dict[str, str]] = {
         "waiting": "Waiting",
         "oldest": "Oldest waited",
         "queues_title": "Messages waiting per queue",
+        "consumers": "Workers",
+        "unserved": "No running worker consumes {lanes}, where messages wait: start the pool's "
+        "workers with `aipool worker`, or add these lanes to a worker's -Q",
         "today": "today",
         "month": "month to date",
         "none": "none",
@@ -66,6 +69,9 @@ WORDS: dict[str, dict[str, str]] = {
         "waiting": "等待中",
         "oldest": "最久等待",
         "queues_title": "各佇列等待中的訊息",
+        "consumers": "Worker 數",
+        "unserved": "沒有執行中的 worker 取用 {lanes}，但其中有訊息在等待：以 `aipool worker` "
+        "啟動 pool 的 worker，或把這些 lane 加入某個 worker 的 -Q",
         "today": "今日",
         "month": "本月累計",
         "none": "無",

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from aipool.cli import run
+from aipool.lanes import QUEUES
 from tests.support.cli import fresh_env, run_aipool
 from tests.support.services import RedisServer
 
@@ -86,7 +87,10 @@ def test_submit_with_no_worker_on_the_queue_fails_at_once_and_says_how_to_start_
         assert done.returncode == 1, done.stderr
         line = _one_line(done.stderr)
         assert "no worker consumes queue 'ollama'" in line
-        assert "celery -A workers.app worker -Q ollama" in line
+        # naming the command that serves every lane, or the whole queue list (a worker on
+        # `-Q ollama` alone would leave ollama.urgent unserved)
+        assert "`aipool worker`" in line
+        assert f"celery -A workers.app worker -Q {','.join(QUEUES)}" in line
         assert server.client().llen("ollama") == 0
     finally:
         server.stop()

@@ -295,3 +295,47 @@ def test_status_serve_starts_while_redis_is_down_and_its_probe_says_so(tmp_path)
     finally:
         process.terminate()
         process.communicate(timeout=10)
+
+
+def test_status_names_lanes_where_messages_wait_and_no_worker_consumes(tmp_path):
+    import json
+
+    from tests.support.services import RedisServer
+
+    # Given a pool whose urgent Gemini lane holds two messages and has no worker
+    server = RedisServer().start()
+    try:
+        client = server.client()
+        client.lpush("gemini.urgent", "m1", "m2")
+        env = fresh_env(
+            tmp_path / "runtime",
+            REDIS_URL=server.url,
+            DATABASE_URL=f"sqlite:///{tmp_path / 'none.db'}",
+            COLUMNS="200",
+        )
+        # When status runs, as text and as JSON
+        text = run_aipool(["status", "--lang", "en"], env, tmp_path)
+        as_json = run_aipool(["status", "--json"], env, tmp_path)
+    finally:
+        server.stop()
+    # Then the lane shows 0 workers beside its 2 messages, and is named below the table
+    assert text.returncode == 0, text.stderr
+    row = next(line for line in text.stdout.splitlines() if "gemini.urgent" in line)
+    assert [c.strip() for c in re.split(r"[│┃|]", row)[1:-1]][-1] == "0"
+    assert "No running worker consumes gemini.urgent, where messages wait" in text.stdout
+    assert "`aipool worker`" in text.stdout
+    consumers = json.loads(as_json.stdout)["queue_consumers"]
+    assert consumers["gemini.urgent"] == 0 and set(consumers) >= {"router", "router.urgent"}
+
+
+def test_status_counts_the_workers_of_every_lane(pool, capsys, monkeypatch, tmp_path):  # type: ignore[no-untyped-def]
+    import json
+
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'none.db'}")
+    # Given the session's worker, which consumes every queue and lane
+    assert run(["status", "--json"]) == 0
+    consumers = json.loads(capsys.readouterr().out)["queue_consumers"]
+    # Then status counts at least that worker on each
+    from aipool.lanes import QUEUES
+
+    assert all(consumers[queue] >= 1 for queue in QUEUES), consumers

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from aipool.cli import run
-from aipool.cli.submit import INSPECT_TIMEOUT_S
+from aipool.metrics.pool_state import INSPECT_TIMEOUT_S
 
 pytestmark = pytest.mark.integration
 
