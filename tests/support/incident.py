@@ -43,10 +43,12 @@ def chat(n: int) -> dict[str, Any]:
 
 @dataclass
 class Answered:
-    """One urgent request: its answer and how long after it was sent it arrived."""
+    """One urgent request: its answer, how long after it was sent it arrived, and how many chats
+    of the backlog queued before it were still unanswered then."""
 
     answer: dict[str, Any]
     seconds: float
+    chats_waiting: int = 0
 
 
 @dataclass
@@ -59,7 +61,8 @@ class Incident:
     def table(self) -> str:
         """The issue's table with this run's figures, for a failure message or a report."""
         rows = [
-            f"{name}: {a.seconds:.1f} s, {a.answer.get('status')} by {a.answer.get('provider')}"
+            f"{name}: {a.seconds:.1f} s ({a.chats_waiting} chats still waiting), "
+            f"{a.answer.get('status')} by {a.answer.get('provider')}"
             f" ({(a.answer.get('error') or {}).get('code', '')}) after "
             + ", ".join(f"{t['provider']} {t['outcome']}" for t in a.answer.get("attempts") or [])
             for name, a in self.urgent.items()
@@ -67,15 +70,20 @@ class Incident:
         return "; ".join(rows)
 
 
-def _poll(results: dict[str, AsyncResult], sent: float, timeout: float) -> dict[str, Answered]:
-    """Each result with the time it arrived, polled together (a ``get`` in turn would make a
-    fast answer wait for a slow one)."""
+def _poll(
+    results: dict[str, AsyncResult], sent: float, timeout: float, backlog: list[AsyncResult]
+) -> dict[str, Answered]:
+    """Each result with the time it arrived and the backlog's chats still waiting then, polled
+    together (a ``get`` in turn would make a fast answer wait for a slow one)."""
     answered: dict[str, Answered] = {}
     end = sent + timeout
     while len(answered) < len(results) and time.monotonic() < end:
         for name, result in results.items():
             if name not in answered and result.ready():
-                answered[name] = Answered(result.get(timeout=1), time.monotonic() - sent)
+                waiting = sum(1 for chat_result in backlog if not chat_result.ready())
+                answered[name] = Answered(
+                    result.get(timeout=1), time.monotonic() - sent, chats_waiting=waiting
+                )
         time.sleep(0.02)
     missing = sorted(set(results) - set(answered))
     if missing:
@@ -97,7 +105,7 @@ def run_incident(
         backlog = [producer.send(chat(n)) for n in range(chats)]
         sent = time.monotonic()
         urgent = {name: producer.send(request) for name, request in URGENT.items()}
-        incident = Incident(urgent=_poll(urgent, sent, urgent_timeout_s))
+        incident = Incident(urgent=_poll(urgent, sent, urgent_timeout_s, backlog))
         # Every chat is still answered: the backlog drains at Ollama's pace after the incident.
         drain_s = 30.0 + chats * OLLAMA_SLOW_MS / 1000
         incident.chats = [r.get(timeout=drain_s) for r in backlog]

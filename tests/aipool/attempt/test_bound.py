@@ -35,10 +35,11 @@ REQUEST = parse_request({"prompt": "Why is the api slow?"})
 @pytest.fixture(params=list(ADAPTERS))
 def trickling(request, healthy) -> Iterator[tuple[str, Any]]:  # type: ignore[no-untyped-def]
     """Each adapter, with a per-read timeout of 1 s, against a provider that trickles its answer
-    one byte every 50 ms (each read gets data in time; the whole answer takes seconds)."""
+    one byte every 200 ms (each read gets data in time; the whole answer, some hundreds of bytes,
+    takes a minute or more)."""
     provider = request.param
     cls, kind = ADAPTERS[provider]
-    healthy.set_fault(provider, "trickle", ms=50)
+    healthy.set_fault(provider, "trickle", ms=200)
     impl = cls(ProviderEndpoint(provider, healthy.base_urls[kind], timeout_s=1.0))
     yield provider, impl
     impl.close()
@@ -46,7 +47,7 @@ def trickling(request, healthy) -> Iterator[tuple[str, Any]]:  # type: ignore[no
 
 
 def test_a_trickling_answer_is_cut_at_the_calls_bound(trickling: tuple[str, Any]) -> None:
-    # Given a provider whose answer arrives one byte every 50 ms (several seconds in all)
+    # Given a provider whose answer arrives one byte every 200 ms (a minute or more in all)
     provider, impl = trickling
     started = time.monotonic()
     # When the call is bounded to 1 s of wall-clock time
@@ -54,28 +55,31 @@ def test_a_trickling_answer_is_cut_at_the_calls_bound(trickling: tuple[str, Any]
         within(
             1.0, lambda: impl.complete(REQUEST, default_model(provider), timeout_s=1.0), provider
         )
-    # Then it ends at the bound, a timeout of that provider
-    assert time.monotonic() - started < 1.5
+    # Then it ends at the bound, a timeout of that provider, long before the answer would have
+    # (the margin is the answer's minute, not this machine's speed)
+    assert time.monotonic() - started < 20
 
 
 def test_a_bound_away_from_the_main_thread_still_ends_the_wait() -> None:
-    # Given a call that blocks for 3 s, made from a thread (no interval timer there)
+    # Given a call that blocks until released, made from a thread (no interval timer there)
+    release = threading.Event()
     outcome: dict[str, Any] = {}
 
     def caller() -> None:
-        started = time.monotonic()
         try:
-            within(0.3, lambda: time.sleep(3), "slow")
+            within(0.3, lambda: release.wait(120), "slow")
         except ProviderTimeout as exc:
             outcome["error"] = exc
-        outcome["took"] = time.monotonic() - started
 
     thread = threading.Thread(target=caller)
     thread.start()
-    thread.join(5)
-    # Then the caller stops waiting at the bound
-    assert isinstance(outcome.get("error"), ProviderTimeout)
-    assert outcome["took"] < 1.0
+    try:
+        thread.join(60)
+        # Then the caller stops waiting at the bound, while the call itself still blocks
+        assert not thread.is_alive()
+        assert isinstance(outcome.get("error"), ProviderTimeout)
+    finally:
+        release.set()
 
 
 def test_a_call_within_its_bound_answers_and_leaves_no_timer() -> None:
