@@ -125,8 +125,11 @@ def test_the_owner_refuses_to_start_a_redis_in_an_unsafe_directory(
     runtime.chmod(0o777)
     server = EmbeddedRedis(tmp_path / "data", owner="test")
     # When the owner starts its Redis, then it is refused before anything starts
-    with pytest.raises(UnsafeRuntimeDir, match="has mode 0777"):
-        server.start()
+    try:
+        with pytest.raises(UnsafeRuntimeDir, match="has mode 0777"):
+            server.start()
+    finally:
+        server.stop()  # a server that did start (the bug) is not left running
     assert server.pid is None and not (tmp_path / "data").exists()
     assert isinstance(UnsafeRuntimeDir(""), NoRedis)
 
