@@ -27,6 +27,8 @@ Every failure the pool can meet is one of these, so deciding what to do next is 
     │                           AIPOOL_ALLOW_ANONYMOUS=1 does not say that is meant
     └── PoolUnavailable         a producer or command cannot reach the pool it needs
         ├── NoRedis             ``REDIS_URL`` is unset and no embedded Redis is running
+        │   └── UnsafeRuntimeDir    the runtime directory, where embedded servers are announced,
+        │                           is not this user's alone: nothing in it is trusted
         ├── NoWorker            no worker consumes the queue a request would go to
         └── NoAnswer            no answer came within the producer's timeout
 
@@ -185,6 +187,14 @@ class NoRedis(PoolUnavailable):
     starts one silently, so a producer never enqueues where no worker listens."""
 
     code = "no_redis"
+
+
+class UnsafeRuntimeDir(NoRedis):
+    """The runtime directory (``AIPOOL_RUNTIME_DIR``, default ``<tmp>/aipool-<uid>``) or an
+    announcement in it is not this user's alone (a symbolic link, another owner, a mode other
+    than 0700): an embedded Redis announced there could be another user's, so none is used."""
+
+    code = "unsafe_runtime_dir"
 
 
 class NoWorker(PoolUnavailable):

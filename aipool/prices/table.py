@@ -14,17 +14,19 @@ Every price is USD per 1,000 tokens:
   provider's prompt cache (Claude's cache writes and reads, Gemini's and OpenAI's cached input),
   which are part of the prompt but billed apart; unset, they cost the input price.
 
-A file is checked whole when loaded: an unknown provider or key, a negative price, a value that is
-not a number, or more than nine decimals (costs are exact to a picodollar) raise
+A file is checked whole when loaded: an unknown provider or key (with the closest known one
+suggested), a value that is not a number, a price below 0 or above :data:`MAX_PRICE_PER_1K`
+(infinity and NaN included), or more than nine decimals (costs are exact to a picodollar) raise
 :class:`PriceFileError`, one line naming the file and the key; workers and every ``aipool``
-command stop on it at start (:mod:`aipool.settings.startup`). A provider without a row (the static
-answer, the refusal) costs nothing. Money is ``Decimal`` throughout, and a call's cost is exact:
-rounded only when shown.
+command stop on it at start (:mod:`aipool.settings.startup`). The ceiling keeps every cost the
+pool computes exact: a call's cost stays far inside the 28 digits :mod:`decimal` works to and the
+ledger's ``Numeric(24, 12)`` column (a price of ``1e30`` per 1K was once accepted, and broke every
+priced view). A provider without a row (the static answer, the refusal) costs nothing. Money is
+``Decimal`` throughout, and a call's cost is exact: rounded only when shown.
 """
 
 from __future__ import annotations
 
-import difflib
 import tomllib
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
@@ -44,6 +46,11 @@ MICRO = Decimal("0.000001")
 PRICE_KEYS = ("input_per_1k", "output_per_1k", "cache_write_per_1k", "cache_read_per_1k")
 #: At most this many decimals per 1,000 tokens keeps every cost exact to a picodollar.
 MAX_DECIMALS = 9
+#: The dearest price a file may set, USD per 1,000 tokens ($10,000 per million): above every
+#: price any provider has published (the dearest, OpenAI's o1-pro output, is $0.60 per 1K), and
+#: low enough that a price per million written where one per 1K belongs is refused once it
+#: exceeds $10 (Claude Opus's $15 per million input, say).
+MAX_PRICE_PER_1K = Decimal(10)
 
 
 class PriceFileError(ValueError):
@@ -145,9 +152,23 @@ class PriceTable:
         return _price(self.providers[provider])
 
 
+_PER_1K = "_per_1k"
+
+
 def _closest(word: str, known: tuple[str, ...]) -> str:
-    match = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
-    return f" (did you mean {match[0]!r}?)" if match else ""
+    # deferred like load_prices' import: pydantic-settings only when a file is wrong
+    from aipool.settings.names import closest
+
+    # A price key is "<kind>_per_1k"; a misspelt kind ("inptu") is compared with the kinds, as
+    # against the whole key it falls below difflib's cutoff.
+    kinds = {key.removesuffix(_PER_1K): key for key in known if key.endswith(_PER_1K)}
+    match = closest(word, known) or kinds.get(closest(word.removesuffix(_PER_1K), kinds) or "")
+    return f" (did you mean {match!r}?)" if match else ""
+
+
+def _shown_value(value: Any) -> str:
+    # A TOML float arrives as a Decimal (see _read_toml): shown as written, not as Decimal('...').
+    return str(value) if isinstance(value, Decimal) else repr(value)
 
 
 def _amount(value: Any, where: str) -> Decimal:
@@ -159,14 +180,27 @@ def _amount(value: Any, where: str) -> Decimal:
     except InvalidOperation:
         raise PriceFileError(problem) from None
     if not amount.is_finite() or amount < 0:
-        raise PriceFileError(f"{where} must be a price of 0 or more, not {value!r}")
-    exponent = amount.normalize().as_tuple().exponent
+        raise PriceFileError(
+            f"{where} must be a price from 0 to {MAX_PRICE_PER_1K} USD per 1,000 tokens, "
+            f"not {_shown_value(value)}"
+        )
+    if amount > MAX_PRICE_PER_1K:
+        raise PriceFileError(
+            f"{where} = {_shown_value(value)} is above the ceiling of {MAX_PRICE_PER_1K} USD per "
+            "1,000 tokens (prices here are per 1,000 tokens: a price per million is 1,000 times smaller)"
+        )
+    canonical = amount.normalize()
+    exponent = canonical.as_tuple().exponent
     if isinstance(exponent, int) and -exponent > MAX_DECIMALS:
         raise PriceFileError(
-            f"{where} = {value} has more than {MAX_DECIMALS} decimals (costs are kept to a "
-            "picodollar)"
+            f"{where} = {_shown_value(value)} has more than {MAX_DECIMALS} decimals (costs are "
+            "kept to a picodollar)"
         )
-    return amount
+    # One form per value, whatever exponent it was written with: "0e400" is 0 and "1E+1" is 10,
+    # in costs and in what cost-estimate shows.
+    return (
+        canonical.quantize(Decimal(1)) if isinstance(exponent, int) and exponent > 0 else canonical
+    )
 
 
 def _row(section: Any, where: str, source: str, *, models_allowed: bool) -> _Row:

@@ -21,6 +21,7 @@ from pathlib import Path
 from types import TracebackType
 
 from aipool.children import Child, pid_alive, wait_until
+from aipool.redis.runtime_dir import make_private, refuse_unless_mine, trusted
 
 #: Seconds the server has to accept connections after it was started.
 START_TIMEOUT_S = 10.0
@@ -57,10 +58,15 @@ class RunningRedis:
 
 
 def _announcements() -> list[Path]:
+    # Only a directory of this user's alone, and only files this user wrote: another user's
+    # announcement would hand this process their Redis and their ledger (aipool.redis.runtime_dir).
     directory = runtime_dir()
-    if not directory.is_dir():
+    if not trusted(directory):
         return []
-    return sorted(directory.glob("redis-*.json"))
+    found = sorted(directory.glob("redis-*.json"))
+    for path in found:
+        refuse_unless_mine(path)
+    return found
 
 
 def _answers(url: str) -> bool:
@@ -128,7 +134,9 @@ class EmbeddedRedis:
 
     def start(self) -> RunningRedis:
         """Start the server, wait until it answers, announce it; raise ``RuntimeError`` if it
-        does not come up."""
+        does not come up, :class:`~aipool.errors.UnsafeRuntimeDir` (before starting anything) if
+        the runtime directory is not this user's alone."""
+        make_private(self._announcement.parent)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         # A socket file left by a killed server would make the new one refuse to bind.
         self.socket.unlink(missing_ok=True)
@@ -183,7 +191,7 @@ class EmbeddedRedis:
 
     def _announce(self, running: RunningRedis) -> None:
         directory = self._announcement.parent
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private(directory)
         partial = directory / f".{self._announcement.name}.tmp"
         partial.write_text(json.dumps(asdict(running)))
         partial.replace(self._announcement)

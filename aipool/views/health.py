@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import hmac
 import json
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict
 from typing import Any
-from wsgiref.simple_server import WSGIRequestHandler, make_server
 from zoneinfo import ZoneInfo
 
 from aipool.breaker import Breaker
@@ -28,6 +28,7 @@ from aipool.quota import Quota
 from aipool.redis.url import connect
 from aipool.settings import settings
 from aipool.settings.provider_limits import ProviderLimits
+from aipool.views.http_server import BoundedServer
 from aipool.views.serving import announce, require_login
 
 USAGE_PATH = "/api/v1/health/ai-usage"
@@ -120,12 +121,6 @@ def _json(
     return [data]
 
 
-class _QuietHandler(WSGIRequestHandler):
-    # Probes hit this endpoint every few seconds; one stderr line each drowns real logs.
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 def required_token() -> str | None:
     """The bearer token the report asks for; raises :class:`~aipool.errors.NoLogin` when none is
     set, unless ``AIPOOL_ALLOW_ANONYMOUS=1`` (then ``None``: served to anyone)."""
@@ -139,21 +134,30 @@ def required_token() -> str | None:
 
 
 def serve(host: str, port: int, redis_url: str, ledger_url: str, token: str | None) -> None:
-    """Serve the pool's report on ``host:port`` until interrupted (stdlib ``wsgiref``), asking
-    for ``token`` (see :func:`required_token`); say where on stderr first. The body is what
-    ``aipool status --json`` prints (:func:`aipool.views.pool_report.read_snapshot`)."""
+    """Serve the pool's report on ``host:port`` until interrupted, asking for ``token`` (see
+    :func:`required_token`); say where on stderr first. The body is what ``aipool status --json``
+    prints (:func:`aipool.views.pool_report.read_snapshot`). Connections are answered each on a
+    thread of their own, within bounds of time and size (:mod:`aipool.views.http_server`): no
+    client can hold up the probe."""
     # deferred: loads sqlalchemy, alembic, celery (~1189 ms of start-up) only when this runs
     from aipool.views.pool_report import read_snapshot
     from workers.app import app as celery_app
 
+    reading = threading.Lock()
+
     def report(client: Any) -> dict[str, Any]:
-        snapshot = read_snapshot(client, redis_url=redis_url, ledger_url=ledger_url, app=celery_app)
+        # One reading at a time: each opens the ledger anew, and readers asking together would
+        # only multiply that load (the probe does not wait on it).
+        with reading:
+            snapshot = read_snapshot(
+                client, redis_url=redis_url, ledger_url=ledger_url, app=celery_app
+            )
         return snapshot.to_json()
 
     client = connect(redis_url)
     app = make_app(client, report=report, token=token)
     try:
-        server = make_server(host, port, app, handler_class=_QuietHandler)
+        server = BoundedServer((host, port), app)
     except OSError as exc:
         raise PoolUnavailable(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     with server:

@@ -118,27 +118,9 @@ def test_report_and_status_count_calls_apart_from_skipped_hops_in_the_same_words
 
 
 def _serve(tmp_path, **env: str):  # type: ignore[no-untyped-def]
-    import subprocess
-    import sys
+    from tests.support.status_server import serve_status
 
-    from tests.conftest import TEST_REDIS_URL
-    from tests.support.services import free_port
-
-    port = free_port()
-    command = [sys.executable, "-c", "from aipool.cli import main; main()"]
-    environment = fresh_env(tmp_path / "runtime", **{"REDIS_URL": TEST_REDIS_URL, **env})
-    for name in ("AIPOOL_HEALTH_TOKEN", "AIPOOL_ALLOW_ANONYMOUS"):
-        if name not in env:
-            environment.pop(name, None)
-    process = subprocess.Popen(
-        [*command, "status", "--serve", "--port", str(port)],
-        env=environment,
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    return process, port
+    return serve_status(tmp_path, **env)
 
 
 def test_status_serve_without_a_token_refuses_to_start_in_one_line(tmp_path):

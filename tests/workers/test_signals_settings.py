@@ -66,20 +66,32 @@ def test_a_worker_with_a_quota_below_adr_006s_starts_and_says_so_once(celery_app
         worker.stop()
 
 
-def test_a_worker_with_a_misspelt_price_key_exits_naming_the_file_and_key(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    # Given a price file with input_per_1K (meant: input_per_1k)
+@pytest.mark.parametrize(
+    ("row", "refused"),
+    [
+        # input_per_1K, meant: input_per_1k
+        ('input_per_1K = "0.001"', "unknown key 'input_per_1K' (did you mean 'input_per_1k'?)"),
+        # accepted before (issue #40): the worker served, and every priced view then failed
+        # with decimal.InvalidOperation
+        (
+            'input_per_1k = "1e30"',
+            ".input_per_1k = '1e30' is above the ceiling of 10 USD per 1,000 tokens",
+        ),
+    ],
+)
+def test_a_worker_with_a_bad_price_exits_naming_the_file_and_key(tmp_path, row, refused) -> None:  # type: ignore[no-untyped-def]
+    # Given a price file with a misspelt key or an absurd price
     prices = tmp_path / "prices.toml"
-    prices.write_text('[gemini]\ninput_per_1K = "0.001"\n', encoding="utf-8")
+    prices.write_text(f"[gemini]\n{row}\n", encoding="utf-8")
     worker = Worker(worker_env(AIPOOL_PRICES_FILE=str(prices)), queues=("gemini",), concurrency=1)
     try:
         # When it starts, then it exits with code 1 and one line naming the file and the key
         assert _exit_code(worker.process) == 1
-        refusal = (
-            f"aipool: settings refused: AIPOOL_PRICES_FILE: {prices}: [gemini]: unknown key "
-            "'input_per_1K' (did you mean 'input_per_1k'?)"
-        )
-        assert any(line.startswith(refusal) for line in worker.log().splitlines()), worker.log()
+        refusal = f"aipool: settings refused: AIPOOL_PRICES_FILE: {prices}: [gemini]"
+        lines = [line for line in worker.log().splitlines() if line.startswith(refusal)]
+        assert len(lines) == 1 and refused in lines[0], worker.log()
         assert "Traceback" not in worker.log()
+        assert "ready" not in worker.log()
     finally:
         worker.stop()
 

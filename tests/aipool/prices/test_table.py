@@ -11,6 +11,7 @@ from aipool.cli import run
 from aipool.contract.request import Completion
 from aipool.prices.table import Price, PriceFileError, completion_cost, cost_usd, load_prices
 from aipool.views.cost_estimate import cost_estimate
+from tests.support.cli import fresh_env, run_aipool
 
 
 @pytest.fixture(autouse=True)
@@ -90,6 +91,14 @@ def test_given_an_override_of_one_key_when_loaded_then_the_other_keys_stay(
     assert "aipool/prices/prices.toml (input_per_1k" in price.origin
 
 
+CEILING = "is above the ceiling of 10 USD per 1,000 tokens"
+OUT_OF_RANGE = "must be a price from 0 to 10 USD per 1,000 tokens"
+
+
+def _gemini_input(value: str) -> str:
+    return f"[gemini]\ninput_per_1k = {value}\n"
+
+
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
@@ -103,7 +112,7 @@ def test_given_an_override_of_one_key_when_loaded_then_the_other_keys_stay(
         ),
         (
             '[claude]\noutput_per_1k = "-0.5"\n',
-            "[claude].output_per_1k must be a price of 0 or more",
+            f"[claude].output_per_1k {OUT_OF_RANGE}, not '-0.5'",
         ),
         ('[claude]\noutput_per_1k = "cheap"\n', "[claude].output_per_1k must be a number"),
         (
@@ -111,6 +120,24 @@ def test_given_an_override_of_one_key_when_loaded_then_the_other_keys_stay(
             "more than 9 decimals",
         ),
         ("[claude\n", "not valid TOML"),
+        # Prices within reason (issue #40, item 5): "1e30" was accepted and broke cost-estimate
+        (_gemini_input('"1e30"'), f"[gemini].input_per_1k = '1e30' {CEILING}"),
+        (_gemini_input('"1e400"'), f"[gemini].input_per_1k = '1e400' {CEILING}"),
+        (_gemini_input("1e400"), f"[gemini].input_per_1k = 1E+400 {CEILING}"),
+        (_gemini_input('"10.000000001"'), CEILING),
+        (_gemini_input("15"), CEILING),
+        (_gemini_input("inf"), f"[gemini].input_per_1k {OUT_OF_RANGE}, not Infinity"),
+        (_gemini_input('"-inf"'), f"[gemini].input_per_1k {OUT_OF_RANGE}, not '-inf'"),
+        (_gemini_input("nan"), f"[gemini].input_per_1k {OUT_OF_RANGE}, not NaN"),
+        (_gemini_input('"sNaN"'), f"[gemini].input_per_1k {OUT_OF_RANGE}, not 'sNaN'"),
+        (_gemini_input('"1e-400"'), "[gemini].input_per_1k = '1e-400' has more than 9 decimals"),
+        # A misspelt kind of price is matched with the kinds ("inptu" is far from input_per_1k)
+        ('[gemini]\ninptu = "0"\n', "unknown key 'inptu' (did you mean 'input_per_1k'?)"),
+        ('[gemini]\nouptut = "0"\n', "unknown key 'ouptut' (did you mean 'output_per_1k'?)"),
+        (
+            '[claude.models."x"]\ncache_reed = "0"\n',
+            "unknown key 'cache_reed' (did you mean 'cache_read_per_1k'?)",
+        ),
     ],
 )
 def test_given_a_bad_prices_file_when_loaded_then_one_line_names_the_file_and_key(
@@ -124,7 +151,7 @@ def test_given_a_bad_prices_file_when_loaded_then_one_line_names_the_file_and_ke
         load_prices(str(path))
     message = str(refused.value)
     assert "\n" not in message
-    assert message.startswith(str(path)) and expected in message
+    assert message.startswith(f"{path}: ") and expected in message
 
 
 def test_given_a_bad_prices_file_when_any_command_starts_then_it_stops_in_one_line(
@@ -143,6 +170,65 @@ def test_given_a_bad_prices_file_when_any_command_starts_then_it_stops_in_one_li
         f"aipool: settings refused: AIPOOL_PRICES_FILE: {path}: unknown provider [gemnii] "
         "(did you mean 'gemini'?); known: ollama, nemotron, gemini, claude"
     )
+
+
+# -- prices within reason (issue #40, item 5) -----------------------------------------------------
+
+
+def test_given_prices_at_the_bounds_when_loaded_then_they_are_kept_in_one_form(
+    tmp_path: Path,
+) -> None:
+    # Given the ceiling itself, and zeros written with odd exponents
+    path = tmp_path / "prices.toml"
+    path.write_text(
+        '[gemini]\ninput_per_1k = "1E+1"\noutput_per_1k = "0e400"\ncache_read_per_1k = "0E-99"\n',
+        encoding="utf-8",
+    )
+    # When
+    price = load_prices(str(path)).price("gemini")
+    # Then: accepted as 10 and 0, and shown that way
+    assert (str(price.input_per_1k), str(price.output_per_1k)) == ("10", "0")
+    assert str(price.cache_read_per_1k) == "0"
+    assert price.cost(1_000_000, 1_000_000) == Decimal(10_000)
+
+
+@pytest.mark.parametrize(
+    ("args", "value", "says"),
+    [
+        (["cost-estimate"], '"1e30"', f"[gemini].input_per_1k = '1e30' {CEILING}"),
+        (["cost-estimate"], "1e400", f"[gemini].input_per_1k = 1E+400 {CEILING}"),
+        (["cost-estimate"], "nan", f"[gemini].input_per_1k {OUT_OF_RANGE}, not NaN"),
+        (["cost-estimate"], '"-1"', f"[gemini].input_per_1k {OUT_OF_RANGE}, not '-1'"),
+        (["config"], "inf", f"[gemini].input_per_1k {OUT_OF_RANGE}, not Infinity"),
+        (["worker"], '"1e400"', f"[gemini].input_per_1k = '1e400' {CEILING}"),
+    ],
+)
+def test_given_a_price_out_of_reason_when_a_command_runs_then_it_stops_in_one_line(
+    tmp_path: Path, args: list[str], value: str, says: str
+) -> None:
+    # Given an absurd price in AIPOOL_PRICES_FILE
+    path = tmp_path / "prices.toml"
+    path.write_text(_gemini_input(value), encoding="utf-8")
+    env = fresh_env(tmp_path / "runtime", AIPOOL_PRICES_FILE=str(path))
+    # When the real console script runs (cost-estimate priced 1e30 with an internal error)
+    done = run_aipool(args, env, tmp_path)
+    # Then: exit 1, one line naming the variable, the file and the key; no traceback, no output
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == "" and "Traceback" not in done.stderr
+    line = done.stderr.strip()
+    assert "\n" not in line
+    assert line.startswith(f"aipool: settings refused: AIPOOL_PRICES_FILE: {path}: {says}")
+
+
+def test_given_a_misspelt_key_when_cost_estimate_runs_then_it_suggests_the_key_meant(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "prices.toml"
+    path.write_text('[gemini]\ninptu = "0.001"\n', encoding="utf-8")
+    env = fresh_env(tmp_path / "runtime", AIPOOL_PRICES_FILE=str(path))
+    done = run_aipool(["cost-estimate"], env, tmp_path)
+    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert f"{path}: [gemini]: unknown key 'inptu' (did you mean 'input_per_1k'?)" in done.stderr
 
 
 # -- billed tokens of every kind (issue #27, item 4) ----------------------------------------------

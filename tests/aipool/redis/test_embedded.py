@@ -35,7 +35,7 @@ def test_a_running_embedded_redis_is_found_and_stops_with_its_owner(tmp_path, ru
 
 
 def test_an_announcement_whose_owner_died_is_removed(runtime):
-    runtime.mkdir(parents=True)
+    runtime.mkdir(parents=True, mode=0o700)
     stale = runtime / "redis-999999999.json"
     stale.write_text(
         json.dumps(

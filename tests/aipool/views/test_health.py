@@ -9,7 +9,6 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
-from wsgiref.simple_server import WSGIRequestHandler, make_server
 from zoneinfo import ZoneInfo
 
 import fakeredis
@@ -21,6 +20,7 @@ from aipool.providers.catalog import PROVIDERS
 from aipool.quota import Quota
 from aipool.settings import settings
 from aipool.views.health import PROBE_PATH, USAGE_PATH, make_app, usage_report
+from aipool.views.http_server import BoundedServer
 from tests.support.shared_servers import redis_db
 
 GUARDS_REDIS_URL = os.environ.get("AIPOOL_GUARDS_TEST_REDIS_URL", redis_db(11))
@@ -152,14 +152,9 @@ def test_probes_get_a_bare_answer_without_a_token(client):
     assert (status, body) == ("503 Service Unavailable", {"error": "ConnectionError"})
 
 
-class _Quiet(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 def test_the_endpoint_over_http(client):
-    # Given the app behind a real loopback HTTP server
-    server = make_server("127.0.0.1", 0, make_app(client), handler_class=_Quiet)
+    # Given the app behind the server aipool status --serve runs, on loopback
+    server = BoundedServer(("127.0.0.1", 0), make_app(client))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     base = f"http://127.0.0.1:{server.server_port}"
