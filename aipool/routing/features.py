@@ -13,9 +13,17 @@ Feature names (the model's vocabulary; ``aipool route`` shows the ones that weig
 ``w:word``         a word (ASCII word or one CJK character)
 ``b:w1 w2``        two consecutive words
 ``s:<label>``      a keyword rule of :mod:`aipool.routing.intent` that matched (its label)
-``m:<fact>``       a fact: ``code-block``, ``log-block``, ``json``, ``diff``, ``question``,
-                   ``len<n>`` (length bucket), ``cjk`` (has Chinese), ``latin``
+``m:<fact>``       a fact: ``code-block``, ``log-block``, ``json``, ``diff``, ``question``
+``m:len<n>``       the text's length bucket, and ``m:cjk`` (has Chinese) or ``m:latin``: its
+                   *shape* (:func:`shape_features`), read by the complexity head only
 =================  ===========================================================================
+
+Why shape is kept from the intent head: every request has exactly one length bucket and one
+script, so to the intent head they are a prior by length and language, entered as often as a rule
+signal. Requests to operate are mostly short (``restart the api``, ``幫我重啟``), and that prior
+alone carried a short plain sentence with no ask in it to ``TOOL_CALL`` ("A normal question after
+the broken ones", issue #40), a chain that ends in a refusal. What a request asks for is in its
+words; how much work it is depends on its length too.
 """
 
 from __future__ import annotations
@@ -38,8 +46,8 @@ SIGNAL_COPIES = 3
 def _length_bucket(n: int) -> str:
     for i, edge in enumerate(_LENGTH_BUCKETS):
         if n < edge:
-            return f"m:len{i}"
-    return f"m:len{len(_LENGTH_BUCKETS)}"
+            return f"len{i}"
+    return f"len{len(_LENGTH_BUCKETS)}"
 
 
 Reading = tuple[str, SplitText, tuple[str, ...]]
@@ -60,7 +68,7 @@ def features(text: str, reading: Reading | None = None) -> set[str]:
     ``read(text)`` when the caller has it already."""
     text, split, labels = reading if reading is not None else read(text)
     folded = _SPACES.sub(" ", fold(text)).strip()
-    out: set[str] = {_length_bucket(len(text))}
+    out: set[str] = set()
     padded = f" {folded} "
     # Bigrams and trigrams: slicing in comprehensions keeps this in C-speed loops.
     out.update("c:" + padded[i : i + 2] for i in range(len(padded) - 1))
@@ -76,7 +84,6 @@ def features(text: str, reading: Reading | None = None) -> set[str]:
         out.add("m:diff")
     if "?" in split.prose or "？" in split.prose:
         out.add("m:question")
-    out.add("m:cjk" if _CJK.search(text) else "m:latin")
     facts = [f for f in out if f.startswith("m:")]
     # Rule signals and facts are few among hundreds of n-grams; each is entered SIGNAL_COPIES
     # times (``s:label``, ``s2:label``...) so that, in a unit-length row, they weigh what a
@@ -87,6 +94,19 @@ def features(text: str, reading: Reading | None = None) -> set[str]:
         if copy:
             out.update(f"m{tag}:{fact[2:]}" for fact in facts)
     return out
+
+
+def shape_features(reading: Reading) -> list[str]:
+    """The length bucket and the script of the text ``reading`` read (``m:len2``, ``m:latin``,
+    each entered as often as a rule signal): features of the complexity head only, never of the
+    intent head (the module's doc says why)."""
+    window = reading[0]
+    facts = (_length_bucket(len(window)), "cjk" if _CJK.search(window) else "latin")
+    return [
+        f"m{'' if copy == 0 else copy + 1}:{fact}"
+        for copy in range(SIGNAL_COPIES)
+        for fact in facts
+    ]
 
 
 def point_features(points: int) -> list[str]:

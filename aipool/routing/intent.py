@@ -94,6 +94,32 @@ _EN_MARKER = (
     r"also|just"
 )
 _ZH_MARKER = r"幫我|幫忙|麻煩|請你?|給我|替我|先|再|然後|並且?|接著"
+# Everything a request to act can be made of, in any position and any form the corpus has: the
+# mutating operations above, the acts of the guide's TOOL_CALL (create, silence, acknowledge,
+# page, post, run ...) and a go-ahead ("do it", "ok go", "好 執行", "繼續"). Deliberately wide:
+# it is not a rule that finds an ask, only the floor under the model's TOOL_CALL (names_an_act).
+_EN_ACTS = (
+    rf"{_EN_OPS}|turn|shut|create|make|add|set|update|upgrade|downgrade|apply|deploy|rollout|"
+    r"ship|release|publish|build|rebuild|run|rerun|re-run|retrigger|trigger|kick|execute|launch|"
+    r"start|boot|reboot|silence|unsilence|mute|unmute|snooze|ack|acknowledge|expire|resolve|close|"
+    r"reopen|open|file|page|call|notify|tell|ping|post|send|message|drop|flush|clear|purge|wipe|"
+    r"truncate|vacuum|reindex|rotate|renew|regenerate|recreate|refresh|reload|reset|promote|demote|"
+    r"move|shift|switch|swap|route|redirect|point|migrate|failover|fail|taint|label|annotate|tag|"
+    r"mark|give|grant|revoke|allow|deny|block|unblock|ban|unban|allowlist|whitelist|blocklist|"
+    r"take|back|backup|restore|snapshot|archive|freeze|unfreeze|lock|unlock|flip|toggle|spin|tear|"
+    r"bring|merge|approve|approved|cancel|abort|retry|requeue|replay|assign|reassign|escalate|put|"
+    r"change|edit|replace|rename|copy|clone|sync|import|export|upload|download|bounce|recycle|"
+    r"cycle|extend|raise|lower|limit|throttle|cap|revert|attach|detach|mount|unmount|install|"
+    r"uninstall|provision|deprovision|decommission|terminate|nuke|schedule|reschedule|book|pin|"
+    r"unpin|invalidate|register|unregister|invite|subscribe|unsubscribe|issue|do|go|proceed|"
+    r"continue|yes|yep|yeah|yup|ok|okay|sure|confirm|confirmed|lgtm"
+)
+_ZH_ACTS = (
+    rf"{_ZH_OPS}|重起|重跑|重新|建|新增|加|移除|拿掉|清|靜音|消音|確認|認領|通知|叫|呼叫|發|貼|"
+    r"指派|派|部署|上版|上線|下線|切|換|更新|跑|觸發|備份|還原|同步|凍結|解凍|鎖|封|解除|延長|輪替|"
+    r"重設|取消|標|套|給|放|推|合併|載入|升|降|開|關|停|刪|砍|擴|縮|改|調|拉|設|退|移|搬|送|丟|收|"
+    r"裝|卸|傳|寄|踢|掛|處理|安排|申請|核准|批准|照|做|吧|好|行|可以|沒問題|繼續"
+)
 
 #: ``(intent, kind, weight, label, pattern)``; ``pattern`` is matched case-insensitively.
 SIGNALS: tuple[tuple[Intent, str, float, str, str], ...] = (
@@ -303,6 +329,7 @@ _MARKED_OP, _ = _compile(
     rf"(?:{_ZH_MARKER})\s*(?:一下\s*)?(?:把[^，。？?！!\n]{{0,40}}?)?(?:{_ZH_OPS})|"
     rf"\b(?:please|pls|can you|could you|go ahead and)\s+(?:{_EN_OPS})\b"
 )
+_ACT, _ = _compile(rf"\b(?:{_EN_ACTS})\b|{_ZH_ACTS}")
 # Blocks of source or config are evidence for a review; blocks of logs for a diagnosis.
 _CODE_BLOCK_WEIGHT = 2.0
 _LOG_BLOCK_WEIGHT = 1.0
@@ -370,6 +397,17 @@ def signal_labels(prose: str) -> list[str]:
     if _ABOUT_NOT_DO.search(folded) and not _MARKED_OP.search(folded):
         labels.append("about not do")
     return labels
+
+
+def names_an_act(prose: str) -> bool:
+    """Whether ``prose`` holds a word a request to act is made of (an operation, an act such as
+    silence or page, or a go-ahead), in any position or language.
+
+    The floor under a ``TOOL_CALL`` decision (:func:`aipool.routing.router.choose_intent`): the
+    tool chain ends in a refusal, and a text with none of these words asks nothing of it, however
+    short, long, English or Chinese it is (issue #40: a plain sentence reached it on its length
+    and script). Wide on purpose: whether such a word makes an ask is the model's to weigh."""
+    return _ACT.search(fold(prose)) is not None
 
 
 def matched_words(text: str) -> list[tuple[str, str, str]]:

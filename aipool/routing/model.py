@@ -16,8 +16,9 @@ Scores are softmax probabilities of ``bias + (sum of the present features' weigh
 features are binary, the row normalised to unit length as in training.
 
 The ``complexity`` head (optional: a file without it leaves complexity to the keyword scorer)
-reads the same features plus the scorer's points (:func:`~aipool.routing.features.point_features`)
-and gives each level's probability (:meth:`IntentModel.level_shares`); the router reads them where
+reads the same features plus the text's shape (its length bucket and script,
+:func:`~aipool.routing.features.shape_features`, which the intent head never reads) and the
+scorer's points (:func:`~aipool.routing.features.point_features`) and gives each level's probability (:meth:`IntentModel.level_shares`); the router reads them where
 a level moves the tier (:func:`~aipool.routing.router.choose_complexity`). The head's
 ``threshold`` is part of the file format and read by nothing since.
 """
@@ -36,7 +37,7 @@ from operator import is_not, itemgetter
 from pathlib import Path
 from typing import Any, cast
 
-from aipool.routing.features import Reading, features, point_features
+from aipool.routing.features import Reading, features, point_features, read, shape_features
 from aipool.routing.intent import Intent
 from aipool.settings import settings
 
@@ -112,7 +113,7 @@ class IntentModel:
         self.trained = trained
         self.source = source
         self.vocabulary = vocabulary
-        self._last: tuple[tuple[int, int], tuple[int, ...]] | None = None
+        self._last: tuple[tuple[int, int], tuple[int, ...], tuple[int, ...]] | None = None
         self.level_columns: tuple[array[float], ...] = ()
         self.level_bias: tuple[float, ...] = ()
         if levels is not None:
@@ -126,17 +127,25 @@ class IntentModel:
         return bool(self.level_columns)
 
     def _ids(self, text: str, reading: Reading | None = None) -> tuple[int, ...]:
+        """The vocabulary ids of ``text``'s features, as both heads read them."""
+        return self._read(text, reading)[1]
+
+    def _read(
+        self, text: str, reading: Reading | None = None
+    ) -> tuple[tuple[int, int], tuple[int, ...], tuple[int, ...]]:
         # The router asks for the intent and then the level of the same text: the features of
         # the last text are kept, keyed by its length and hash rather than the text, so no prompt
         # outlives its decision here (a tuple swapped whole: threads at worst compute twice).
         key = (len(text), hash(text))
         last = self._last
         if last is not None and last[0] == key:
-            return last[1]
-        known = filter(_KNOWN, map(self.index.get, features(text, reading)))
-        ids = cast("tuple[int, ...]", tuple(known))
-        self._last = (key, ids)
-        return ids
+            return last
+        reading = reading if reading is not None else read(text)
+        find = self.index.get
+        ids = cast("tuple[int, ...]", tuple(filter(_KNOWN, map(find, features(text, reading)))))
+        shape = cast("tuple[int, ...]", tuple(filter(_KNOWN, map(find, shape_features(reading)))))
+        self._last = (key, ids, shape)
+        return self._last
 
     def predict(self, text: str, reading: Reading | None = None) -> Prediction:
         """The most probable intent of ``text`` and the probability of each (``reading``:
@@ -154,8 +163,9 @@ class IntentModel:
         if not self.level_columns:
             return None
         index = self.index
-        ids = [*self._ids(text, reading), *(index[f] for f in point_features(points) if f in index)]
-        return _probabilities(ids, self.level_bias, self.level_columns)
+        _key, ids, shape = self._read(text, reading)
+        points_ids = (index[f] for f in point_features(points) if f in index)
+        return _probabilities([*ids, *shape, *points_ids], self.level_bias, self.level_columns)
 
     def level(self, text: str, points: int, reading: Reading | None = None) -> LevelGuess | None:
         """The most probable complexity level of ``text`` whose keyword score is ``points``, and

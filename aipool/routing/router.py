@@ -11,9 +11,16 @@ signal              intent                                                 ``sou
 ==================  =====================================================  ==============
 ``request.intent``  the producer's override                                ``explicit``
 tools attached      ``TOOL_CALL``: only a tool-capable chain can answer    ``tools``
-model sure          the model's intent, probability >= its threshold       ``model``
+model sure          the model's intent, probability >= its threshold;      ``model``
+                    ``TOOL_CALL`` only with a word of an act in the text
 model unsure        the keyword rules' intent (``CHAT`` when none match)   ``rules``
 ==================  =====================================================  ==============
+
+The tool chain ends in a refusal, so the model's ``TOOL_CALL`` needs a word a request to act is
+made of (:func:`~aipool.routing.intent.names_an_act`: an operation, an act such as silence or
+page, a go-ahead); without one the keyword rules decide. A plain sentence is not sent there on its
+length, its script or the model's prior for short texts (issue #40); the model reads no length or
+script at all (:func:`~aipool.routing.features.shape_features` feed the complexity head only).
 
 A fenced block of code is one of the model's features (``m:code-block``) rather than a rule of its
 own: "summarize this diff" and "write release notes from it" paste code too, and the dev split
@@ -46,7 +53,7 @@ from aipool.chains import Hop, build_chain
 from aipool.contract.request import PRIORITIES, Message, Request
 from aipool.routing.complexity import score
 from aipool.routing.features import read
-from aipool.routing.intent import Intent, IntentDecision, classify
+from aipool.routing.intent import Intent, IntentDecision, classify, names_an_act
 from aipool.routing.model import IntentModel, load_model
 from aipool.routing.table import OTHER_SERVICE, RouteTable, load_table
 from aipool.routing.tiers import choose_rule, tier_of_rule
@@ -159,7 +166,8 @@ def choose_intent(request: Request, model: IntentModel | None = None) -> IntentC
     keywords = (
         f"keyword signals: {_labels(signals)} ({len(signals)})" if signals else "no keyword signal"
     )
-    if guess.confidence >= model.threshold:
+    sure = guess.confidence >= model.threshold
+    if sure and (guess.intent != Intent.TOOL_CALL or names_an_act(reading[1].prose)):
         return IntentChoice(
             guess.intent,
             round(guess.confidence, 2),
@@ -167,7 +175,12 @@ def choose_intent(request: Request, model: IntentModel | None = None) -> IntentC
             f"model {guess.confidence:.2f}; {keywords}",
         )
     rules = classify(request)
-    unsure = f"model unsure ({guess.intent} {guess.confidence:.2f} < {model.threshold:.2f})"
+    if sure:
+        # The tool chain ends in a refusal: a text with no word of an act is not sent there on
+        # what else the model read in it (its length, its script, its prior; issue #40).
+        unsure = f"model {guess.intent} {guess.confidence:.2f} without a word of an act"
+    else:
+        unsure = f"model unsure ({guess.intent} {guess.confidence:.2f} < {model.threshold:.2f})"
     if rules.intent == Intent.CHAT and rules.confidence <= 0.3:
         return IntentChoice(
             Intent.CHAT.value, rules.confidence, "rules", f"{unsure}; no keyword signal, CHAT"

@@ -28,7 +28,7 @@ import numpy as np
 from aipool.contract.request import Message, Request
 from aipool.routing import corpus
 from aipool.routing.complexity import score
-from aipool.routing.features import features, point_features
+from aipool.routing.features import features, point_features, read, shape_features
 from aipool.routing.intent import Intent, classify_text
 from aipool.routing.model import FORMAT, LEVELS, SHIPPED_MODEL, IntentModel, parse_model
 
@@ -102,13 +102,15 @@ def train(
     if unknown:
         raise ValueError(f"unknown intent label(s): {', '.join(unknown)}")
     # Each text's features, computed once for the vocabulary and both heads.
-    found = [features(e.text) for e in examples]
+    readings = [read(e.text) for e in examples]
+    found = [features(e.text, r) for e, r in zip(examples, readings, strict=True)]
     counts: Counter[str] = Counter()
     for names in found:
         counts.update(names)
     vocabulary = sorted(f for f, n in counts.items() if n >= MIN_COUNT)
-    # The scorer's points are features of the complexity head only (the intent head never sees
-    # them: their weights there stay 0).
+    # The text's shape and the scorer's points are features of the complexity head only (the
+    # intent head never sees them: their weights there stay 0).
+    vocabulary += sorted({f for r in readings for f in shape_features(r)})
     vocabulary += [f for level in LEVELS for f in point_features(level)]
     index = {f: i for i, f in enumerate(vocabulary)}
     v = len(vocabulary)
@@ -117,7 +119,11 @@ def train(
         [LABELS.index(e.intent) for e in examples],
         v, len(LABELS), l2=l2, epochs=epochs,
     )  # fmt: skip
-    graded = [(e, n) for e, n in zip(examples, found, strict=True) if e.complexity is not None]
+    graded = [
+        (e, [*names, *shape_features(r)])
+        for e, names, r in zip(examples, found, readings, strict=True)
+        if e.complexity is not None
+    ]
     head: dict[str, Any] = {}
     if graded:
         lw, lb = _fit(

@@ -935,6 +935,7 @@ WRITTEN_FIT = (
     ("written_round7.jsonl", "p"),  # the seventh test split (450), read once (2026-12-03)
     ("written_round8.jsonl", "o"),  # the eighth test split (500), read once (2026-12-03)
     ("written_round9.jsonl", "n"),  # the ninth test split (500), read once (2026-12-03)
+    ("written_round10.jsonl", "m"),  # the tenth test split (500), read once (2026-12-03)
 )
 
 

@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from aipool.routing.features import features
 from aipool.routing.model import SHIPPED_MODEL, ModelError, load_model, read_model
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_the_shipped_model_is_a_few_megabytes_at_most_and_loads() -> None:
-    # Given the packaged model file (3.2 MB with round 10's 5,334 examples and 46,340 features;
+    # Given the packaged model file (3.5 MB with round 11's 5,799 examples and 50,445 features;
     # every worker holds it, so growth past this is a decision, not a drift)
     assert SHIPPED_MODEL.stat().st_size < 4_000_000
     # When loaded, Then it knows the six intents and a threshold within 0..1
@@ -133,6 +135,20 @@ def test_a_model_file_that_loads_is_the_one_routing_uses(tmp_path: Path, monkeyp
     check_at_start()
     assert model_path() == copy
     assert load_model().source == str(copy)
+
+
+def test_the_intent_head_weighs_no_length_and_no_script() -> None:
+    # Given the shipped model and the features that say only how long a text is and its script
+    model = read_model(SHIPPED_MODEL)
+    shape = [name for name in model.vocabulary if re.fullmatch(r"m\d?:(len\d|cjk|latin)", name)]
+    assert {name.partition(":")[2] for name in shape} >= {"len0", "len1", "len5", "cjk", "latin"}
+    # Then none of them moves the intent (issue #40: len1 and latin carried a plain sentence to
+    # TOOL_CALL), while the complexity head still reads them
+    ids = [model.index[name] for name in shape]
+    assert all(column[i] == 0.0 for column in model.columns for i in ids)
+    assert any(column[i] != 0.0 for column in model.level_columns for i in ids)
+    # And a text's features hold none of them: they reach the complexity head alone
+    assert not {f for f in features("restart the api") if f in shape}
 
 
 def test_workers_import_no_training_stack_and_no_numpy_for_routing() -> None:

@@ -29,7 +29,7 @@ _FIXED_PHRASES = (
     "concerns to weigh", "multi-step ask",
     "user turns", "tool(s)", "capped at", "short single ask", "(tool chain)", "request carries",
     "explicit intent", "from the producer", "TOOL_CALL dropped: asks why/how/whether, not to act",
-    "scored", "about not do", "default", "points",
+    "scored", "about not do", "default", "points", "without a word of an act",
 )  # fmt: skip
 
 

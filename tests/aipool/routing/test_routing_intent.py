@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from aipool.contract.request import Message, Request, Tool
-from aipool.routing.intent import Intent, classify, classify_text
+from aipool.routing import corpus
+from aipool.routing.features import read
+from aipool.routing.intent import Intent, classify, classify_text, names_an_act
 
 TOOL = Tool(name="k8s_restart", description="restart", parameters={"type": "object"})
 
@@ -208,3 +210,25 @@ def test_creative_writing_asked_in_the_imperative_is_chat(text: str) -> None:
 
 def test_a_service_named_like_small_talk_is_still_operated_on() -> None:
     assert classify_text("restart the song-api deployment").intent == Intent.TOOL_CALL.value
+
+
+def test_every_request_to_act_in_the_fitted_corpus_names_an_act() -> None:
+    # Given every TOOL_CALL request of train and dev that carries no tools (the model decides those)
+    acts = [
+        row["text"]
+        for split in ("train", "dev")
+        for row in corpus.load(split)
+        if row["intent"] == "TOOL_CALL" and not row.get("tools")
+    ]
+    # Then each holds a word of an act in the prose the router reads: the floor under the model's
+    # TOOL_CALL (router.choose_intent) takes none of them from the tool chain
+    assert len(acts) > 1000
+    assert [text for text in acts if not names_an_act(read(text)[1].prose)] == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["A normal question after the broken ones", "The morning train", "今天天氣不錯", "一般的句子"],
+)
+def test_a_plain_sentence_names_no_act(text: str) -> None:
+    assert not names_an_act(text)

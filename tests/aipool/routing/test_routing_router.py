@@ -7,10 +7,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aipool.chains import Hop, default_model
 from aipool.contract.request import Message, Request, Tool, parse_request
-from aipool.routing.router import Route, choose_complexity, decide, explain
+from aipool.routing.intent import names_an_act
+from aipool.routing.model import Prediction
+from aipool.routing.router import Route, choose_complexity, choose_intent, decide, explain
 from aipool.routing.table import parse_table
 
 TOOL = Tool(name="k8s_restart", description="restart", parameters={"type": "object"})
@@ -43,6 +47,98 @@ def test_operation_in_words_goes_to_nemotron() -> None:
     # Then the tool chain, starting at nemotron's default model
     assert route.chain[0] == Hop("nemotron", default_model("nemotron"))
     assert route.chain[-1].provider == "refuse"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "A normal question after the broken ones",  # issue #40: TOOL_CALL, model 0.62
+        "the",
+        "The morning train",
+        "The quick brown fox jumps over the lazy dog",
+        "它 the window",
+        "一般的句子 after the broken ones",
+        "這是一個普通的句子，沒有什麼特別的意思",
+        "The garden behind the old house was quiet in the evening. A bird sat on the fence, the "
+        "neighbours talked about the weather, and the river ran slowly past the bridge. Nobody "
+        "was in a hurry, and the light stayed warm until late.",
+    ],
+)
+def test_a_plain_sentence_that_asks_nothing_is_not_sent_to_the_tool_chain(text: str) -> None:
+    # Given a sentence that asks no operation of anyone, of some length, in some script
+    # When it is routed
+    route = decide(_request(text))
+    # Then it is not a tool call, and its chain ends in an answer, not a refusal
+    assert route.intent != "TOOL_CALL", route.reason
+    assert _providers(route)[-1] == "static"
+
+
+# Words that name no operation and give no go-ahead, in both scripts.
+_PLAIN_EN_TEXT = (
+    "a the an one some another this that these those my our their his her its normal plain "
+    "ordinary usual quiet blue red green small big old new long short first last other same "
+    "question sentence word line note story morning afternoon evening weekend window table chair "
+    "garden river mountain city train bus coffee tea lunch dinner letter picture song music "
+    "weather rain sun cloud friend family teacher neighbour dog cat bird tree flower house room "
+    "after before during with without about over under near behind between from of in on at "
+    "and or but so because while when then also again still very quite rather really just "
+    "is was are were has had seems looked felt sounded came went walked talked smiled slept "
+    "today yesterday tomorrow here there nothing something everything anything nobody everyone "
+    "broken ones thing things nice fine good bad warm cold bright dark happy tired"
+)
+_PLAIN_ZH_TEXT = (
+    "今天 昨天 明天 早上 下午 晚上 週末 天氣 很 不錯 普通 一般 的 句子 話 貓 狗 鳥 樹 花 山 河 "
+    "風景 漂亮 窗邊 午餐 晚餐 咖啡 茶 書 信 歌 音樂 朋友 家人 老師 鄰居 房子 房間 城市 公園 "
+    "安靜 溫暖 寒冷 明亮 快樂 累 這 那 一個 一些 另一個 我 你 他 她 我們 他們 也 還 又 都 "
+    "已經 常常 有時候 雲 雨 太陽 早餐 故事 相片 花園 火車 公車 路 橋 海 沙灘 小鎮 喜歡 覺得 看到 "
+    "走 聊天 睡覺"
+)
+PLAIN_EN = _PLAIN_EN_TEXT.split()
+PLAIN_ZH = _PLAIN_ZH_TEXT.split()
+PLAIN_WORDS = st.one_of(
+    st.lists(st.sampled_from(PLAIN_EN), min_size=1, max_size=400),
+    st.lists(st.sampled_from(PLAIN_ZH), min_size=1, max_size=600),
+    st.lists(st.sampled_from(PLAIN_EN + PLAIN_ZH), min_size=1, max_size=400),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(PLAIN_WORDS, st.sampled_from([" ", "", "\n", ", ", "。"]))
+def test_length_and_script_alone_never_reach_the_tool_chain(words: list[str], joint: str) -> None:
+    # Given a text of any length, English, Chinese or both, whose words name no act
+    text = joint.join(words)
+    assert not names_an_act(text), text
+    # When it is routed
+    route = decide(_request(text))
+    # Then it does not go to the tool chain, whatever the model made of its length and script
+    assert route.intent != "TOOL_CALL", (text, route.reason)
+    assert _providers(route)[-1] == "static"
+
+
+class _SureOf:
+    """A model that reads every text as ``intent``, 0.99 sure."""
+
+    threshold = 0.5
+
+    def __init__(self, intent: str) -> None:
+        self.intent = intent
+
+    def predict(self, text: str, reading: object = None) -> Prediction:
+        return Prediction(self.intent, 0.99, {self.intent: 0.99})
+
+
+def test_the_models_tool_call_needs_a_word_of_an_act() -> None:
+    # Given a model sure that every text is a tool call
+    model = _SureOf("TOOL_CALL")
+    # When it reads the sentence of issue #40, Then the keyword rules decide instead, and the
+    # reason says why (numbers and fixed words only)
+    plain = choose_intent(_request("A normal question after the broken ones"), model)  # type: ignore[arg-type]
+    assert plain.intent != "TOOL_CALL" and plain.source == "rules"
+    assert plain.why.startswith("model TOOL_CALL 0.99 without a word of an act; ")
+    # And a request to act that no keyword rule knows still takes the model's word
+    for text in ("snooze it for another hour", "好 執行", "幫我把會員中心重起一下"):
+        acted = choose_intent(_request(text), model)  # type: ignore[arg-type]
+        assert (acted.intent, acted.source) == ("TOOL_CALL", "model"), text
 
 
 def test_critical_goes_to_claude_first() -> None:
