@@ -11,9 +11,9 @@ from typing import Any
 
 from rich.console import Console
 
-from aipool.errors import NoRedis, PoolUnavailable
+from aipool.errors import NoRedis
 from aipool.ledger.db import DEFAULT_SQLITE_PATH, database_url
-from aipool.redis.url import adopt_embedded, connect
+from aipool.redis.url import adopt_embedded, connect, ping
 from aipool.redis.url import redis_url as pool_redis_url
 from aipool.settings import settings
 from aipool.views.pool_location import describe_database, describe_redis
@@ -29,36 +29,6 @@ def redis_url() -> str:
     url = pool_redis_url()
     ping(url)
     return url
-
-
-def ping(url: str) -> None:
-    """One PING to ``url``, without redis-py's retries; raise :class:`PoolUnavailable` saying why
-    it failed. A command that needs Redis says so in one line at once, before anything it does
-    would meet the outage (a producer routing a request reads breakers and quotas there)."""
-    import redis
-    from redis.backoff import NoBackoff
-    from redis.retry import Retry
-
-    s = settings()
-    client = redis.Redis.from_url(
-        url,
-        socket_connect_timeout=s.redis_connect_timeout_s,
-        socket_timeout=s.redis_socket_timeout_s,
-        retry=Retry(NoBackoff(), 0),
-    )
-    try:
-        client.ping()
-    except redis.TimeoutError:
-        why = (
-            f"no answer within {s.redis_connect_timeout_s:g} s "
-            "(AIPOOL_REDIS_CONNECT_TIMEOUT, AIPOOL_REDIS_SOCKET_TIMEOUT)"
-        )
-        raise PoolUnavailable(f"cannot reach Redis at {describe_redis(url)}: {why}") from None
-    except redis.RedisError as exc:
-        why = " ".join(str(exc).split()) or type(exc).__name__
-        raise PoolUnavailable(f"cannot reach Redis at {describe_redis(url)}: {why}") from None
-    finally:
-        client.close()
 
 
 def optional_redis_url() -> str | None:

@@ -13,9 +13,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from aipool.errors import NoRedis
+from aipool.errors import NoRedis, PoolUnavailable
 from aipool.redis.embedded import RunningRedis, find_running
 from aipool.settings import settings
+from aipool.views.pool_location import describe_redis
 
 #: How to give a process a Redis, for error messages.
 HOW_TO_GET_ONE = (
@@ -78,3 +79,33 @@ def kombu_url(url: str) -> str:
 def celery_url() -> str:
     """The same Redis spelled for kombu (broker and result backend)."""
     return kombu_url(redis_url())
+
+
+def ping(url: str) -> None:
+    """One PING to ``url``, without redis-py's retries; raise :class:`PoolUnavailable` saying why
+    it failed. A command that needs Redis says so in one line at once, before anything it does
+    would meet the outage (a producer routing a request reads breakers and quotas there)."""
+    import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    s = settings()
+    client = redis.Redis.from_url(
+        url,
+        socket_connect_timeout=s.redis_connect_timeout_s,
+        socket_timeout=s.redis_socket_timeout_s,
+        retry=Retry(NoBackoff(), 0),
+    )
+    try:
+        client.ping()
+    except redis.TimeoutError:
+        why = (
+            f"no answer within {s.redis_connect_timeout_s:g} s "
+            "(AIPOOL_REDIS_CONNECT_TIMEOUT, AIPOOL_REDIS_SOCKET_TIMEOUT)"
+        )
+        raise PoolUnavailable(f"cannot reach Redis at {describe_redis(url)}: {why}") from None
+    except redis.RedisError as exc:
+        why = " ".join(str(exc).split()).rstrip(".") or type(exc).__name__
+        raise PoolUnavailable(f"cannot reach Redis at {describe_redis(url)}: {why}") from None
+    finally:
+        client.close()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -25,7 +26,7 @@ from aipool.breaker import Breaker
 from aipool.errors import PoolUnavailable
 from aipool.periods import pool_zone
 from aipool.quota import Quota
-from aipool.redis.url import connect
+from aipool.redis.url import connect, ping
 from aipool.settings import settings
 from aipool.settings.provider_limits import ProviderLimits
 from aipool.views.http_server import BoundedServer
@@ -165,4 +166,19 @@ def serve(host: str, port: int, redis_url: str, ledger_url: str, token: str | No
         announce(
             "the usage report", f"{where}{USAGE_PATH} (probes: {where}{PROBE_PATH})", bool(token)
         )
+        _say_if_redis_is_away(redis_url)
         server.serve_forever()
+
+
+def _say_if_redis_is_away(redis_url: str) -> None:
+    """Say on stderr, once at start, that the pool's Redis does not answer: the server serves
+    anyway (its probe answers 503 until Redis is back), and the person who started it should not
+    have to find that out from a probe."""
+    try:
+        ping(redis_url)
+    except PoolUnavailable as exc:
+        print(
+            f"aipool: {exc}; {PROBE_PATH} answers 503 until it does",
+            file=sys.stderr,
+            flush=True,
+        )

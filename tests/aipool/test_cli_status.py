@@ -266,9 +266,15 @@ def test_status_serve_starts_while_redis_is_down_and_its_probe_says_so(tmp_path)
     down = f"redis://127.0.0.1:{free_port()}/0"
     process, port = _serve(tmp_path, REDIS_URL=down, AIPOOL_HEALTH_TOKEN="t0ken")
     try:
-        # When the server starts, then it serves (a restart would not bring Redis back)
+        # When the server starts, then it serves (a restart would not bring Redis back), and
+        # says at once that Redis does not answer and what its probe says meanwhile
         assert process.stderr is not None
         assert "serving on" in process.stderr.readline()
+        assert process.stderr.readline().strip() == (
+            f"aipool: cannot reach Redis at {down}: Error 111 connecting to "
+            f"127.0.0.1:{down.split(':')[2].split('/')[0]}. Connection refused; /healthz answers "
+            "503 until it does"
+        )
         probe = eventually(
             lambda: httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10), 10, ""
         )

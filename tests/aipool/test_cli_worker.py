@@ -70,7 +70,7 @@ def test_a_redis_that_does_not_answer_stops_aipool_worker_in_one_line(tmp_path) 
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [
         f"aipool: cannot reach Redis at {url}: Error 111 connecting to "
-        f"127.0.0.1:{url.split(':')[2].split('/')[0]}. Connection refused."
+        f"127.0.0.1:{url.split(':')[2].split('/')[0]}. Connection refused"
     ]
     assert done.stdout == ""
     assert processes_marked(env[MARK]) == []
