@@ -3,17 +3,20 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 LOCKS := requirements.lock requirements-dev.lock
-# Every install takes the locked versions (tests/deploy/locks.py): a new upstream release changes
-# nothing here until `make lock` is run on purpose. The project is built without build isolation
-# so that its build, too, uses the locked setuptools rather than the newest one.
-LOCKED_PIP = $(1)/pip install --quiet -c requirements.lock -c requirements-dev.lock
+# Every install takes the locked versions, each file checked against the lock's hashes (.ci/lock
+# writes the locks with pip-tools): a new upstream release, or a file swapped on an index, changes
+# nothing here. requirements-dev.lock is the whole set the checks run (the runtime lock's versions,
+# the dev tools, pip and setuptools); every pin has a wheel, so nothing is built from source but
+# the pool itself, without build isolation, with the locked setuptools.
+HASHED_PIP = $(1)/pip install --quiet --require-hashes --only-binary :all: --no-deps
 
-.PHONY: install services test lint types pytest pytest-serial bench demo lock upstream-check soak soak-model soak-money
+.PHONY: install services test lint types scan pytest pytest-serial bench demo lock upstream-check soak soak-model soak-money
 
 $(BIN)/aipool: pyproject.toml $(LOCKS)
 	$(PYTHON) -m venv $(VENV)
-	$(call LOCKED_PIP,$(BIN)) pip setuptools
-	$(call LOCKED_PIP,$(BIN)) --no-build-isolation -e ".[dev]"
+	$(call HASHED_PIP,$(BIN)) -r requirements-dev.lock
+	$(BIN)/pip install --quiet --no-index --no-deps --no-build-isolation -e .
+	$(BIN)/pip check
 	touch $(BIN)/aipool
 
 install: $(BIN)/aipool
@@ -72,9 +75,10 @@ bench: install
 demo: install
 	$(BIN)/aipool demo
 
-# Refresh both locks from the newest releases pyproject.toml allows (then `make test`).
+# Refresh the locks from the newest releases the inputs allow, with pip-tools (then `make test`);
+# `.ci/lock` alone adds what pyproject.toml newly asks for and keeps every other pin.
 lock:
-	.ci/upstream --write-locks
+	.ci/lock --upgrade
 
 # Run the suite against the newest releases, locks untouched; names the releases that differ.
 upstream-check: services
