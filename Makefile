@@ -10,7 +10,7 @@ LOCKS := requirements.lock requirements-dev.lock
 # the pool itself, without build isolation, with the locked setuptools.
 HASHED_PIP = $(1)/pip install --quiet --require-hashes --only-binary :all: --no-deps
 
-.PHONY: install services test lint types scan pytest pytest-serial bench demo lock upstream-check soak soak-model soak-money
+.PHONY: install scan-install services test lint types scan pytest pytest-serial bench demo lock upstream-check soak soak-model soak-money
 
 $(BIN)/aipool: pyproject.toml $(LOCKS)
 	$(PYTHON) -m venv $(VENV)
@@ -21,11 +21,22 @@ $(BIN)/aipool: pyproject.toml $(LOCKS)
 
 install: $(BIN)/aipool
 
-# The project's install (pip) and the services' (apt, on a fresh machine) overlap: both wait on
-# the network more than on the CPU.
+# The scanners in a venv of their own (checkov pins packaging and idna apart from the pool),
+# from their own hashed lock.
+SCAN_VENV := .venv-scan
+$(SCAN_VENV)/bin/checkov: requirements-scan.lock
+	$(PYTHON) -m venv $(SCAN_VENV)
+	$(call HASHED_PIP,$(SCAN_VENV)/bin) -r requirements-scan.lock
+	$(SCAN_VENV)/bin/pip check
+	touch $(SCAN_VENV)/bin/checkov
+
+scan-install: $(SCAN_VENV)/bin/checkov
+
+# The project's install, the scanners' (pip) and the services' (apt, on a fresh machine) overlap:
+# they wait on the network more than on the CPU.
 test:
-	$(MAKE) --no-print-directory -j2 install services
-	$(MAKE) --no-print-directory lint types pytest
+	$(MAKE) --no-print-directory -j3 install scan-install services
+	$(MAKE) --no-print-directory lint types scan pytest
 
 # Redis, PostgreSQL, RabbitMQ and promtool, each started or installed only when missing.
 services:
@@ -37,6 +48,11 @@ lint:
 
 types:
 	$(BIN)/mypy
+
+# checkov on the rendered overlays and bandit on the packages, against the reviewed baseline
+# (deploy/scan-baseline.toml): a new finding, or a baseline entry that covers nothing, fails.
+scan: install scan-install
+	$(BIN)/python -m tests.deploy.scan --scanners $(SCAN_VENV)/bin
 
 # The suite in three shards at once, each on its own Redis server and databases (.ci/pytest-shards):
 # most of it waits on real workers, Redis and PostgreSQL, and one process took 25 min here.
