@@ -18,7 +18,7 @@ WORKDIR /src
 # replace the base image's, and build the pool without build isolation, so no build fetches the
 # newest setuptools (setuptools writes wheels itself since 70.1: no `wheel` package is involved).
 COPY requirements.lock ./
-RUN pip wheel --require-hashes --only-binary :all: --no-deps --wheel-dir /wheels -r requirements.lock \
+RUN pip wheel --require-hashes --only-binary :all: --wheel-dir /wheels -r requirements.lock \
     && pip install --no-index --no-deps /wheels/pip-*.whl /wheels/setuptools-*.whl
 COPY pyproject.toml README.md celeryconfig.py ./
 COPY aipool ./aipool

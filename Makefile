@@ -6,9 +6,10 @@ LOCKS := requirements.lock requirements-dev.lock
 # Every install takes the locked versions, each file checked against the lock's hashes (.ci/lock
 # writes the locks with pip-tools): a new upstream release, or a file swapped on an index, changes
 # nothing here. requirements-dev.lock is the whole set the checks run (the runtime lock's versions,
-# the dev tools, pip and setuptools); every pin has a wheel, so nothing is built from source but
-# the pool itself, without build isolation, with the locked setuptools.
-HASHED_PIP = $(1)/pip install --quiet --require-hashes --only-binary :all: --no-deps
+# the dev tools, pip and setuptools); pip resolves each lock's dependencies, so a lock that misses
+# one (or an extra) fails here rather than in the image. Every pin has a wheel, so nothing is
+# built from source but the pool itself, without build isolation, with the locked setuptools.
+HASHED_PIP = $(1)/pip install --quiet --require-hashes --only-binary :all:
 
 .PHONY: install scan-install services test lint types scan pytest pytest-serial bench demo lock upstream-check soak soak-model soak-money
 

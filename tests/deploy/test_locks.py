@@ -87,11 +87,13 @@ def test_given_make_install_when_dry_run_then_every_download_is_hash_checked_fro
     )
     installs = [line for line in result.stdout.splitlines() if " install " in line]
     # Then the dependencies come from the dev lock, every file checked against its hashes and a
-    # published wheel; the project itself is installed with no index, no dependencies and no
+    # published wheel, with pip resolving them (so a lock missing a dependency fails); the project
+    # itself is installed with no index, no dependencies and no
     # isolated build (the locked setuptools builds it), and pip check closes the install
     assert len(installs) == 2, result.stdout
     dependencies, project = installs
-    assert "--require-hashes --only-binary :all: --no-deps" in dependencies, dependencies
+    assert "--require-hashes --only-binary :all:" in dependencies, dependencies
+    assert "--no-deps" not in dependencies
     assert dependencies.endswith("-r requirements-dev.lock")
     assert "--no-index --no-deps --no-build-isolation" in project and project.endswith("-e .")
     assert f"{venv}/bin/pip check" in result.stdout
