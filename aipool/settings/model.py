@@ -153,6 +153,8 @@ class Settings(BaseSettings):
     redis_connect_timeout_s: Seconds = 5.0
     redis_socket_timeout_s: Seconds = 5.0
     timezone: str = DEFAULT_TIMEZONE
+    #: ``production`` (the image sets it) refuses what is only for one machine: the embedded Redis.
+    environment: Literal["development", "production"] = "development"
     task_time_limit_s: PositiveInt = DEFAULT_HARD_LIMIT_S
     #: ``None`` (written ``unlimited``): no soft limit, a hop runs until the hard limit.
     task_soft_time_limit_s: PositiveInt | None = 90

@@ -38,6 +38,7 @@ _POOL: dict[str, Path] = {
     "AIPOOL_REDIS_CONNECT_TIMEOUT": ("redis_connect_timeout_s",),
     "AIPOOL_REDIS_SOCKET_TIMEOUT": ("redis_socket_timeout_s",),
     "AIPOOL_TIMEZONE": ("timezone",),
+    "AIPOOL_ENV": ("environment",),
     "AIPOOL_TASK_SOFT_TIME_LIMIT": ("task_soft_time_limit_s",),
     "AIPOOL_TASK_TIME_LIMIT": ("task_time_limit_s",),
     "AIPOOL_VISIBILITY_TIMEOUT": ("visibility_timeout_s",),

@@ -58,3 +58,23 @@ def test_the_readme_says_where_a_producer_finds_the_embedded_redis() -> None:
     # and the producer example names the pool's Redis, not compose's host name
     sending = readme.split("## Sending requests", 1)[1].split("### Request", 1)[0]
     assert "redis://redis:" not in sending and "the pool's REDIS_URL" in sending
+
+
+def test_aipool_redis_in_production_refuses_in_one_line(tmp_path: Path) -> None:
+    # Given the image's environment (AIPOOL_ENV=production) and no REDIS_URL
+    env = fresh_env(tmp_path / "runtime") | {"AIPOOL_ENV": "production"}
+    # When an operator runs `aipool redis` there
+    result = subprocess.run(
+        [sys.executable, "-c", "from aipool.cli import main; main()", "redis"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    # Then it refuses in one line naming the setting, and nothing is left running
+    assert result.returncode != 0
+    (line,) = result.stderr.strip().splitlines()
+    assert "AIPOOL_ENV=production" in line and "set REDIS_URL" in line
+    assert "embedded Redis at" not in result.stdout
+    assert processes_marked(env[MARK]) == []

@@ -1,26 +1,31 @@
-"""The two lock files: every distribution the pool and its checks install, pinned.
+"""The lock files: every distribution the pool, its checks and its scanners install, pinned and hashed.
+
+pip-tools' resolver writes them (``.ci/lock``, pip-compile pinned in the dev lock):
 
 - ``requirements.lock``: the closure of the project's runtime dependencies (``[project]
-  dependencies``, extras followed, markers evaluated for Linux and this Python). The Dockerfile
+  dependencies``), with pip and the build backend (``requirements-installers.in``). The Dockerfile
   installs exactly it, so the image runs what CI tested.
-- ``requirements-dev.lock``: what the checks add on top (the ``dev`` extra's closure less the
-  runtime's), and the installers themselves (pip, setuptools), since ``make install`` builds the
-  project without build isolation so that no unpinned setuptools is fetched for the build.
+- ``requirements-dev.lock``: everything the checks run, at the runtime lock's versions: the
+  ``dev`` extra's closure and the installers. ``make install`` (and so ``make test`` and CI)
+  installs it with ``--require-hashes``, then the project itself without build isolation.
+- ``requirements-scan.lock``: the scanners (``requirements-scan.in``), in a venv of their own.
 
-``make install`` (and so ``make test`` and CI) installs with both files as constraints: a new
-upstream release changes nothing until the locks are refreshed on purpose. To refresh them from
-the newest releases the ranges in ``pyproject.toml`` allow, then check them::
+A new upstream release changes nothing until the locks are refreshed on purpose::
 
-    make lock          # a scratch venv of the newest releases writes both files
+    make lock          # every pin to the newest release the ranges allow (.ci/lock --upgrade)
     make test          # reinstalls .venv from the new locks and runs every check
 
+``.ci/lock`` alone adds what ``pyproject.toml`` newly asks for and keeps every other pin.
 ``make upstream-check`` runs the suite against the newest releases without touching the locks,
-and names the releases that differ from them: the early warning that a refresh will need work.
+and names the releases that differ from them (``python -m tests.deploy.locks --drift``): the early
+warning that a refresh will need work.
 """
 
 from __future__ import annotations
 
+import re
 import sys
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
@@ -30,21 +35,45 @@ from packaging.utils import canonicalize_name
 ROOT = Path(__file__).resolve().parents[2]
 RUNTIME_LOCK = ROOT / "requirements.lock"
 DEV_LOCK = ROOT / "requirements-dev.lock"
+SCAN_LOCK = ROOT / "requirements-scan.lock"
 
-# The installers make install pins before it installs anything else.
+#: The installers both the image and ``make install`` take from the locks.
 INSTALLERS = ("pip", "setuptools")
 
-RUNTIME_HEADER = """\
-# The image's runtime dependencies, pinned: the closure of aipool's [project] dependencies at the
-# versions the test suite ran against (tests/deploy/test_dockerfile.py keeps it so).
-# Refresh: make lock (tests/deploy/locks.py says how)
-"""
+_HASH = re.compile(r"--hash=sha256:([0-9a-f]{64})")
 
-DEV_HEADER = """\
-# What the checks install on top of requirements.lock, pinned: the dev extra's closure and the
-# installers. make install uses both files as constraints (tests/deploy/locks.py says how).
-# Refresh: make lock
-"""
+
+@dataclass(frozen=True)
+class Pin:
+    """One locked distribution: its exact version and the hashes of its accepted files."""
+
+    version: str
+    hashes: tuple[str, ...]
+
+
+def read_lock(path: Path) -> dict[str, Pin]:
+    """The pins of a lock file written by pip-compile: canonical name -> :class:`Pin`."""
+    text = path.read_text(encoding="utf-8")
+    # One requirement per logical line: pip-compile continues it with backslashes.
+    logical = re.sub(r"\\\n\s*", " ", text)
+    pins = {}
+    for line in logical.splitlines():
+        if not line or line.startswith(("#", " ", "-")):
+            continue
+        spec, _, _ = line.partition(" --hash")
+        requirement = Requirement(spec.strip())
+        (specifier,) = requirement.specifier
+        if specifier.operator != "==":
+            raise ValueError(f"{path.name}: {spec.strip()} is not an exact pin")
+        pins[canonicalize_name(requirement.name)] = Pin(
+            specifier.version, tuple(_HASH.findall(line))
+        )
+    return pins
+
+
+def read_pins(path: Path) -> dict[str, str]:
+    """The pins of a lock file: canonical name -> version."""
+    return {name: pin.version for name, pin in read_lock(path).items()}
 
 
 def closure(root: str = "aipool", extras: frozenset[str] = frozenset()) -> dict[str, str]:
@@ -70,67 +99,40 @@ def closure(root: str = "aipool", extras: frozenset[str] = frozenset()) -> dict[
     return {name: version for name, (version, _) in sorted(seen.items())}
 
 
+def installed() -> dict[str, str]:
+    """Canonical name -> version of every distribution in this environment but the project."""
+    found = {canonicalize_name(d.metadata["Name"]): d.version for d in metadata.distributions()}
+    found.pop("aipool", None)
+    return dict(sorted(found.items()))
+
+
 def runtime_pins() -> dict[str, str]:
-    """The runtime closure, as installed."""
-    return closure()
-
-
-def dev_pins() -> dict[str, str]:
-    """The dev extra's closure less the runtime's, plus the installers, as installed."""
-    runtime = runtime_pins()
-    dev = {k: v for k, v in closure(extras=frozenset({"dev"})).items() if k not in runtime}
+    """What ``requirements.lock`` must pin, as installed: the runtime closure and the installers."""
+    pins = closure()
     for installer in INSTALLERS:
-        if canonicalize_name(installer) not in runtime:
-            dev[canonicalize_name(installer)] = metadata.version(installer)
-    return dict(sorted(dev.items()))
-
-
-def _render(header: str, pins: dict[str, str]) -> str:
-    return header + "".join(f"{name}=={version}\n" for name, version in pins.items())
-
-
-def render_runtime() -> str:
-    """The text of ``requirements.lock`` for the environment this runs in."""
-    return _render(RUNTIME_HEADER, runtime_pins())
-
-
-def render_dev() -> str:
-    """The text of ``requirements-dev.lock`` for the environment this runs in."""
-    return _render(DEV_HEADER, dev_pins())
-
-
-def read_pins(path: Path) -> dict[str, str]:
-    """The pins of a lock file: canonical name -> version."""
-    pins = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if "==" in line and not line.startswith("#"):
-            name, version = line.split("==", 1)
-            pins[canonicalize_name(name)] = version.strip()
-    return pins
+        pins[canonicalize_name(installer)] = metadata.version(installer)
+    return dict(sorted(pins.items()))
 
 
 def drift() -> dict[str, tuple[str, str]]:
     """Name -> (locked, installed) for every locked distribution installed at another version."""
-    locked = read_pins(RUNTIME_LOCK) | read_pins(DEV_LOCK)
-    found = runtime_pins() | dev_pins()
+    locked = read_pins(DEV_LOCK)
+    found = installed()
     return {k: (v, found[k]) for k, v in sorted(locked.items()) if k in found and found[k] != v}
 
 
 def main(argv: list[str]) -> int:
-    """``--write``: write both locks; ``--drift``: name what differs from them (exit 1 if any)."""
-    if argv == ["--write"]:
-        RUNTIME_LOCK.write_text(render_runtime(), encoding="utf-8")
-        DEV_LOCK.write_text(render_dev(), encoding="utf-8")
-        print(f"wrote {RUNTIME_LOCK.name} and {DEV_LOCK.name}")
-        return 0
+    """``--drift``: name what this environment has at other versions than the locks (exit 1)."""
     if argv == ["--drift"]:
         differs = drift()
-        for name, (locked, installed) in differs.items():
-            print(f"{name}: locked {locked}, newest {installed}")
+        for name, (locked, newest) in differs.items():
+            print(f"{name}: locked {locked}, newest {newest}")
         if not differs:
             print("the newest releases are the locked ones")
         return 1 if differs else 0
-    print("usage: python -m tests.deploy.locks --write | --drift", file=sys.stderr)
+    print(
+        "usage: python -m tests.deploy.locks --drift  (.ci/lock writes the locks)", file=sys.stderr
+    )
     return 2
 
 

@@ -173,7 +173,7 @@ def test_given_the_workers_when_started_then_each_waits_for_its_stores_and_the_m
 def test_given_compose_when_read_then_ollama_runs_with_its_models_before_its_worker() -> None:
     # Given the bundled Ollama server, the official image pinned to a version
     ollama = SERVICES["ollama"]
-    assert re.fullmatch(r"ollama/ollama:\d+\.\d+\.\d+", ollama["image"])
+    assert re.fullmatch(r"ollama/ollama:\d+\.\d+\.\d+@sha256:[0-9a-f]{64}", ollama["image"])
     assert "ollama-models:/root/.ollama" in ollama["volumes"]
     # and an init step that pulls the routing table's Ollama models into the server the workers use
     pull = SERVICES["ollama-pull"]
@@ -264,10 +264,24 @@ def test_given_compose_when_inspected_then_the_image_is_built_once_and_run_by_ev
     assert builders == ["migrate"]
     images = {svc["image"] for svc in _aipool_services().values()}
     assert images == {"${AIPOOL_IMAGE:-aipool:0.1.0}"}
-    # third-party images are pinned to a version, never `latest`
+    # third-party images are pinned to a version and its digest: a re-pushed tag changes nothing
     for name in THIRD_PARTY:
         image = SERVICES[name]["image"]
-        assert re.search(r":v?\d+\.\d+(\.\d+)?(-alpine)?$", image), (name, image)
+        assert re.search(r":v?\d+\.\d+(\.\d+)?(-alpine)?@sha256:[0-9a-f]{64}$", image), (
+            name,
+            image,
+        )
+
+
+def test_given_the_stores_when_inspected_then_they_run_releases_with_the_known_fixes() -> None:
+    # The pool runs its own Lua on Redis: 7.4.6 fixed CVE-2025-49844 (a Lua use-after-free) and
+    # 7.4.2 CVE-2024-46981; PostgreSQL 16.7 fixed CVE-2025-1094 and 16.5 CVE-2024-10979
+    def version(name: str) -> tuple[int, ...]:
+        tag = SERVICES[name]["image"].split(":", 1)[1].split("-", 1)[0].split("@", 1)[0]
+        return tuple(int(n) for n in tag.split("."))
+
+    assert (7, 4, 6) <= version("redis") < (7, 5)
+    assert (16, 7) <= version("postgres") < (17,)
 
 
 def test_given_compose_when_inspected_then_ports_are_bound_to_loopback_unless_asked() -> None:
@@ -329,6 +343,46 @@ def test_given_the_entrypoint_when_a_secret_file_is_named_then_the_setting_is_ex
     assert "FLOWER_BASIC_AUTH=admin:pw" in out
     assert "DATABASE_URL=postgresql+psycopg://already@set/aipool" in out
     assert not [line for line in out if line.startswith(("REDIS_URL_FILE", "FLOWER_BASIC_AUTH_F"))]
+
+
+def _through_entrypoint(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(ROOT / "deploy/entrypoint.sh"), "sh", "-c", "env"],
+        env={"PATH": os.environ["PATH"], **env},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_given_kubernetes_redis_parts_and_a_password_file_when_the_entrypoint_runs_then_it_builds_redis_url(
+    tmp_path: Path,
+) -> None:
+    # Given the ConfigMap's parts and the mounted password, one that URLs must escape
+    (tmp_path / "redis_password").write_text("p@ss/w:rd#1\n")
+    parts = {"REDIS_HOST": "redis", "REDIS_PORT": "6380", "REDIS_DB": "2"}
+    env = {**parts, "REDIS_PASSWORD_FILE": str(tmp_path / "redis_password")}
+    # When a command runs through the image's entrypoint
+    out = _through_entrypoint(env).stdout.splitlines()
+    # Then it sees REDIS_URL with the password percent-encoded, and not the file's name
+    assert "REDIS_URL=redis://:p%40ss%2Fw%3Ard%231@redis:6380/2" in out
+    assert not [line for line in out if line.startswith("REDIS_PASSWORD")]
+    # and with TLS asked for, the scheme and the CA options the URL carries
+    tls = {
+        "REDIS_SCHEME": "rediss",
+        "REDIS_URL_OPTIONS": "ssl_ca_certs=/ca.crt&ssl_cert_reqs=required",
+    }
+    out = _through_entrypoint({**env, **tls}).stdout.splitlines()
+    assert (
+        "REDIS_URL=rediss://:p%40ss%2Fw%3Ard%231@redis:6380/2?ssl_ca_certs=/ca.crt&ssl_cert_reqs=required"
+        in out
+    )
+
+
+def test_given_a_password_file_but_no_redis_host_when_the_entrypoint_runs_then_it_says_so() -> None:
+    result = _through_entrypoint({"REDIS_PASSWORD_FILE": "/dev/null"})
+    assert result.returncode != 0
+    assert "REDIS_HOST" in result.stderr and "names no Redis" in result.stderr
 
 
 def test_given_prometheus_when_started_then_it_loads_exactly_the_pools_alert_rules() -> None:

@@ -6,13 +6,13 @@ tests read it for what a rebuild and a running container rely on.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-
-from tests.deploy.locks import DEV_LOCK, render_dev, render_runtime
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
@@ -52,51 +52,100 @@ def test_given_the_base_image_when_read_then_it_is_pinned_by_version_and_digest(
     assert [f.split()[1] for f in froms] == ["${PYTHON_IMAGE}", "${PYTHON_IMAGE}"]
 
 
+def _stages() -> list[list[str]]:
+    """The instructions of each stage, in order."""
+    stages: list[list[str]] = []
+    for instruction in _instructions():
+        if instruction.startswith("FROM "):
+            stages.append([])
+        if stages:
+            stages[-1].append(instruction)
+    return stages
+
+
 def test_given_a_source_change_when_rebuilt_then_the_dependencies_layer_is_reused() -> None:
     # Given the build stage's instructions in order
-    instructions = _instructions()
+    instructions = _stages()[0]
     copies = [i for i in instructions if i.startswith("COPY ")]
-    installs = [i for i in instructions if "pip wheel" in i]
-    # Then the lock is copied and its wheels built before any source is copied
+    wheels = [i for i in instructions if "pip wheel" in i]
+    # Then the lock is copied and its wheels fetched before any source is copied
     assert copies[0] == "COPY requirements.lock ./"
-    assert installs[0] == "RUN pip wheel --no-deps --wheel-dir /wheels -r requirements.lock"
     first_source = min(instructions.index(c) for c in copies if "aipool" in c)
-    assert instructions.index(installs[0]) < first_source
+    assert instructions.index(wheels[0]) < first_source
     assert "COPY . ." not in instructions
     # and the runtime stage installs exactly those wheels, checked, with no index
-    (install,) = [i for i in instructions if "pip install" in i]
+    (install,) = [i for i in _stages()[1] if "pip install" in i]
     assert "--no-index --no-deps" in install and "pip check" in install
 
 
-def test_given_the_lock_when_compared_then_it_pins_what_the_tests_ran_against() -> None:
-    # The locks are the closure of the project's dependencies at the installed versions: a test
-    # run on other versions than the image ships fails here (refresh with make lock, then test)
-    assert LOCK.read_text(encoding="utf-8") == render_runtime()
-    assert DEV_LOCK.read_text(encoding="utf-8") == render_dev()
+def test_given_the_build_stage_when_read_then_every_download_is_hash_checked_and_a_wheel() -> None:
+    # Given the build stage's pip commands
+    dependencies, project = [i for i in _stages()[0] if "pip wheel" in i]
+    # Then the dependencies are exactly the lock's files, each checked against its hashes, and
+    # only published wheels (nothing is built from an sdist)
+    assert dependencies.startswith(
+        "RUN pip wheel --require-hashes --only-binary :all: --wheel-dir /wheels -r requirements.lock"
+    ), dependencies
+    # and the locked pip and setuptools replace the base image's before the pool is built
+    assert "pip install --no-index --no-deps /wheels/pip-*.whl /wheels/setuptools-*.whl" in (
+        dependencies
+    )
+    # and the pool's own wheel is built with them, fetching nothing (no isolated build env)
+    assert (
+        project == "RUN pip wheel --no-index --no-deps --no-build-isolation --wheel-dir /wheels ."
+    )
 
 
-def test_given_make_install_when_dry_run_then_every_pip_install_is_constrained_by_both_locks(
+def _build_env() -> dict[str, str]:
+    """The build stage's ENV instructions, as variables."""
+    found: dict[str, str] = {}
+    for instruction in _stages()[0]:
+        if instruction.startswith("ENV "):
+            found.update(pair.split("=", 1) for pair in instruction.split()[1:])
+    return found
+
+
+def _checkout(destination: Path, mtime: int) -> Path:
+    """The files the build stage copies, as a checkout made at ``mtime`` would have them."""
+    destination.mkdir()
+    for instruction in _stages()[0]:
+        if instruction.startswith("COPY ") and "requirements.lock" not in instruction:
+            for name in instruction.split()[1:-1]:
+                source = ROOT / name
+                if source.is_dir():
+                    shutil.copytree(
+                        source, destination / name, ignore=shutil.ignore_patterns("__pycache__")
+                    )
+                else:
+                    shutil.copy(source, destination / name)
+    for path in [destination, *destination.rglob("*")]:
+        os.utime(path, (mtime, mtime))
+    return destination
+
+
+def test_given_two_checkouts_of_one_commit_when_the_pools_wheel_is_built_then_it_is_identical(
     tmp_path: Path,
 ) -> None:
-    # Given a machine with no venv
-    venv = tmp_path / "venv"
-    # When make says what install would run
-    result = subprocess.run(
-        ["make", "-n", "-B", "install", f"VENV={venv}"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    installs = [line for line in result.stdout.splitlines() if " install " in line]
-    # Then every pip install (the installers first, then the project) takes the locked versions,
-    # and the project's build uses the locked setuptools, not a newest one from an isolated build
-    assert len(installs) == 2, result.stdout
-    for line in installs:
-        assert "-c requirements.lock -c requirements-dev.lock" in line, line
-        assert "--upgrade" not in line, line
-    assert installs[0].endswith(" pip setuptools")
-    assert "--no-build-isolation" in installs[1] and installs[1].endswith('-e ".[dev]"')
+    # Given two checkouts of this commit, made a day apart
+    (command,) = [i for i in _stages()[0] if i.startswith("RUN pip wheel") and i.endswith(" .")]
+    argv = [sys.executable, "-m", *command.split()[1:]]
+    env = {k: v for k, v in os.environ.items() if k != "SOURCE_DATE_EPOCH"} | _build_env()
+    digests = []
+    for n, mtime in enumerate((1_700_000_000, 1_700_086_400)):
+        source = _checkout(tmp_path / f"checkout{n}", mtime)
+        out = tmp_path / f"wheels{n}"
+        # When each builds the pool's wheel as the image's build stage does
+        subprocess.run(
+            [out.as_posix() if a == "/wheels" else a for a in argv],
+            cwd=source,
+            env=env,
+            capture_output=True,
+            check=True,
+        )
+        (wheel,) = out.glob("aipool-*.whl")
+        digests.append(hashlib.sha256(wheel.read_bytes()).hexdigest())
+    # Then both wheels are byte for byte the same
+    assert digests[0] == digests[1]
 
 
 def test_given_the_image_when_it_runs_then_tini_is_pid_1_and_the_user_is_not_root() -> None:

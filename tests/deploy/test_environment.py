@@ -92,6 +92,7 @@ DEFAULT_OK: dict[str, str] = {
     "AIPOOL_NEMOTRON_SYSTEM_PREFIX": "detailed thinking off",
     "AIPOOL_DATA_DIR": "only the embedded Redis uses it",
     "AIPOOL_RUNTIME_DIR": "only the embedded Redis uses it",
+    "AIPOOL_ENV": "development; the image sets production, which refuses the embedded Redis",
     "AIPOOL_DEMO_DIR": "only the demo uses it",
     "AIPOOL_SIMULATOR_ADMIN_URL": "only the simulator's clients use it",
     "AIPOOL_ALERTS": "the pool sends budget alerts unless Prometheus does (docs/operations.md)",
@@ -109,8 +110,8 @@ DEFAULT_OK: dict[str, str] = {
 }
 #: Families of names the code builds from a prefix (``AIPOOL_TIMEOUT_<PROVIDER>``): all optional.
 OPTIONAL_PREFIXES = ("AIPOOL_TIMEOUT_", "AIPOOL_MODEL_", "AIPOOL_SMTP_")
-#: Variables a deployment sets that other programs read: Kubernetes' REDIS_URL parts (and KEDA),
-#: the image's entrypoint (<NAME>_FILE), Python.
+#: Variables a deployment sets that other programs read: Kubernetes' REDIS_URL parts (and KEDA)
+#: and the password file, which the image's entrypoint reads (as every <NAME>_FILE), Python.
 READ_ELSEWHERE = {"REDIS_HOST", "REDIS_PORT", "REDIS_DB", "REDIS_PASSWORD", "PYTHONUNBUFFERED"}
 
 
@@ -262,7 +263,8 @@ def test_given_the_manifests_when_rendered_then_they_set_nothing_the_code_does_n
     for workload in k8s._workloads():
         for container in k8s._pod(workload)["containers"]:
             for variable in k8s.effective_env(container):
-                assert variable in names or variable in READ_ELSEWHERE or _known(variable), (
+                base = variable.removesuffix("_FILE")
+                assert base in names or base in READ_ELSEWHERE or _known(base), (
                     workload["metadata"]["name"],
                     variable,
                 )

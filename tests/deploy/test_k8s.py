@@ -5,13 +5,15 @@ the base and the example production overlay, ``kubernetes-validate --strict`` ch
 object against the Kubernetes schema and the CRDs against their published schemas
 (tests/deploy/schemas), and the rendered objects are read as an SRE would: one worker per queue,
 probes that survive a broker outage, one beat with a kept schedule, keys only where used,
-disruption budgets, a network policy per role, Pod Security ``restricted``, topology spread, a
-migration Job, KEDA with a fallback and the Redis named in one place.
+disruption budgets, a network policy per role whose egress names its destinations, Pod Security
+``restricted``, topology spread, a migration Job, KEDA with a fallback, the Redis named in one
+place, secrets only as mounted files, and every overlay's image by digest.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -32,6 +34,8 @@ from celeryconfig import QUEUES
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "k8s"
 OVERLAY = ROOT / "deploy/overlays/production"
+#: Every environment's overlay (deploy/overlays/production is the example).
+OVERLAYS = sorted(p.parent for p in (ROOT / "deploy/overlays").glob("*/kustomization.yaml"))
 SCHEMAS = Path(__file__).with_name("schemas")
 #: API groups of the custom resources the manifests use (KEDA, Prometheus Operator).
 CRD_GROUPS = {"keda.sh", "monitoring.coreos.com"}
@@ -45,6 +49,10 @@ OWN_KEY = {
 }
 #: Secrets every aipool process may read: connection settings, not provider keys.
 SHARED_SECRETS = {"aipool-redis", "aipool-database"}
+#: Where each pod's secret files are mounted (the ConfigMap's AIPOOL_SECRETS_DIR).
+SECRETS_DIR = "/run/secrets/aipool"
+#: The one policy whose egress reaches public addresses: cloud workers to their providers' HTTPS.
+PROVIDER_HTTPS_POLICY = "aipool-worker-cloud"
 KEY_LOOKING = re.compile(
     r"AIza[0-9A-Za-z_\-]{20,}|sk-ant-[0-9A-Za-z_\-]{8,}|sk-[0-9A-Za-z]{20,}|nvapi-[0-9A-Za-z_\-]{8,}"
 )
@@ -102,10 +110,30 @@ def _workers(root: Path = K8S) -> dict[str, dict[str, Any]]:
     return {q: d for d in _of_kind("Deployment", root) for q in _queues(d)}
 
 
+def _secret_sources(volume: dict[str, Any]) -> list[dict[str, Any]]:
+    """The secrets a volume projects, each as ``{"name": ..., "items": [...]}``."""
+    if "secret" in volume:
+        return [{"name": volume["secret"]["secretName"], **volume["secret"]}]
+    projected = volume.get("projected", {}).get("sources", [])
+    return [source["secret"] for source in projected if "secret" in source]
+
+
+def secret_files(workload: dict[str, Any], container: dict[str, Any]) -> dict[str, str]:
+    """Path in the container -> ``secret/key`` of every secret file mounted into it."""
+    volumes = {v["name"]: v for v in _pod(workload).get("volumes", [])}
+    files = {}
+    for mount in container.get("volumeMounts", []):
+        for source in _secret_sources(volumes[mount["name"]]):
+            for item in source.get("items", []):
+                path = f"{mount['mountPath']}/{item['path']}"
+                files[path] = f"{source['name']}/{item['key']}"
+    return files
+
+
 def _secret_refs(workload: dict[str, Any]) -> set[str]:
     """Every Secret a workload's pods can read, through volumes, env or envFrom."""
     spec = _pod(workload)
-    refs = {v["secret"]["secretName"] for v in spec.get("volumes", []) if "secret" in v}
+    refs = {s["name"] for v in spec.get("volumes", []) for s in _secret_sources(v)}
     for container in spec["containers"]:
         for env in container.get("env", []):
             ref = env.get("valueFrom", {}).get("secretKeyRef")
@@ -116,7 +144,10 @@ def _secret_refs(workload: dict[str, Any]) -> set[str]:
 
 
 def effective_env(container: dict[str, Any], root: Path = K8S) -> dict[str, str]:
-    """Name -> value (or ``<secret:name/key>``) of every variable the container starts with."""
+    """Name -> value (or ``<secret:name/key>``) of every variable the container's command sees:
+    the pod spec's, and what the image's entrypoint (deploy/entrypoint.sh) exports from them,
+    ``NAME`` for each ``NAME_FILE`` (``<file:path>``) and ``REDIS_URL`` from the ConfigMap's
+    parts and the password file."""
     maps = {c["metadata"]["name"]: c.get("data", {}) for c in _of_kind("ConfigMap", root)}
     env: dict[str, str] = {}
     for source in container.get("envFrom", []):
@@ -125,6 +156,14 @@ def effective_env(container: dict[str, Any], root: Path = K8S) -> dict[str, str]
     for entry in container.get("env", []):
         ref = entry.get("valueFrom", {}).get("secretKeyRef")
         env[entry["name"]] = f"<secret:{ref['name']}/{ref['key']}>" if ref else entry["value"]
+    for name, value in list(env.items()):
+        if name.endswith("_FILE") and name != "REDIS_PASSWORD_FILE":
+            env.setdefault(name.removesuffix("_FILE"), f"<file:{value}>")
+    if "REDIS_PASSWORD_FILE" in env and "REDIS_URL" not in env:
+        env["REDIS_URL"] = (
+            f"<entrypoint:redis://:<file:{env['REDIS_PASSWORD_FILE']}>"
+            "@$(REDIS_HOST):$(REDIS_PORT)/$(REDIS_DB)>"
+        )
     return env
 
 
@@ -215,6 +254,8 @@ def test_given_a_worker_when_its_broker_is_down_then_no_probe_restarts_it(queue:
     assert port == 9808 and effective_env(container)["AIPOOL_METRICS_PORT"] == "9808"
     ready = " ".join(container["readinessProbe"]["exec"]["command"])
     assert "inspect ping" in ready and f'-d "{queue}@$HOSTNAME"' in ready
+    # through the image's entrypoint, so the probe reads the same secret files as the worker
+    assert "aipool-entrypoint celery" in ready
     assert argv[argv.index("-n") + 1] == f"{queue}@%h"
     # and it holds one message at a time, and a stop lets the hop in hand finish
     assert "--prefetch-multiplier=1" in argv
@@ -380,13 +421,10 @@ def test_given_the_deployments_when_rendered_then_each_key_reaches_only_its_own_
         assert _secret_refs(workload) & key_secrets == expected, workload["metadata"]["name"]
     config = _named("ConfigMap", "aipool-config")
     for queue, (secret, key) in [(q, k) for p, k in OWN_KEY.items() for q in (p, urgent_lane(p))]:
-        pod = _pod(_workers()[queue])
-        (volume,) = [v for v in pod["volumes"] if "secret" in v]
-        assert volume["secret"]["secretName"] == secret
-        assert volume["secret"]["items"] == [{"key": key, "path": key}]
-        (mount,) = [m for m in pod["containers"][0]["volumeMounts"] if m["name"] == volume["name"]]
-        assert mount["readOnly"] is True
-        assert mount["mountPath"] == config["data"]["AIPOOL_SECRETS_DIR"]
+        workload = _workers()[queue]
+        files = secret_files(workload, _pod(workload)["containers"][0])
+        # the key is the file $AIPOOL_SECRETS_DIR/<key>, where the settings read it
+        assert files[f"{config['data']['AIPOOL_SECRETS_DIR']}/{key}"] == f"{secret}/{key}"
 
 
 def test_given_the_secret_templates_when_read_then_they_hold_no_value_and_are_never_applied() -> (
@@ -399,14 +437,23 @@ def test_given_the_secret_templates_when_read_then_they_hold_no_value_and_are_ne
         assert secret["metadata"]["annotations"]["config.kubernetes.io/local-config"] == "true"
     # kustomize drops them, so an apply never blanks a real Secret
     assert not _of_kind("Secret")
-    # and every Secret key a workload reads is documented by a template
-    documented = {(s["metadata"]["name"], k) for s in templates for k in s.get("stringData", {})}
-    for workload in _workloads():
-        for container in _pod(workload)["containers"]:
-            for env in container.get("env", []):
-                ref = env.get("valueFrom", {}).get("secretKeyRef")
-                if ref:
-                    assert (ref["name"], ref["key"]) in documented, ref
+    # and the keys workloads mount (and KEDA reads) are exactly the documented ones: none is
+    # read without a template, and no template keeps a key nothing reads
+    documented = {
+        f"{s['metadata']['name']}/{k}" for s in templates for k in s.get("stringData", {})
+    }
+    used = {
+        ref
+        for workload in _workloads()
+        for container in _pod(workload)["containers"]
+        for ref in secret_files(workload, container).values()
+    }
+    used |= {
+        f"{t['name']}/{t['key']}"
+        for auth in _of_kind("TriggerAuthentication")
+        for t in auth["spec"]["secretTargetRef"]
+    }
+    assert used == documented
 
 
 @pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.relative_to(K8S).as_posix())
@@ -421,16 +468,17 @@ def test_given_the_redis_when_configured_then_it_is_named_in_one_place(root: Pat
     # Given the one ConfigMap naming the Redis
     config = _named("ConfigMap", "aipool-config", root)
     data = config["data"]
-    # Then every pod's REDIS_URL is built from it and the Secret's password
+    # Then no pod spec names a Redis URL: the entrypoint builds every pod's from it and the
+    # Secret's password, mounted as a file
     for workload in _workloads(root):
         for container in _pod(workload)["containers"]:
-            env = effective_env(container, root)
-            if "REDIS_URL" not in env:
+            env = {e["name"]: e for e in container.get("env", [])}
+            assert "REDIS_URL" not in env and "REDIS_PASSWORD" not in env
+            if "REDIS_PASSWORD_FILE" not in env:
                 continue
-            assert env["REDIS_URL"] == (
-                "redis://:$(REDIS_PASSWORD)@$(REDIS_HOST):$(REDIS_PORT)/$(REDIS_DB)"
-            )
-            assert env["REDIS_PASSWORD"] == "<secret:aipool-redis/password>"
+            password = env["REDIS_PASSWORD_FILE"]["value"]
+            assert secret_files(workload, container)[password] == "aipool-redis/password"
+            assert {"REDIS_HOST", "REDIS_PORT", "REDIS_DB"} <= set(data)
     # and KEDA reads host and port from the same variables, and the database from the ConfigMap
     for scaled in _of_kind("ScaledObject", root):
         meta = scaled["spec"]["triggers"][0]["metadata"]
@@ -489,7 +537,8 @@ def test_given_flower_when_rendered_then_its_login_comes_from_its_environment_on
     argv = " ".join(_argv(container))
     assert "basic_auth" not in argv and "FLOWER_BASIC_AUTH" not in argv
     env = effective_env(container)
-    assert env["FLOWER_BASIC_AUTH"] == "<secret:aipool-flower/basic-auth>"
+    login = env["FLOWER_BASIC_AUTH_FILE"]
+    assert secret_files(flower, container)[login] == "aipool-flower/basic-auth"
     # one process, metrics in memory: a multiprocess directory would fail on every event
     assert "PROMETHEUS_MULTIPROC_DIR" not in env
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthcheck"
@@ -516,9 +565,11 @@ def test_given_the_health_endpoint_when_rendered_then_its_service_reaches_the_us
     assert argv[argv.index("--port") + 1] == "8088"
     assert container["readinessProbe"]["httpGet"]["path"] == "/healthz"
     assert "httpGet" not in container["livenessProbe"]
-    # the report's bearer token comes from a Secret
-    (token,) = [e for e in container["env"] if e["name"] == "AIPOOL_HEALTH_TOKEN"]
-    assert token["valueFrom"]["secretKeyRef"] == {"name": "aipool-health", "key": "token"}
+    # the report's bearer token is the Secret's file in the secrets directory, where the settings
+    # read AIPOOL_HEALTH_TOKEN from
+    directory = effective_env(container)["AIPOOL_SECRETS_DIR"]
+    files = secret_files(health, container)
+    assert files[f"{directory}/aipool_health_token"] == "aipool-health/token"
 
 
 def test_given_the_services_when_rendered_then_each_selects_pods_of_a_deployment() -> None:
@@ -547,3 +598,93 @@ def test_given_the_dashboard_when_rendered_then_grafanas_sidecar_loads_it_as_kep
     assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
     kept = (K8S / "monitoring/grafana/aipool.json").read_text(encoding="utf-8")
     assert json.loads(dashboard["data"]["aipool.json"]) == json.loads(kept)
+
+
+def unpinned_images(objects: tuple[dict[str, Any], ...]) -> list[str]:
+    """The images of rendered workloads named without a digest (a tag alone can be re-pushed)."""
+    return sorted(
+        {
+            c["image"]
+            for o in objects
+            if o["kind"] in ("Deployment", "Job")
+            for c in _pod(o)["containers"] + _pod(o).get("initContainers", [])
+            if not re.search(r"@sha256:[0-9a-f]{64}$", c["image"])
+        }
+    )
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS, ids=lambda p: p.name)
+def test_given_an_environments_overlay_when_rendered_then_every_image_is_pinned_by_digest(
+    overlay: Path,
+) -> None:
+    assert OVERLAYS
+    assert unpinned_images(_objects(overlay)) == []
+
+
+def test_given_an_overlay_naming_a_tag_without_a_digest_when_checked_then_it_is_refused(
+    tmp_path: Path,
+) -> None:
+    # Given an environment's overlay that pins the image by tag only
+    (tmp_path / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "resources": [os.path.relpath(K8S, tmp_path)],
+                "images": [{"name": "aipool", "newName": "registry.example/aipool", "newTag": "1"}],
+            }
+        ),
+        encoding="utf-8",
+    )
+    # When its rendered workloads are checked
+    # Then the tag is named as unpinned
+    assert unpinned_images(_objects(tmp_path)) == ["registry.example/aipool:1"]
+
+
+@pytest.mark.parametrize("root", [K8S, *OVERLAYS], ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_given_the_rendered_manifests_when_read_then_no_container_takes_a_secret_through_env(
+    root: Path,
+) -> None:
+    for workload in _workloads(root):
+        pod = _pod(workload)
+        for container in pod["containers"] + pod.get("initContainers", []):
+            name = f"{workload['metadata']['name']}/{container['name']}"
+            # Then no variable is filled from a Secret, and no Secret is imported whole
+            assert not [
+                e for e in container.get("env", []) if "secretKeyRef" in e.get("valueFrom", {})
+            ], name
+            assert not [s for s in container.get("envFrom", []) if "secretRef" in s], name
+            # and every secret file a variable names is mounted read-only, from a Secret
+            files = secret_files(workload, container)
+            for entry in container.get("env", []):
+                if entry["name"].endswith("_FILE"):
+                    assert entry["value"] in files, (name, entry)
+            for mount in container.get("volumeMounts", []):
+                if any(f.startswith(f"{mount['mountPath']}/") for f in files):
+                    assert mount["readOnly"] is True and mount["mountPath"] == SECRETS_DIR, name
+            # and the secret files are readable by the pod's group only
+            for volume in pod.get("volumes", []):
+                if _secret_sources(volume):
+                    mode = volume.get("projected", volume.get("secret", {}))["defaultMode"]
+                    assert mode == 0o440 and pod["securityContext"]["fsGroup"] == 10001, name
+
+
+@pytest.mark.parametrize("root", [K8S, *OVERLAYS], ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_given_the_network_policies_when_rendered_then_every_egress_rule_names_its_destinations(
+    root: Path,
+) -> None:
+    for policy in _of_kind("NetworkPolicy", root):
+        name = policy["metadata"]["name"]
+        for rule in policy["spec"].get("egress", []):
+            # Then every rule has destinations, and only the provider HTTPS rule opens public
+            # addresses (private ranges excepted); every other peer is pods by label or a CIDR
+            assert rule.get("to"), (name, rule)
+            for peer in rule["to"]:
+                block = peer.get("ipBlock")
+                if block is None:
+                    assert peer["podSelector"], (name, peer)
+                elif block["cidr"] == "0.0.0.0/0":
+                    assert name == PROVIDER_HTTPS_POLICY, name
+                    assert [p["port"] for p in rule["ports"]] == [443]
+                    assert {"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"} <= set(block["except"])
+                else:
+                    prefix = int(block["cidr"].split("/")[1])
+                    assert prefix >= 24, (name, block)

@@ -49,5 +49,9 @@ def test_given_kubernetes_when_a_server_starts_then_it_names_its_address_and_has
     (container,) = k8s._pod(k8s._named("Deployment", f"aipool-{role}", root))["containers"]
     assert address in " ".join(container.get("command", []) + container.get("args", []))
     env = k8s.effective_env(container, root)
-    assert env.get(login, "").startswith("<secret:")
+    # the login is a mounted secret file: named by <login>_FILE (the entrypoint exports it), or in
+    # the secrets directory, where the settings read the pool's own secrets
+    files = k8s.secret_files(k8s._named("Deployment", f"aipool-{role}", root), container)
+    path = env.get(f"{login}_FILE", f"{env['AIPOOL_SECRETS_DIR']}/{login.lower()}")
+    assert files.get(path, "").startswith(f"aipool-{role}/"), (path, files)
     assert "AIPOOL_ALLOW_ANONYMOUS" not in env

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from aipool.children import pid_alive
-from aipool.errors import NoRedis
+from aipool.errors import NoRedis, SettingsError
 from aipool.redis.embedded import EmbeddedRedis, announced_at, find_running, is_embedded
 from aipool.redis.url import celery_url, redis_url
 
@@ -117,3 +117,19 @@ def test_records_waiting_in_the_embedded_redis_survive_its_restart(tmp_path, run
     assert (tmp_path / "data" / "appendonly.aof").exists() or list(
         (tmp_path / "data").glob("appendonly*")
     )
+
+
+def test_in_production_no_embedded_redis_starts_and_the_refusal_says_what_to_set(
+    tmp_path, runtime, monkeypatch
+):
+    # Given a process that says it runs in production (the image sets AIPOOL_ENV=production)
+    monkeypatch.setenv("AIPOOL_ENV", "production")
+    server = EmbeddedRedis(tmp_path / "data", owner="test")
+    # When it would start the embedded Redis
+    with pytest.raises(SettingsError, match="AIPOOL_ENV=production") as refused:
+        server.start()
+    # Then it says what production uses instead, and started and announced nothing
+    assert "set REDIS_URL" in str(refused.value)
+    assert server.pid is None
+    assert find_running() is None
+    assert not (tmp_path / "data").exists()
