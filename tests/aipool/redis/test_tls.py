@@ -196,7 +196,9 @@ def test_given_rediss_when_a_worker_serves_a_producers_request_then_the_answer_c
     try:
         worker.wait_ready(producer.app, timeout=60)
         # When it sends a request
-        answer = producer.send({"prompt": "ping over TLS", "user_id": "tls"}).get(timeout=60)
+        answer = producer.send({"prompt": "What does TLS protect against?", "user_id": "tls"}).get(
+            timeout=60
+        )
         # Then the answer comes back through the TLS Redis, served by the first provider
         assert answer["status"] == "ok", answer
         assert answer["provider"] == "ollama"
