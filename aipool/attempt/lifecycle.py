@@ -254,12 +254,17 @@ class AttemptBook:
         detail: tuple[str, ...] = (),
         cost: int = 0,
         skips: Mapping[int, str] | None = None,
+        pause_s: float = 0.0,
+        ends: bool = False,
     ) -> Recorded | Ended | Missing | Foreign:
         """Record how the owner's call ended (see the table): ``verdict`` is what the breaker
         hears (``success``, ``failure``, or ``release`` when the failure proves nothing about
         the provider); ``booked`` the tokens charged (the real usage, the estimate of a call
         that may have been billed, or 0) and ``cost`` what they cost (micro-dollars);
-        ``ledger_row`` the call's row (JSON)."""
+        ``ledger_row`` the call's row (JSON). ``pause_s``: the provider asked to be left alone
+        that long (a rate limit's retry delay): it is paused for the whole pool. ``ends``: the
+        failure ends the chain (a refusal the route will not take elsewhere): the next hop is
+        the terminal one."""
         hop = header.chain[position]
 
         def build(now: float) -> tuple[list[str], list[Any]]:
@@ -280,6 +285,8 @@ class AttemptBook:
                 self.configs.config(hop, call.now),
                 json.dumps(list(detail), ensure_ascii=False),
                 int(cost),
+                repr(float(pause_s)),
+                "1" if ends else "0",
             ]
             month = self.configs.periods(call.now, hop.provider)[1].label
             answer_at = answer_key(header.journey_id, hop.provider)

@@ -54,8 +54,9 @@ class Breaker:
         self.listeners = tuple(listeners)
         self.trial_timeout = trial_timeout
         self._store = BreakerStore(redis_client, provider)
-        #: (monotonic time of the read, the stored state) of :meth:`looks_closed`'s last read.
-        self._look: tuple[float, BreakerState] | None = None
+        #: (monotonic time of the read, the stored state, until when the provider is paused)
+        #: of :meth:`looks_closed`'s last read.
+        self._look: tuple[float, BreakerState, float | None] | None = None
 
     @property
     def client(self) -> Any:
@@ -140,18 +141,22 @@ class Breaker:
 
     def is_open(self) -> bool:
         """True only while OPEN and the recovery window has not passed; one read, no slot taken."""
-        return self._open_now(*self._store.peek_open())
+        state, opened_at, _ = self._store.peek_open()
+        return self._open_now(state, opened_at)
 
     def looks_closed(self, fresh_s: float) -> bool:
-        """Whether the stored state was CLOSED at a read at most ``fresh_s`` seconds old (one
-        read per ``fresh_s``, not one per call). For a producer choosing where to send a request
-        only: the worker there asks the breaker itself before it calls, so a breaker that opened
-        since the read costs the request one hop, never a call."""
+        """Whether the stored state was CLOSED, and the provider not paused by its own rate
+        limit, at a read at most ``fresh_s`` seconds old (one read per ``fresh_s``, not one per
+        call). For a producer choosing where to send a request only: the worker there asks the
+        breaker itself before it calls, so a breaker that opened since the read costs the request
+        one hop, never a call."""
         now = time.monotonic()
         look = self._look
         if look is None or now - look[0] >= fresh_s:
-            look = self._look = (now, self._store.peek_open()[0])
-        return look[1] is BreakerState.CLOSED
+            state, _, paused_until = self._store.peek_open()
+            look = self._look = (now, state, paused_until)
+        paused = look[2] is not None and self.clock() < look[2]
+        return look[1] is BreakerState.CLOSED and not paused
 
     def _open_now(self, state: BreakerState, opened_at: float | None) -> bool:
         if state is not BreakerState.OPEN or opened_at is None:
@@ -163,10 +168,12 @@ class Breaker:
 
         Keys: ``state`` ("closed" | "open" | "half_open"), ``consecutive_failures``, ``opened_at``
         and ``retry_at`` (epoch seconds while OPEN, else None), ``half_open_in_flight`` (live trial
-        slots while HALF_OPEN, else 0). An OPEN breaker whose window has passed reads "open" until
-        the next ``acquire()`` moves it.
+        slots while HALF_OPEN, else 0), ``paused_until`` (epoch seconds while the provider's own
+        rate limit pauses it, else None). An OPEN breaker whose window has passed reads "open"
+        until the next ``acquire()`` moves it.
         """
-        stored = self._store.read(self.clock(), self.trial_timeout)
+        now = self.clock()
+        stored = self._store.read(now, self.trial_timeout)
         is_open = stored.state is BreakerState.OPEN and stored.opened_at is not None
         return {
             "state": stored.state.value,
@@ -178,6 +185,11 @@ class Breaker:
                 else None
             ),
             "half_open_in_flight": stored.half_open_in_flight,
+            "paused_until": (
+                stored.paused_until
+                if stored.paused_until is not None and stored.paused_until > now
+                else None
+            ),
         }
 
     def _record(self, outcome: str, permit: Permit) -> bool:

@@ -45,7 +45,13 @@ class Provider:
         self.error = error
         self.calls = 0
 
-    def complete(self, request: Request, model: str, timeout_s: float | None = None) -> Completion:
+    def complete(
+        self,
+        request: Request,
+        model: str,
+        timeout_s: float | None = None,
+        thinking_budget: int | None = None,
+    ) -> Completion:
         self.calls += 1
         if self.error is not None:
             raise self.error
