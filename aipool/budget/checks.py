@@ -206,7 +206,7 @@ def expire_periods(
     *,
     zone: tzinfo,
     lang: str | None = None,
-    of: Sequence[str] = rules.CALENDAR_RULES,
+    of: tuple[str, ...] = rules.CALENDAR_RULES,
 ) -> list[Sent]:
     """Resolve every open calendar alert (of the rules ``of``) whose day or month ended at or
     before ``now``: one message each, whose ``endsAt`` is the period's end."""
