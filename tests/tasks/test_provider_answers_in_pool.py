@@ -149,3 +149,22 @@ def test_a_429_with_a_retry_delay_pauses_gemini_for_the_pool_then_it_is_used_aga
     after = _ask(4)
     assert (after["provider"], _trail(after)) == ("gemini", [("gemini", "ok")])
     assert healthy.calls("gemini") == 2
+
+
+def test_gemini_is_told_how_much_it_may_think_by_the_route(healthy, clean_redis, pool) -> None:  # type: ignore[no-untyped-def]
+    # Given a cloud-tier request (Gemini first), and a local one falling back to Gemini
+    cloud = _ask()
+    healthy.set_fault("ollama", "down")
+    local = submit({"prompt": "What is a pod?"}).get(timeout=TIMEOUT)
+    # Then Gemini was sent half of max_tokens to think for the first, nothing for the second
+    budgets = [_thinking_budget(body) for body in healthy.last_requests("gemini")]
+    assert (cloud["provider"], local["provider"]) == ("gemini", "gemini")
+    assert budgets == [512, 0]
+    assert cloud["usage"]["thinking_tokens"] > 0 and local["usage"]["thinking_tokens"] == 0
+
+
+def _thinking_budget(body: dict[str, Any]) -> Any:
+    # google-genai writes this part of the request in snake case; Google takes either
+    config = body["generationConfig"]
+    thinking = config.get("thinkingConfig") or config["thinking_config"]
+    return thinking.get("thinkingBudget", thinking.get("thinking_budget"))
