@@ -16,14 +16,10 @@ from aipool.quota import quotas_for
 from tasks.client import submit
 from tasks.maintenance import drain_ledger, restore_quota_counters
 from tests.support.private_pool import private_pool, send
+from tests.support.requests import CLOUD_TRIAGE
 
 pytestmark = pytest.mark.integration
 TIMEOUT = 30
-#: Correlating three services' alerts: the cloud tier, Gemini first.
-CLOUD = (
-    "同時收到三個告警：HighErrorRate on checkout-service、PostgresReplicationLag on pg-replica-2、"
-    "KafkaConsumerLag on order-events。幫我分析這些告警之間的關聯，找出根因，然後建議處理順序。"
-)
 
 
 @pytest.fixture()
@@ -103,7 +99,7 @@ def test_gemini_thinking_tokens_are_charged_and_counted_by_the_quota(
     gemini = quotas_for(clean_redis)["gemini"]
     before = gemini.usage()["daily_tokens"]["used"] or 0
     # When a request is answered and its usage drained
-    answer = submit({"prompt": CLOUD}).get(timeout=TIMEOUT)
+    answer = submit({"prompt": CLOUD_TRIAGE}).get(timeout=TIMEOUT)
     drain_ledger()
     # Then the thinking is billed as output: in the result, the ledger, the cost and the quota
     usage = answer["usage"]
