@@ -114,12 +114,21 @@ def test_gemini_candidate_blocked_for_safety_is_blocked_and_booked(canned: Any) 
     assert _billed(error) == (12, 0)
 
 
-def test_gemini_answer_withheld_after_generation_books_what_it_billed(canned: Any) -> None:
-    # Given: the recorded case: RECITATION after generating, 19 input and 33 output billed
+@pytest.mark.parametrize(
+    "content",
+    [{"content": {"role": "model"}}, {}],
+    ids=["content-without-parts", "no-content-at-all"],
+)
+def test_gemini_answer_withheld_after_generation_books_what_it_billed(
+    canned: Any, content: dict[str, Any]
+) -> None:
+    # Given: the recorded case: RECITATION after generating, 19 input and 33 output billed (with
+    # no content at all the adapter once called it "answer without candidates", billed nothing
+    # and counted it against Gemini)
     body = {
         "candidates": [
             {
-                "content": {"role": "model"},
+                **content,
                 "finishReason": "RECITATION",
                 "index": 0,
                 "citationMetadata": {"citationSources": [{"startIndex": 0, "endIndex": 120}]},
