@@ -15,6 +15,11 @@ from aipool.providers.catalog import CATALOG, REFUSE, STATIC, TERMINALS
 #: The chains' providers, in the catalog's order (aipool.providers.catalog).
 GENERAL_CHAIN = tuple(name for name, facts in CATALOG.items() if facts.general)
 TOOL_CHAIN = tuple(name for name, facts in CATALOG.items() if facts.tools)
+#: Whether a model's refusal ends each kind of chain at its terminal hop, by default (a route
+#: table rule's ``on_refusal`` says otherwise): a tool request a model declined is refused, not
+#: shopped around until some model agrees to act; a general request goes on to the next provider,
+#: as a content-policy fallback does (docs/routing.md).
+REFUSAL_ENDS = {"general": False, "tools": True}
 
 
 def default_model(provider: str) -> str:

@@ -6,15 +6,24 @@ Every failure the pool can meet is one of these, so deciding what to do next is 
     ├── InvalidRequest          the request's own fault: answered as status "error", never retried,
     │                           never charged, never counted against a provider
     ├── ProviderError           a model call failed; the request moves to the next hop
-    │   ├── ProviderRejected    400-class answer (validation, unknown model, context too long):
-    │   │                       the provider is healthy, so it does not trip the breaker
+    │   ├── ProviderRejected    400-class answer (validation, context too long): the provider is
+    │   │                       healthy, so it does not trip the breaker
+    │   ├── UnusableAnswer      the provider answered (and billed: ``billed`` holds its usage)
+    │   │   │                   but nothing in it can be used; never against the breaker
+    │   │   ├── ContentBlocked  the answer was withheld (safety, recitation, content policy)
+    │   │   ├── PromptBlocked   the prompt was refused before anything was generated
+    │   │   ├── ModelRefused    the model declined (a refusal stop)
+    │   │   └── EmptyAnswer     no text and no tool call (thinking used the output budget)
     │   └── ProviderFailure     counts against the provider's breaker
     │       ├── ProviderTimeout         no answer within the timeout
     │       ├── ProviderUnreachable     connection refused / reset / DNS
-    │       ├── ProviderRateLimited     HTTP 429 (carries ``retry_after`` when the provider sent one)
+    │       ├── ProviderRateLimited     HTTP 429 (carries ``retry_after`` when the provider declared
+    │       │                           a delay; then it pauses the provider instead of counting)
     │       ├── ProviderOverloaded      HTTP 529 (Anthropic's "overloaded")
     │       ├── ProviderServerError     HTTP 5xx
     │       ├── ProviderAuthError       HTTP 401/403: the pool's key is wrong, not the request
+    │       ├── ProviderModelMissing    404 "model not found": the route's model is not there,
+    │       │                           so every request fails the same way (the pool's fault)
     │       └── ProviderBadResponse     an answer we cannot parse
     ├── HopSkipped              the hop was not attempted at all
     │   ├── CircuitOpen         the breaker refused the call
@@ -40,6 +49,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from aipool.contract.request import Completion
     from aipool.contract.vocabulary import ErrorCode, FailureCode
 
 
@@ -90,6 +100,48 @@ class ProviderRejected(ProviderError):
     counts_against_provider = False
 
 
+class UnusableAnswer(ProviderError):
+    """The provider answered, and billed the call, but the answer holds nothing to use.
+
+    ``billed`` is the usage the provider reported for it (a :class:`Completion` without text):
+    the call is booked with every token of it. The provider is healthy (it answered), so this
+    never counts against its breaker; the request moves on to the next provider, as a content
+    policy fallback does.
+    """
+
+    code: FailureCode = "unusable_answer"
+    counts_against_provider = False
+
+    def __init__(self, message: str = "", *, billed: Completion | None = None) -> None:
+        super().__init__(message)
+        self.billed = billed
+
+
+class ContentBlocked(UnusableAnswer):
+    """The provider withheld the answer it generated (safety, recitation, content policy)."""
+
+    code: FailureCode = "content_blocked"
+
+
+class PromptBlocked(UnusableAnswer):
+    """The provider refused the prompt before generating anything (its content policy)."""
+
+    code: FailureCode = "prompt_blocked"
+
+
+class ModelRefused(UnusableAnswer):
+    """The model declined to answer (Anthropic's ``refusal`` stop, OpenAI's ``refusal``)."""
+
+    code: FailureCode = "model_refused"
+
+
+class EmptyAnswer(UnusableAnswer):
+    """No text and no tool call came back: a length stop that produced nothing visible (a
+    thinking model's thinking used the whole output budget), or an empty stop."""
+
+    code: FailureCode = "empty_answer"
+
+
 class ProviderFailure(ProviderError):
     """The provider failed in a way that says it is unhealthy right now."""
 
@@ -125,6 +177,14 @@ class ProviderServerError(ProviderFailure):
 
 class ProviderAuthError(ProviderFailure):
     code: FailureCode = "auth_error"
+
+
+class ProviderModelMissing(ProviderFailure):
+    """The provider does not serve the model asked for (404 "model not found"). The model comes
+    from the route table, so every request of that route fails the same way: the pool's
+    misconfiguration, which counts against the provider and alerts, never the request's."""
+
+    code: FailureCode = "model_missing"
 
 
 class ProviderBadResponse(ProviderFailure):

@@ -8,7 +8,8 @@ task-sent events (``workers.signals``): Flower's task list is for requests, and 
 alone (every 5 s) filled it with 17,280 entries a day. Their runs show in the maintenance
 worker's log and in the metrics it exports (``aipool_ledger_pending_records``,
 ``aipool_state_up``). ``aipool.breaker_transition``, sent by a worker when a breaker changes
-state, is rare and keeps its events.
+state, and ``aipool.model_missing``, sent by a worker whose provider has not got the route's
+model, are rare and keep their events.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from aipool.budget import (
     build_report,
     notify_breaker_closed,
     notify_breaker_opened,
+    notify_model_missing,
     report_notification,
     run_budget_checks,
 )
@@ -157,3 +159,11 @@ def breaker_transition(provider: str, old: str, new: str) -> None:
         notify_breaker_opened(provider)
     elif new == "closed" and old != "closed":
         notify_breaker_closed(provider)
+
+
+@shared_task(name="aipool.model_missing", ignore_result=True)
+def model_missing(provider: str, model: str) -> None:
+    """Alert that ``provider`` has not got ``model`` (sent by the worker whose call met the 404);
+    once per provider and day, whoever sends the budget alerts."""
+
+    notify_model_missing(provider, model)

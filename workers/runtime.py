@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from functools import cache
 from typing import Any
 
 import redis
 
+from aipool.attempt.event import AttemptEvent
 from aipool.attempt.lifecycle import AttemptBook
 from aipool.attempt.runner import HopRunner
 from aipool.backlog import oldest_ages
@@ -46,6 +48,28 @@ def alert_on_transition(event: BreakerTransition) -> None:
     )
 
 
+#: How long a worker process waits before asking again to alert on the same missing model: the
+#: alert goes once a day anyway; this keeps a burst of failing requests from sending a task each.
+MISSING_MODEL_ASK_S = 60.0
+_missing_asked: dict[tuple[str, str], float] = {}
+
+
+def alert_on_missing_model(event: AttemptEvent) -> None:
+    """Hand a call that met a missing model (``model_missing``) to the maintenance queue, where
+    the alert naming the model is sent once a day (an observer of the hop runner)."""
+    if event.replayed or event.attempt.code != "model_missing":
+        return
+    key = (event.hop.provider, event.hop.model)
+    now = time.monotonic()
+    if now - _missing_asked.get(key, float("-inf")) < MISSING_MODEL_ASK_S:
+        return
+    _missing_asked[key] = now
+    # deferred: as in alert_on_transition
+    from workers.app import app
+
+    app.send_task("aipool.model_missing", args=list(key), queue="maintenance")
+
+
 @cache
 def _ledger_engine() -> Any:
 
@@ -80,7 +104,7 @@ def hop_runner() -> HopRunner:
     """The process-wide :class:`HopRunner` (SDK clients and Redis scripts are built once)."""
     return HopRunner(
         attempt_book(),
-        observers=[LedgerObserver(usage_log()), observe_attempt],
+        observers=[LedgerObserver(usage_log()), observe_attempt, alert_on_missing_model],
         pricing=cost_usd,
         price_completion=completion_cost,
         lane_waits=oldest_ages,

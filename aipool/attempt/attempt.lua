@@ -162,6 +162,9 @@ local function blocked(cfg, k, deadline_at)
     return {'deadline', fmt(deadline_at)}
   end
   local open = refusing({k[1]}, {NOW, cfg.b[1]})
+  if open[1] == 'paused' then
+    return {'rate_limited', open[2]}
+  end
   if open[1] == 'open' then
     return {'circuit_open', open[2]}
   end
@@ -273,10 +276,14 @@ if op == 'begin' then
   local deadline_at = deadline_at_abs()
   local code, detail = nil, {}
   local gen, trial = 0, ''
+  -- A provider paused by its own rate limit is not called, and its breaker is not asked.
+  local held = refusing({k[1]}, {NOW, own.b[1]})
   if own.skip ~= '' then
     code = own.skip
   elseif deadline_at and now >= deadline_at then
     code, detail = 'deadline', {fmt(deadline_at)}
+  elseif held[1] == 'paused' then
+    code, detail = 'rate_limited', {held[2]}
   else
     local a = acquire({k[1], k[2]}, {NOW, own.b[1], own.b[2], own.b[3], owner})
     if a[5] ~= '' then
@@ -333,6 +340,7 @@ if op == 'finish' then
   local ledger_json, code, own = ARGV[args + 6], ARGV[args + 7], cjson.decode(ARGV[args + 8])
   local detail = ARGV[args + 9] or '[]'
   local cost = tonumber(ARGV[args + 10] or '0')
+  local pause, stop = ARGV[args + 11] or '0', ARGV[args + 12] == '1'
   local f = redis.call('HMGET', KEYS[1], 'state', 'owner', 'tokens', 'lim', 'member', 'gen',
     'trial', 'next', 'trail', 'code', 'detail', 'cost', 'svc', 'shared')
   local state = f[1]
@@ -353,7 +361,7 @@ if op == 'finish' then
     return {'clock', NOW, '[]'}
   end
   local k = guard_keys(own_base)
-  local b = record({k[1], k[2]}, {verdict, NOW, f[6] or '0', f[7] or '', own.b[4]})
+  local b = record({k[1], k[2]}, {verdict, NOW, f[6] or '0', f[7] or '', own.b[4], pause})
   if b[3] ~= '' then
     events[#events + 1] = {b[3], b[2], b[4]}
   end
@@ -396,6 +404,12 @@ if op == 'finish' then
   settle_money()
   redis.call('HSET', KEYS[1], 'state', 'failed', 'tokens', booked, 'code', code, 'detail', detail)
   redis.call('LPUSH', KEYS[4], ledger_json)
+  if stop and not f[8] then
+    -- The route ends the chain on this failure (a refusal it will not shop around): the next hop
+    -- is the terminal one, kept as any choice is.
+    redis.call('HSET', KEYS[1], 'next', ARGV[7], 'trail', '[]')
+    return ended('failed', code, detail, ARGV[7], '[]')
+  end
   return ended('failed', code, detail, f[8], f[9])
 end
 

@@ -14,22 +14,28 @@ States (a hash per attempt, kept ``record_keep`` seconds)::
     answered   the provider answered; the quota holds the real tokens; the answer is kept
                ``answer_keep`` seconds beside the record
     failed     the call was made and failed; the quota holds the estimate if the provider may
-               have billed it (a timeout), else nothing but the request
-    skipped    no call was made (deadline, breaker open, quota spent, a hop that cannot fit)
+               have billed it (a timeout), the tokens it billed if it answered with nothing
+               usable (withheld, refused, empty), else nothing but the request
+    skipped    no call was made (deadline, a provider paused by its own rate limit, breaker
+               open, quota spent, a hop that cannot fit)
     abandoned  the owner's lease ended with no outcome (its worker died, or hung past the
                call's bound): the call may have been billed, so the estimate stays charged
 
 Events × states (each cell is what ``attempt.lua`` does; "decide" picks the next hop from the
-hops after this one, passing over those the deadline, an open breaker or a spent quota rule
-out, and keeps the choice in the record, so every later delivery forwards to the same place)::
+hops after this one, passing over those the deadline, a rate-limit pause, an open breaker or a
+spent quota rule out, and keeps the choice in the record, so every later delivery forwards to
+the same place)::
 
     event \\ state        new                calling                 answered     failed/skipped/abandoned
     deliver (begin)      deadline passed →  lease live: busy, no    the kept     the same next hop and
-                         skipped; breaker   call (the message comes answer, no   trail as the first time
-                         refuses → skipped; back a little later);   deadline or  (no deadline or breaker
-                         quota refuses →    lease over: abandoned   breaker      asked again)
-                         skipped (trial     (estimate charged, row  asked; gone:
-                         slot freed); else  booked), decide         drop
+                         skipped; paused by call (the message comes answer, no   trail as the first time
+                         its rate limit →   back a little later);   deadline or  (no deadline or breaker
+                         skipped, breaker   lease over: abandoned   breaker      asked again)
+                         not asked; breaker (estimate charged, row  asked; gone:
+                         refuses → skipped; booked), decide         drop
+                         quota refuses →
+                         skipped (trial
+                         slot freed); else
                          calling (quota
                          reserved, permit)
     call returns         —                  answered: real tokens,  —            abandoned: answered late
@@ -42,10 +48,22 @@ out, and keeps the choice in the record, so every later delivery forwards to the
                                             provider's fault, else
                                             permit released; ledger
                                             row; decide
+    call answers with    —                  failed: every token it  —            as call fails
+    nothing usable                          billed kept; permit
+    (finish failed,                         released; ledger row;
+    billed)                                 decide, or the terminal
+                                            hop for a refusal the
+                                            route ends on
+    call rate-limited    —                  failed: tokens back;    —            as call fails
+    with a delay                            permit released; the
+    (finish failed,                         provider paused for the
+    pause)                                  pool until now + delay
+                                            (bounded); decide
     lease expires,       —                  abandoned: estimate     —            —
     sweep                                   charged, row booked
     breaker opens,       gates this new     nothing: the call runs  nothing      nothing
-    quota spent          call only
+    quota spent,         call only
+    provider paused
     Redis restarts       = new              record gone: a late     = new        = new
     empty                                   finish books its row    (documented limit: Redis
                                             (quota restored from    without persistence can pay
@@ -53,8 +71,9 @@ out, and keeps the choice in the record, so every later delivery forwards to the
 
 Rules that follow: an earlier outcome is resolved before the deadline and the breaker are asked;
 a live lease is never called twice and never swept; only a provider's fault counts against its
-breaker (a timeout the deadline made short does not); any success while CLOSED ends a run of
-failures; times inside the script are Redis's (``TIME``), and a deadline counts from the route
+breaker (a timeout the deadline made short does not, nor an answer with nothing usable in it,
+nor a 429 that declared its delay: that pauses the provider instead, and only 429s without one
+are counted); any success while CLOSED ends a run of failures; times inside the script are Redis's (``TIME``), and a deadline counts from the route
 record, the moment the pool first saw the request, never from a producer's clock. A request
 without a deadline whose first hop is free and unlimited may reach ``begin`` with no route record
 at all (sent straight, :meth:`~aipool.attempt.runner.HopRunner.dispatch`): ``begin`` needs none,
@@ -254,12 +273,17 @@ class AttemptBook:
         detail: tuple[str, ...] = (),
         cost: int = 0,
         skips: Mapping[int, str] | None = None,
+        pause_s: float = 0.0,
+        ends: bool = False,
     ) -> Recorded | Ended | Missing | Foreign:
         """Record how the owner's call ended (see the table): ``verdict`` is what the breaker
         hears (``success``, ``failure``, or ``release`` when the failure proves nothing about
         the provider); ``booked`` the tokens charged (the real usage, the estimate of a call
         that may have been billed, or 0) and ``cost`` what they cost (micro-dollars);
-        ``ledger_row`` the call's row (JSON)."""
+        ``ledger_row`` the call's row (JSON). ``pause_s``: the provider asked to be left alone
+        that long (a rate limit's retry delay): it is paused for the whole pool. ``ends``: the
+        failure ends the chain (a refusal the route will not take elsewhere): the next hop is
+        the terminal one."""
         hop = header.chain[position]
 
         def build(now: float) -> tuple[list[str], list[Any]]:
@@ -280,6 +304,8 @@ class AttemptBook:
                 self.configs.config(hop, call.now),
                 json.dumps(list(detail), ensure_ascii=False),
                 int(cost),
+                repr(float(pause_s)),
+                "1" if ends else "0",
             ]
             month = self.configs.periods(call.now, hop.provider)[1].label
             answer_at = answer_key(header.journey_id, hop.provider)

@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -44,7 +45,15 @@ from aipool.contract import result
 from aipool.contract.journey import Attempt, Journey, Route
 from aipool.contract.request import Completion, Request, ToolCall
 from aipool.contract.vocabulary import Outcome, outcome_named
-from aipool.errors import InvalidJourney, ProviderError, ProviderTimeout, as_provider_error
+from aipool.errors import (
+    InvalidJourney,
+    ModelRefused,
+    ProviderError,
+    ProviderRateLimited,
+    ProviderTimeout,
+    UnusableAnswer,
+    as_provider_error,
+)
 from aipool.observers import usage_row
 from aipool.providers import get_provider
 from aipool.providers.base import Provider
@@ -367,10 +376,14 @@ class HopRunner:
         hop = visit.journey.route.chain[position]
         provider = self.providers(hop.provider)
         started = time.perf_counter()
+        # The route decides how much of max_tokens a model may think (docs/routing.md).
+        thinking = visit.journey.route.thinking_budget(visit.request.max_tokens)
         try:
             completion = within(
                 call.limit_s,
-                lambda: provider.complete(visit.request, hop.model, timeout_s=call.limit_s),
+                lambda: provider.complete(
+                    visit.request, hop.model, timeout_s=call.limit_s, thinking_budget=thinking
+                ),
                 hop.provider,
             )
         except Exception as exc:
@@ -423,12 +436,20 @@ class HopRunner:
         # A timeout that only the request's deadline made short says nothing about the provider.
         short = isinstance(error, ProviderTimeout) and call.limit_s < bound - 1e-6
         verdict = "failure" if error.counts_against_provider and not short else "release"
+        pause = rate_limit_pause(error)
+        if pause:
+            # The provider said when to come back: the pool pauses it for that long instead of
+            # counting the 429 against it (only repeated 429s without a delay open its breaker).
+            verdict = "release"
         estimated = error.billing_unknown
-        tokens = (
-            (visit.request.estimated_input_tokens(), visit.request.max_tokens)
-            if estimated
-            else (0, 0)
-        )
+        # An unusable answer was billed as its usage says: booked like an answer.
+        billed = error.billed if isinstance(error, UnusableAnswer) else None
+        if billed is not None:
+            tokens = (billed.input_tokens, billed.output_tokens)
+        elif estimated:
+            tokens = (visit.request.estimated_input_tokens(), visit.request.max_tokens)
+        else:
+            tokens = (0, 0)
         # The provider's text is stored (result, ledger, log): no key, and no quote of the prompt.
         message = without_quotes(
             scrub(f"{error.code}: {error}") or error.code, visit.request.text()
@@ -438,6 +459,7 @@ class HopRunner:
             visit,
             position,
             Attempt(hop.provider, hop.model, "error", message, elapsed, code=error.code),
+            completion=billed,
             tokens=tokens,
             at=call.now,
             booked=True,
@@ -455,6 +477,8 @@ class HopRunner:
             answer="",
             code=error.code,
             detail=(message,),
+            pause_s=pause,
+            ends=isinstance(error, ModelRefused) and visit.journey.route.refusal_ends,
         )
         visit.journey.attempts.append(event.attempt)
         if isinstance(reply, Ended):
@@ -644,6 +668,13 @@ class HopRunner:
         if passed.code == CONTEXT_TOO_LONG:
             hop = visit.journey.route.chain[visit.journey.route.index(provider)]
             return skip_reason(visit.request, hop) or CONTEXT_TOO_LONG
+        if passed.code == "rate_limited" and detail:
+            until = float(detail[0])
+            when = datetime.fromtimestamp(until, UTC).isoformat(timespec="seconds")
+            return (
+                f"{provider}: paused until {when} (in {max(0.0, until - now):.1f} s), as its "
+                "rate limit asked"
+            )
         if passed.code == "circuit_open" and self._guarded(provider):
             state = BreakerState(detail[1]) if len(detail) > 1 else BreakerState.OPEN
             retry_at = float(detail[0]) if detail and detail[0] else None
@@ -744,6 +775,14 @@ class HopRunner:
             except Exception:
                 # An observer (ledger, metrics) failing must never fail the answer.
                 log.exception("observer %r failed for request_id=%s", observer, event.request_id)
+
+
+def rate_limit_pause(error: ProviderError) -> float:
+    """How long the pool leaves a provider alone after ``error``: the delay a rate-limited
+    provider declared, at most ``AIPOOL_RATE_LIMIT_PAUSE_MAX_S``; 0 for any other error."""
+    if not isinstance(error, ProviderRateLimited) or not error.retry_after:
+        return 0.0
+    return min(error.retry_after, settings().rate_limit_pause_max_s)
 
 
 def _next_provider(visit: Visit, position: int) -> str:

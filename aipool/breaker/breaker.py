@@ -54,8 +54,9 @@ class Breaker:
         self.listeners = tuple(listeners)
         self.trial_timeout = trial_timeout
         self._store = BreakerStore(redis_client, provider)
-        #: (monotonic time of the read, the stored state) of :meth:`looks_closed`'s last read.
-        self._look: tuple[float, BreakerState] | None = None
+        #: (monotonic time of the read, the stored state, until when the provider is paused)
+        #: of :meth:`looks_closed`'s last read.
+        self._look: tuple[float, BreakerState, float | None, float] | None = None
 
     @property
     def client(self) -> Any:
@@ -140,23 +141,27 @@ class Breaker:
 
     def is_open(self) -> bool:
         """True only while OPEN and the recovery window has not passed; one read, no slot taken."""
-        return self._open_now(*self._store.peek_open())
+        state, opened_at, _ = self._store.peek_open()
+        return self._open_now(state, opened_at)
 
     def looks_closed(self, fresh_s: float, told: Callable[[float], None] | None = None) -> bool:
-        """Whether the stored state was CLOSED at a read at most ``fresh_s`` seconds old (one
-        read per ``fresh_s``, not one per call). For a producer choosing where to send a request
-        only: the worker there asks the breaker itself before it calls, so a breaker that opened
-        since the read costs the request one hop, never a call. Each read also tells ``told``
-        Redis's time (same round trip): a producer that only ever looks still stamps the
-        requests it sends on the pool's clock."""
+        """Whether the stored state was CLOSED, and the provider not paused by its own rate
+        limit, at a read at most ``fresh_s`` seconds old (one read per ``fresh_s``, not one per
+        call). For a producer choosing where to send a request only: the worker there asks the
+        breaker itself before it calls, so a breaker that opened since the read costs the request
+        one hop, never a call. Each read also tells ``told`` Redis's time (same round trip): a
+        producer that only ever looks still stamps the requests it sends on the pool's clock, and
+        a pause is judged on that clock."""
         now = time.monotonic()
         look = self._look
         if look is None or now - look[0] >= fresh_s:
-            state, _, redis_now = self._store.peek_open_at()
-            look = self._look = (now, state)
+            state, _, paused_until, redis_now = self._store.peek_open_at()
+            look = self._look = (now, state, paused_until, redis_now)
             if told is not None:
                 told(redis_now)
-        return look[1] is BreakerState.CLOSED
+        _, state, paused_until, redis_then = look
+        paused = paused_until is not None and redis_then + (now - look[0]) < paused_until
+        return state is BreakerState.CLOSED and not paused
 
     def _open_now(self, state: BreakerState, opened_at: float | None) -> bool:
         if state is not BreakerState.OPEN or opened_at is None:
@@ -168,10 +173,12 @@ class Breaker:
 
         Keys: ``state`` ("closed" | "open" | "half_open"), ``consecutive_failures``, ``opened_at``
         and ``retry_at`` (epoch seconds while OPEN, else None), ``half_open_in_flight`` (live trial
-        slots while HALF_OPEN, else 0). An OPEN breaker whose window has passed reads "open" until
-        the next ``acquire()`` moves it.
+        slots while HALF_OPEN, else 0), ``paused_until`` (epoch seconds while the provider's own
+        rate limit pauses it, else None). An OPEN breaker whose window has passed reads "open"
+        until the next ``acquire()`` moves it.
         """
-        stored = self._store.read(self.clock(), self.trial_timeout)
+        now = self.clock()
+        stored = self._store.read(now, self.trial_timeout)
         is_open = stored.state is BreakerState.OPEN and stored.opened_at is not None
         return {
             "state": stored.state.value,
@@ -183,6 +190,11 @@ class Breaker:
                 else None
             ),
             "half_open_in_flight": stored.half_open_in_flight,
+            "paused_until": (
+                stored.paused_until
+                if stored.paused_until is not None and stored.paused_until > now
+                else None
+            ),
         }
 
     def _record(self, outcome: str, permit: Permit) -> bool:

@@ -7,6 +7,10 @@
 -- ARGV[3]  generation the permit was issued in
 -- ARGV[4]  trial slot token, '' for a permit issued while CLOSED
 -- ARGV[5]  failure_threshold
+-- ARGV[6]  seconds the provider asked to be left alone (a rate limit's declared retry delay,
+--          already bounded by the pool's setting); absent or 0 for none. It pauses the provider
+--          for the whole pool (``paused_until``, read by refusing.lua), whatever the outcome: a
+--          pause is the provider's word, never a failure counted against it.
 --
 -- Returns {counted (0|1), state_after, transitioned_from, consecutive_failures}.
 -- Every transition bumps the generation, so a failure from an earlier episode (a call admitted
@@ -17,6 +21,16 @@ local fields = redis.call('HMGET', KEYS[1], 'state', 'gen', 'failures')
 local state = fields[1] or 'closed'
 local gen = tonumber(fields[2]) or 0
 local failures = tonumber(fields[3]) or 0
+
+local pause = tonumber(ARGV[6] or '0') or 0
+if pause > 0 then
+  -- A later, shorter delay never cuts short a pause another call was asked for.
+  local until_at = tonumber(ARGV[2]) + pause
+  local paused = tonumber(redis.call('HGET', KEYS[1], 'paused_until') or '') or 0
+  if until_at > paused then
+    redis.call('HSET', KEYS[1], 'paused_until', string.format('%.6f', until_at))
+  end
+end
 
 if ARGV[4] ~= '' then
   redis.call('ZREM', KEYS[2], ARGV[4])

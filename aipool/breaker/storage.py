@@ -1,6 +1,7 @@
 """Where a provider's breaker lives: two Redis keys, changed only by the Lua scripts.
 
-``aipool:breaker:{provider}:state`` is a hash (state, gen, failures, opened_at, changed_at);
+``aipool:breaker:{provider}:state`` is a hash (state, gen, failures, opened_at, changed_at, and
+paused_until while a rate-limited provider's declared retry delay lasts);
 ``aipool:breaker:{provider}:trials`` is a sorted set of the half-open trial slots in use, scored by
 when each was taken. Every transition runs inside one script, so the whole pool sees one order of
 events; reads for dispatch and reports are plain commands that never change anything.
@@ -47,6 +48,8 @@ class StoredState:
     consecutive_failures: int
     opened_at: float | None
     half_open_in_flight: int
+    #: Until when the provider asked the pool to leave it alone (a 429's retry delay), if ever.
+    paused_until: float | None = None
 
 
 def _state(value: Any) -> BreakerState | None:
@@ -110,9 +113,9 @@ class BreakerStore:
     def read(self, now: float, trial_timeout: float) -> StoredState:
         """One round trip: the state hash and the live trial slots."""
         pipe = self.redis.pipeline(transaction=False)
-        pipe.hmget(self.state_key, ["state", "failures", "opened_at"])
+        pipe.hmget(self.state_key, ["state", "failures", "opened_at", "paused_until"])
         pipe.zcount(self.trials_key, f"({now - trial_timeout!r}", "+inf")
-        (state, failures, opened_at), in_flight = pipe.execute()
+        (state, failures, opened_at, paused_until), in_flight = pipe.execute()
         current = _state(state) if state is not None else None
         current = current or BreakerState.CLOSED
         return StoredState(
@@ -120,23 +123,30 @@ class BreakerStore:
             consecutive_failures=int(failures or 0),
             opened_at=float(opened_at) if opened_at is not None else None,
             half_open_in_flight=int(in_flight) if current is BreakerState.HALF_OPEN else 0,
+            paused_until=float(paused_until) if paused_until is not None else None,
         )
 
-    def peek_open(self) -> tuple[BreakerState, float | None]:
-        """The stored state and when it last opened, in one command."""
-        return opened(self.redis.hmget(self.state_key, ["state", "opened_at"]))
+    def peek_open(self) -> tuple[BreakerState, float | None, float | None]:
+        """The stored state, when it last opened and until when the provider is paused, in one
+        command."""
+        return opened(self.redis.hmget(self.state_key, ["state", "opened_at", "paused_until"]))
 
-    def peek_open_at(self) -> tuple[BreakerState, float | None, float]:
+    def peek_open_at(self) -> tuple[BreakerState, float | None, float | None, float]:
         """:meth:`peek_open` and Redis's time (epoch seconds), in one round trip."""
         pipe = self.redis.pipeline(transaction=False)
-        pipe.hmget(self.state_key, ["state", "opened_at"])
+        pipe.hmget(self.state_key, ["state", "opened_at", "paused_until"])
         pipe.time()
         reply, (seconds, micros) = pipe.execute()
         return (*opened(reply), seconds + micros / 1e6)
 
 
-def opened(reply: list[Any]) -> tuple[BreakerState, float | None]:
-    """The stored state and when it last opened, from an HMGET of state and opened_at."""
-    state, opened_at = reply
+def opened(reply: list[Any]) -> tuple[BreakerState, float | None, float | None]:
+    """The stored state, when it last opened and until when the provider is paused, from an
+    HMGET of state, opened_at and paused_until."""
+    state, opened_at, paused_until = reply
     current = _state(state) if state is not None else None
-    return current or BreakerState.CLOSED, float(opened_at) if opened_at is not None else None
+    return (
+        current or BreakerState.CLOSED,
+        float(opened_at) if opened_at is not None else None,
+        float(paused_until) if paused_until is not None else None,
+    )

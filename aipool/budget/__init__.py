@@ -2,13 +2,14 @@
 
 ``run_budget_checks()`` (a beat task every 5 minutes) evaluates the rules against the ledger and
 sends each alert once per (rule, provider, threshold, period); ``notify_breaker_opened()`` is the
-breaker listener's entry point; ``build_report()``/``render_report()`` make the daily report.
+breaker listener's entry point, ``notify_model_missing()`` a worker's that met a missing model; ``build_report()``/``render_report()`` make the daily report.
 """
 
 from aipool.budget.checks import (
     monthly_budget_usd,
     notify_breaker_closed,
     notify_breaker_opened,
+    notify_model_missing,
     run_budget_checks,
 )
 from aipool.budget.report import build_report, render_report, report_notification
@@ -18,6 +19,7 @@ __all__ = [
     "monthly_budget_usd",
     "notify_breaker_closed",
     "notify_breaker_opened",
+    "notify_model_missing",
     "render_report",
     "report_notification",
     "run_budget_checks",

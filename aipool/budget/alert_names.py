@@ -19,6 +19,7 @@ condition (rule, provider, threshold)         name                              
 any other calendar quota, 70%                 ``AipoolQuotaWarning``
 any other calendar quota, 90%                 ``AipoolQuotaCritical``
 ``breaker_open``, a cloud provider            ``AipoolBreakerOpen``
+``model_missing``, any provider               ``AipoolModelMissing``
 ``monthly_cost``, 100%                        ``AipoolMonthlyBudgetExceeded``
 ``service_budget``, 50% (a service's budget)  ``AipoolServiceBudgetWarning``
 ``service_budget``, 100%                      ``AipoolServiceBudgetExceeded``
@@ -48,6 +49,7 @@ _GENERIC: dict[tuple[str, str], str] = {
     ("quota", "70%"): "AipoolQuotaWarning",
     ("quota", "90%"): "AipoolQuotaCritical",
     ("breaker_open", "open"): "AipoolBreakerOpen",
+    ("model_missing", "missing"): "AipoolModelMissing",
     ("monthly_cost", "100%"): "AipoolMonthlyBudgetExceeded",
     ("service_budget", "50%"): "AipoolServiceBudgetWarning",
     ("service_budget", "100%"): "AipoolServiceBudgetExceeded",

@@ -56,6 +56,10 @@ from aipool.views.service_report import share_use
 log = logging.getLogger(__name__)
 
 
+#: Alerts the pool sends whoever sends the budget and breaker ones: no Prometheus rule has them.
+POOL_ONLY_RULES = ("model_missing",)
+
+
 @cache
 def default_engine() -> Engine:
     """One engine per process on ``DATABASE_URL`` (or the SQLite default), built on first use."""
@@ -202,11 +206,12 @@ def expire_periods(
     *,
     zone: tzinfo,
     lang: str | None = None,
+    of: tuple[str, ...] = rules.CALENDAR_RULES,
 ) -> list[Sent]:
-    """Resolve every open calendar alert whose day or month ended at or before ``now``: one
-    message each, whose ``endsAt`` is the period's end."""
+    """Resolve every open calendar alert (of the rules ``of``) whose day or month ended at or
+    before ``now``: one message each, whose ``endsAt`` is the period's end."""
     sent: list[Sent] = []
-    for episode in open_episodes(engine, rules.CALENDAR_RULES):
+    for episode in open_episodes(engine, of):
         ended = rules.period_end(episode.rule, episode.period, zone)
         if ended is None or ended > now:
             continue
@@ -249,14 +254,15 @@ def run_budget_checks(
     """Evaluate the calendar quotas, the monthly cost and each service's budget now; send
     what is news (a service's budget alert to its owner too).
 
-    Nothing is evaluated or sent when Prometheus sends the alerts (``AIPOOL_ALERTS``).
+    Nothing is evaluated or sent when Prometheus sends the alerts (``AIPOOL_ALERTS``), but the
+    alerts only the pool sends (a missing model) still end with their day.
     """
-    if not pool_sends_alerts():
-        return []
     engine = engine or default_engine()
     notifiers = notifiers_from_env() if notifiers is None else notifiers
     now = now or datetime.now(UTC)
     zone = tz if isinstance(tz, tzinfo) else pool_zone(tz)
+    if not pool_sends_alerts():
+        return expire_periods(engine, notifiers, now, zone=zone, lang=lang, of=POOL_ONLY_RULES)
     usage = budget_usage(engine, now, zone)
     today = local_day(now, zone)
     month = today.strftime("%Y-%m")
@@ -313,6 +319,37 @@ def _breaker(
         # Called from the breaker's listener inside a worker: an alerting problem must never
         # fail the call that tripped the breaker.
         log.exception("breaker alert for %s not journaled", provider)
+        return []
+
+
+def notify_model_missing(
+    provider: str,
+    model: str,
+    *,
+    engine: Engine | None = None,
+    notifiers: Sequence[Notifier] | None = None,
+    now: datetime | None = None,
+    lang: str | None = None,
+) -> list[Sent]:
+    """Alert (critical) that ``provider`` does not have ``model``; once per provider and local
+    day, resolved when the day ends; never raises. Sent by the pool whatever ``AIPOOL_ALERTS``
+    says: the failures' metric (``ai_requests_failed_total{code="model_missing"}``) carries no
+    model, so no Prometheus rule could name it, and none sends this alert."""
+    try:
+        now = now or datetime.now(UTC)
+        zone = pool_zone()
+        day = local_day(now, zone).isoformat()
+        return apply_conditions(
+            engine or default_engine(),
+            [rules.model_missing_condition(provider, model, day)],
+            notifiers_from_env() if notifiers is None else notifiers,
+            now,
+            zone=zone,
+            lang=lang,
+        )
+    except Exception:
+        # Sent from a worker's hop: an alerting problem must never fail a request.
+        log.exception("model-missing alert for %s not journaled", provider)
         return []
 
 

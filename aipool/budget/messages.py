@@ -97,6 +97,11 @@ def _zh(c: Condition) -> tuple[str, str]:
             # ADR-006's own words for its Ollama alert: the local model is off, cloud carries on.
             return "Ollama 服務可能已離線", detail + "，已啟動雲端備援"
         return f"{p} 熔斷器已開啟", detail
+    if c.rule == "model_missing":
+        return f"{p} 找不到模型 {f['model']}", (
+            f"{p} 回覆找不到路由表指定的模型 {f['model']}（404）：此路由的每個請求都會同樣失敗並改走"
+            f"下一個供應商，且計入 {p} 的熔斷器；請拉取該模型或修正路由表"
+        )
     return f"{c.rule} {c.provider} {c.threshold}", ""
 
 
@@ -139,6 +144,12 @@ def _en(c: Condition) -> tuple[str, str]:
         if c.provider == "ollama":
             return "Ollama may be offline", detail + " (cloud fallback active)"
         return f"{p} circuit breaker opened", detail
+    if c.rule == "model_missing":
+        return f"{p} does not have model {f['model']}", (
+            f"{p} answered 404 model not found for {f['model']}, the model the route table "
+            f"names: every request of that route fails the same way, falls back, and counts "
+            f"against {p}'s breaker; pull the model or fix the route table"
+        )
     return f"{c.rule} {c.provider} {c.threshold}", ""
 
 

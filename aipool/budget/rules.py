@@ -9,6 +9,10 @@
 - ``service_daily_tokens``, ``service_daily_requests``: a service's use of its share of a
   provider's daily limit at 70% and 90% (the quotas' thresholds), per service and provider, sent
   to its owner too: past its share its requests go on to the next provider.
+- ``model_missing``: a provider answered that the model the route table names is not there
+  (critical; 404 "model not found"), reported by the worker that met it: once per provider and
+  local day, naming the model. Every request of that route fails the same way until an operator
+  pulls the model or fixes the table; the failures count against the provider's breaker too.
 - ``breaker_open``: a provider's breaker opened (critical), reported by the breaker's listener. For
   Ollama, the first hop of the general chain, this is ADR-006's "Ollama may be offline": its
   breaker opens on consecutive failures that count against it, never on skipped hops.
@@ -44,7 +48,7 @@ SERVICE_SHARE_RULES = {
     "daily_tokens": "service_daily_tokens",
     "daily_requests": "service_daily_requests",
 }
-DAILY_RULES = ("daily_tokens", "daily_requests", *SERVICE_SHARE_RULES.values())
+DAILY_RULES = ("daily_tokens", "daily_requests", *SERVICE_SHARE_RULES.values(), "model_missing")
 MONTHLY_RULES = ("monthly_tokens", "monthly_cost", "service_budget")
 CALENDAR_RULES = DAILY_RULES + MONTHLY_RULES
 
@@ -185,6 +189,19 @@ def period_end(rule: str, period: str, zone: tzinfo) -> datetime | None:
     if rule in MONTHLY_RULES:
         return month_range(date.fromisoformat(f"{period}-01"), zone)[1]
     return None
+
+
+def model_missing_condition(provider: str, model: str, day: str) -> Condition:
+    """``provider`` does not have ``model`` (the route table's), seen on the local ``day``."""
+    return Condition(
+        rule="model_missing",
+        provider=provider,
+        threshold="missing",
+        severity="critical",
+        holds=True,
+        period=day,
+        facts={"model": model},
+    )
 
 
 def breaker_condition(provider: str, is_open: bool, **facts: object) -> Condition:

@@ -153,6 +153,12 @@ def fault(
     retry_after: Annotated[
         float | None, typer.Option(min=0, help="rate_limit: the Retry-After seconds (1).")
     ] = None,
+    retry_delay: Annotated[
+        float | None,
+        typer.Option(
+            min=0, help="rate_limited: the delay the 429 declares, the provider's way (20)."
+        ),
+    ] = None,
     ms: Annotated[float | None, typer.Option(min=0, help="slow: milliseconds (500).")] = None,
     status: Annotated[
         int | None, typer.Option(help="overloaded, echo_key: the HTTP status to answer.")
@@ -169,6 +175,7 @@ def fault(
         "times": times,
         "seconds": seconds,
         "retry_after": retry_after,
+        "retry_delay": retry_delay,
         "ms": ms,
         "status": status,
         "body": body,

@@ -163,7 +163,8 @@ class Completion:
     them: the input includes prompt-cache writes and reads, the output includes thinking and
     reasoning tokens. The other counts say how many of those were of a kind billed apart or worth
     showing: ``cache_write_tokens`` and ``cache_read_tokens`` of the input (priced at their own
-    rates, :func:`aipool.prices.table.completion_cost`), ``thinking_tokens`` of the output.
+    rates, :func:`aipool.prices.table.completion_cost`), ``cache_write_1h_tokens`` of those
+    writes kept an hour (Anthropic's, at their own rate), ``thinking_tokens`` of the output.
     """
 
     text: str
@@ -176,6 +177,7 @@ class Completion:
     thinking_tokens: int = 0
     cache_write_tokens: int = 0
     cache_read_tokens: int = 0
+    cache_write_1h_tokens: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -189,6 +191,7 @@ class Completion:
             "thinking_tokens": self.thinking_tokens,
             "cache_write_tokens": self.cache_write_tokens,
             "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_1h_tokens": self.cache_write_1h_tokens,
         }
 
 

@@ -339,6 +339,14 @@ class Route(BaseModel):
         default="other",
         description="the service the request is counted as: declared in the route table, else other",
     )
+    thinking: float | None = Field(
+        default=None,
+        description="the share of max_tokens a model on the route may spend thinking (0: none)",
+    )
+    refusal_ends: bool = Field(
+        default=False,
+        description="whether a model's refusal ends the chain instead of asking the next provider",
+    )
 
 
 def _meanings(vocabulary: Mapping[Any, str]) -> str:

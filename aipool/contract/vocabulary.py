@@ -31,6 +31,7 @@ Outcome = Literal[
     "service_budget_exhausted",
     "budget_saving",
     "guard_unavailable",
+    "rate_limited",
     "skipped",
 ]
 
@@ -101,6 +102,12 @@ OUTCOME_TERMS: dict[Outcome, Term] = {
         "guards unreachable",
         "防護無法讀取",
     ),
+    "rate_limited": Term(
+        "skipped: the provider asked the pool to wait (a rate limit's retry delay), and the "
+        "pause it asked for has not ended",
+        "rate-limit pause",
+        "限流暫停",
+    ),
     "skipped": Term("skipped for a reason older records did not name", "other", "其他"),
 }
 
@@ -128,6 +135,12 @@ FailureCode = Literal[
     "auth_error",
     "bad_response",
     "rejected",
+    "model_missing",
+    "unusable_answer",
+    "content_blocked",
+    "prompt_blocked",
+    "model_refused",
+    "empty_answer",
     "provider_failure",
     "provider_error",
     "abandoned",
@@ -145,6 +158,40 @@ FAILURE_TERMS: dict[FailureCode, Term] = {
         "the provider refused this request (400-class): no fault of the provider",
         "rejected",
         "請求被拒",
+    ),
+    "model_missing": Term(
+        "the provider does not have the model the route names (404 model not found): the "
+        "pool's configuration, so it counts against the provider",
+        "model missing",
+        "模型不存在",
+    ),
+    "unusable_answer": Term(
+        "the provider answered, and billed, but nothing in the answer can be used",
+        "unusable answer",
+        "無法使用的回答",
+    ),
+    "content_blocked": Term(
+        "the provider withheld the answer it generated (safety, recitation or content policy); "
+        "billed as the provider reported",
+        "answer blocked",
+        "回答遭封鎖",
+    ),
+    "prompt_blocked": Term(
+        "the provider refused to answer the prompt before generating anything (its content "
+        "policy); billed as the provider reported",
+        "prompt blocked",
+        "提示遭封鎖",
+    ),
+    "model_refused": Term(
+        "the model declined to answer (a refusal stop); billed as the provider reported",
+        "model refused",
+        "模型拒答",
+    ),
+    "empty_answer": Term(
+        "the answer held no text and no tool call (a length stop that produced nothing "
+        "visible: thinking used the whole output budget); billed as the provider reported",
+        "empty answer",
+        "空白回答",
     ),
     "provider_failure": Term("the provider failed (no closer reason)", "failure", "供應商失敗"),
     "provider_error": Term("the call failed (no closer reason)", "error", "呼叫失敗"),

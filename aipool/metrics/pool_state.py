@@ -5,7 +5,8 @@ pool is read where it lives, at scrape time, so a gauge is never older than the 
 counted twice by two replicas:
 
 - every worker: ``aipool_worker_consumes{queue}`` (1 per queue it consumes);
-- the maintenance worker (one replica) adds :class:`PoolState`: breakers and quotas (Redis), queue
+- the maintenance worker (one replica) adds :class:`PoolState`: breakers, rate-limit pauses and
+  quotas (Redis), queue
   depths (the broker), and the calendar budgets from the ledger, through the same
   :func:`aipool.budget.usage.budget_usage` the pool's own budget checks use.
 
@@ -153,6 +154,13 @@ class PoolState(Collector):
             "Consecutive failures the breaker has counted against the provider.",
             labels=["provider"],
         )
+        paused = GaugeMetricFamily(
+            "aipool_provider_paused_seconds",
+            "Seconds left of the pause a rate-limited provider asked for (its declared retry "
+            "delay, bounded by AIPOOL_RATE_LIMIT_PAUSE_MAX_S): skipped as rate_limited until "
+            "then; 0 when not paused.",
+            labels=["provider"],
+        )
         used = GaugeMetricFamily(
             "aipool_quota_used",
             "What the quota guard has counted in the current window (rpm: the last 60 s; daily "
@@ -169,6 +177,8 @@ class PoolState(Collector):
             for each in BreakerState:
                 state.add_metric([provider, each.value], int(snapshot["state"] == each.value))
             failures.add_metric([provider], snapshot["consecutive_failures"])
+            until = snapshot["paused_until"]
+            paused.add_metric([provider], max(0.0, until - self.clock()) if until else 0.0)
             usage = Quota(client, provider, pl.quota, self.clock, self.zone).usage()
             for name in ("rpm", *CALENDAR_QUOTAS):
                 window = usage[name]
@@ -181,7 +191,7 @@ class PoolState(Collector):
             "Usage records waiting in Redis for the ledger's drain (beat drains every 5 s).",
             value=UsageLog(client).pending(),
         )
-        return iter([state, failures, used, limit, pending])
+        return iter([state, failures, paused, used, limit, pending])
 
     def _queues(self) -> Iterator[Metric]:
         depth = GaugeMetricFamily(

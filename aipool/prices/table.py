@@ -13,6 +13,8 @@ Every price is USD per 1,000 tokens:
 - ``cache_write_per_1k`` and ``cache_read_per_1k``: prompt tokens written to or read from the
   provider's prompt cache (Claude's cache writes and reads, Gemini's and OpenAI's cached input),
   which are part of the prompt but billed apart; unset, they cost the input price.
+- ``cache_write_1h_per_1k``: the cache writes kept an hour instead of five minutes (Anthropic's
+  1-hour cache, 2x the input price where a 5-minute write is 1.25x); unset, the cache-write price.
 
 A file is checked whole when loaded: an unknown provider or key (with the closest known one
 suggested), a value that is not a number, a price below 0 or above :data:`MAX_PRICE_PER_1K`
@@ -43,7 +45,13 @@ PICO = Decimal("0.000000000001")
 #: Costs are shown to a millionth of a dollar.
 MICRO = Decimal("0.000001")
 #: The keys a price row may set.
-PRICE_KEYS = ("input_per_1k", "output_per_1k", "cache_write_per_1k", "cache_read_per_1k")
+PRICE_KEYS = (
+    "input_per_1k",
+    "output_per_1k",
+    "cache_write_per_1k",
+    "cache_read_per_1k",
+    "cache_write_1h_per_1k",
+)
 #: At most this many decimals per 1,000 tokens keeps every cost exact to a picodollar.
 MAX_DECIMALS = 9
 #: The dearest price a file may set, USD per 1,000 tokens ($10,000 per million): above every
@@ -65,6 +73,7 @@ class Price:
     output_per_1k: Decimal
     cache_write_per_1k: Decimal | None = None
     cache_read_per_1k: Decimal | None = None
+    cache_write_1h_per_1k: Decimal | None = None
     origin: str = ""
 
     def cost(
@@ -73,16 +82,21 @@ class Price:
         output_tokens: int,
         cache_write_tokens: int = 0,
         cache_read_tokens: int = 0,
+        cache_write_1h_tokens: int = 0,
     ) -> Decimal:
         """Exact cost of one call. ``input_tokens`` is the whole prompt, cache writes and reads
-        included (the pool's convention); those are priced at their own rates."""
+        included (the pool's convention); those are priced at their own rates, and of the
+        writes, ``cache_write_1h_tokens`` at the 1-hour rate."""
         write = min(cache_write_tokens, input_tokens)
+        hour = min(cache_write_1h_tokens, write)
         read = min(cache_read_tokens, input_tokens - write)
         cw = self.input_per_1k if self.cache_write_per_1k is None else self.cache_write_per_1k
+        cw1h = cw if self.cache_write_1h_per_1k is None else self.cache_write_1h_per_1k
         cr = self.input_per_1k if self.cache_read_per_1k is None else self.cache_read_per_1k
         raw = (
             self.input_per_1k * (input_tokens - write - read)
-            + cw * write
+            + cw * (write - hour)
+            + cw1h * hour
             + cr * read
             + self.output_per_1k * output_tokens
         ) / _THOUSAND
@@ -146,7 +160,7 @@ class PriceTable:
             if "input_per_1k" in own:
                 # The provider's cache prices are fractions of its own input price: a model with
                 # an input price of its own and no cache prices pays its input price for them.
-                for key in ("cache_write_per_1k", "cache_read_per_1k"):
+                for key in ("cache_write_per_1k", "cache_read_per_1k", "cache_write_1h_per_1k"):
                     inherited.pop(key, None)
             return _price(inherited, own)
         return _price(self.providers[provider])
@@ -306,4 +320,5 @@ def completion_cost(provider: str, completion: Any, prices: PriceTable | None = 
         completion.output_tokens,
         getattr(completion, "cache_write_tokens", 0),
         getattr(completion, "cache_read_tokens", 0),
+        getattr(completion, "cache_write_1h_tokens", 0),
     )

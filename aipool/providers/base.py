@@ -7,30 +7,37 @@ SDK's answer back into a :class:`~aipool.contract.request.Completion`. SDK excep
 
 What every adapter does the same way lives here: the timeout of one call (:func:`call_timeout`),
 the request that cannot be sent (:func:`building_request`, :func:`request_error`), messages
-scrubbed of credentials (:func:`scrubbed`), and usage checked before it is charged
-(:func:`checked_usage`).
+scrubbed of credentials (:func:`scrubbed`) in the provider's own words (:func:`provider_words`),
+usage checked before it is charged (:func:`checked_usage`, totals cross-checked against their
+parts), an answer checked before it is returned (:func:`usable`: an empty, withheld or refused one
+is an :class:`~aipool.errors.UnusableAnswer` carrying what it was billed), and a missing model told
+from a rejected request (:func:`missing_model`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, Protocol
 
 from aipool.contract.request import Completion, Message, Request, ToolCall
 from aipool.errors import (
+    ContentBlocked,
+    EmptyAnswer,
+    ModelRefused,
     ProviderBadResponse,
     ProviderError,
+    ProviderModelMissing,
     ProviderRejected,
     ProviderTimeout,
     ProviderUnreachable,
     status_error,
     task_time_limit,
 )
+from aipool.providers.retry_delay import declared_delay
 from aipool.scrub import scrub
 from aipool.tokens import estimate_tokens
 
@@ -51,9 +58,17 @@ class Provider(Protocol):
     name: str
 
     def complete(
-        self, request: Request, model: str, *, timeout_s: float | None = None
+        self,
+        request: Request,
+        model: str,
+        *,
+        timeout_s: float | None = None,
+        thinking_budget: int | None = None,
     ) -> Completion:
-        """Ask ``model`` to answer ``request``; raise a :class:`~aipool.errors.ProviderError`."""
+        """Ask ``model`` to answer ``request``; raise a :class:`~aipool.errors.ProviderError`.
+
+        ``thinking_budget``: the tokens of ``max_tokens`` the model may spend thinking, where it
+        takes one (0: no thinking; ``None``: the model's own default)."""
         ...
 
     def close(self) -> None:
@@ -127,17 +142,6 @@ def call_timeout(timeout_s: float | None, provider_timeout_s: float) -> float:
     return max(MIN_CALL_TIMEOUT_S, min(timeout_s, provider_timeout_s))
 
 
-def parse_retry_after(value: str | None) -> float | None:
-    """A ``Retry-After`` header in seconds (the HTTP-date form is not used by these providers)."""
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        return None
-    return seconds if math.isfinite(seconds) and seconds >= 0 else None
-
-
 def scrubbed(error: ProviderError) -> ProviderError:
     """``error`` with its message scrubbed: adapters build messages from what providers answer,
     and a provider may echo the request's credentials (a proxy, a misconfigured gateway)."""
@@ -181,19 +185,12 @@ def map_api_error(exc: Exception, provider: str, sdk: Any) -> ProviderError:
     if isinstance(exc, sdk.APIResponseValidationError):
         return ProviderBadResponse(f"{provider}: answer does not match the API schema")
     if isinstance(exc, sdk.APIStatusError):
-        kind = ""
-        body = exc.body
-        if isinstance(body, dict):
-            error = body.get("error", body)
-            kind = (
-                str(error.get("type") or error.get("code") or "") if isinstance(error, dict) else ""
-            )
-        retry_after = parse_retry_after(exc.response.headers.get("retry-after"))
-        return scrubbed(
-            status_error(
-                exc.status_code, f"{provider} HTTP {exc.status_code}: {kind}".strip(), retry_after
-            )
-        )
+        words = provider_words(exc.body)
+        message = f"{provider} HTTP {exc.status_code}: {words}".strip()
+        if missing_model(exc.status_code, words):
+            return scrubbed(ProviderModelMissing(message, status=exc.status_code))
+        retry_after = declared_delay(exc.response.headers, exc.body)
+        return scrubbed(status_error(exc.status_code, message, retry_after))
     if isinstance(exc, ValueError | KeyError | TypeError | AttributeError | IndexError):
         return ProviderBadResponse(f"{provider}: unreadable answer ({type(exc).__name__})")
     return ProviderUnreachable(f"{provider}: {type(exc).__name__}")
@@ -206,23 +203,33 @@ def checked_usage(
     output_tokens: int | None,
     text: str,
     calls: list[ToolCall],
+    *,
+    total: int | None = None,
 ) -> tuple[int, int]:
     """The usage to charge for an answer, or :class:`~aipool.errors.ProviderBadResponse`.
 
     A count the provider left out is estimated (the prompt from the request, the output from what
-    came back), so the answer is kept and still charged about right. A negative or absurd count
-    (more than :data:`MAX_INPUT_TOKENS` in, or :data:`OUTPUT_SLACK` times ``max_tokens`` out) is a
-    broken answer: refused, so it is never charged.
+    came back, or from ``total`` when the provider reported one), so the answer is kept and still
+    charged about right. A provider's ``total`` is cross-checked against the parts: when it is
+    larger (hidden reasoning an OpenAI-compatible API bills without counting it in
+    ``completion_tokens``) the difference is billed as output, the larger being what the provider
+    charges; either way the difference is logged (counts only, never text). A negative or absurd
+    count (more than :data:`MAX_INPUT_TOKENS` in, or :data:`OUTPUT_SLACK` times ``max_tokens``
+    out) is a broken answer: refused, so it is never charged.
     """
+    total = token_part(provider, "total_tokens", total) if total is not None else None
     missing = [
         name for name, n in (("input", input_tokens), ("output", output_tokens)) if n is None
     ]
     if input_tokens is None:
         input_tokens = request.estimated_input_tokens()
     if output_tokens is None:
-        output_tokens = estimate_tokens(text) + sum(
-            estimate_tokens(c.name + json.dumps(c.arguments, ensure_ascii=False)) for c in calls
-        )
+        if total is not None and total >= input_tokens:
+            output_tokens = total - input_tokens
+        else:
+            output_tokens = estimate_tokens(text) + sum(
+                estimate_tokens(c.name + json.dumps(c.arguments, ensure_ascii=False)) for c in calls
+            )
     if missing:
         log.warning(
             "%s answered without %s token usage; charged an estimate (%d in, %d out)",
@@ -233,6 +240,20 @@ def checked_usage(
         )
     if input_tokens < 0 or output_tokens < 0:
         raise ProviderBadResponse(f"{provider}: negative token usage")
+    if total is not None and total != input_tokens + output_tokens:
+        parts = input_tokens + output_tokens
+        log.warning(
+            "%s reported a usage total of %d against parts of %d (%d in, %d out): %s",
+            provider,
+            total,
+            parts,
+            input_tokens,
+            output_tokens,
+            f"{total - parts} more tokens charged as output"
+            if total > parts
+            else "the parts are charged",
+        )
+        output_tokens += max(0, total - parts)
     if input_tokens > MAX_INPUT_TOKENS:
         raise ProviderBadResponse(f"{provider}: absurd input usage ({input_tokens} tokens)")
     if output_tokens > OUTPUT_SLACK * request.max_tokens:
@@ -241,6 +262,73 @@ def checked_usage(
             f"{request.max_tokens})"
         )
     return input_tokens, output_tokens
+
+
+def usable(
+    provider: str, completion: Completion, *, withheld: str | None = None, refused: bool = False
+) -> Completion:
+    """``completion`` when it holds an answer; otherwise the
+    :class:`~aipool.errors.UnusableAnswer` that says why, carrying ``completion`` as what the call
+    was billed (the runner books every token of it).
+
+    ``withheld`` names the provider's reason when it withheld the answer (a safety or recitation
+    stop, a content filter): :class:`~aipool.errors.ContentBlocked`, even over partial text.
+    ``refused``: the model declined (:class:`~aipool.errors.ModelRefused`); its words are not
+    kept, as no answer text is kept anywhere but in an answer. An answer with no text and no tool
+    call is an :class:`~aipool.errors.EmptyAnswer`, whatever its finish reason.
+    """
+    billed = replace(completion, text="", tool_calls=[])
+    if withheld is not None:
+        raise ContentBlocked(f"{provider}: the answer was withheld ({withheld})", billed=billed)
+    if refused:
+        raise ModelRefused(f"{provider}: the model refused to answer", billed=billed)
+    if not completion.text.strip() and not completion.tool_calls:
+        thinking = completion.thinking_tokens
+        why = (
+            f"thinking used {thinking} of its {completion.output_tokens} output tokens"
+            if thinking
+            else f"{completion.output_tokens} output tokens"
+        )
+        raise EmptyAnswer(
+            f"{provider}: the answer is empty (finish {completion.finish_reason}; {why})",
+            billed=billed,
+        )
+    return completion
+
+
+def provider_words(body: Any) -> str:
+    """What a provider's error body says, in its own words: the error's type or code and its
+    message (``{"error": {...}}`` of OpenAI, Anthropic and Google), or a problem document's title
+    and detail (``{"status": 429, "title": ..., "detail": ...}``, RFC 9457, as NVIDIA answers);
+    ``""`` for a body that says nothing. The caller scrubs it (:func:`scrubbed`)."""
+    if isinstance(body, str):
+        return body.strip()[:300]
+    if not isinstance(body, Mapping):
+        return ""
+    error = body.get("error", body)
+    if isinstance(error, str):
+        return error.strip()[:300]
+    if not isinstance(error, Mapping):
+        return ""
+    said: list[str] = []
+    for key in ("type", "code", "status", "title", "message", "detail", "reason"):
+        value = error.get(key)
+        if isinstance(value, str) and value.strip() and value.strip() not in said:
+            said.append(value.strip())
+    return ": ".join(said)[:300]
+
+
+#: How providers say a model is not there: Ollama ("model 'x' not found, try pulling it first"),
+#: Google ("models/x is not found for API version v1beta"), Anthropic ("not_found_error: model:
+#: x"), OpenAI-compatible APIs ("model_not_found", "The model `x` does not exist").
+_MISSING_MODEL = ("not found", "not_found", "does not exist", "no such model")
+
+
+def missing_model(status: int, words: str) -> bool:
+    """Whether a ``status`` answer saying ``words`` means the model asked for is not there: a 404
+    that names a model. The model comes from the route table, so that is the pool's fault."""
+    said = words.lower()
+    return status == 404 and "model" in said and any(w in said for w in _MISSING_MODEL)
 
 
 def token_part(provider: str, name: str, value: Any) -> int:

@@ -16,6 +16,7 @@ from aipool.providers.base import (
     map_api_error,
     parse_arguments,
     token_part,
+    usable,
     with_tool_call_ids,
 )
 from aipool.providers.endpoint import ProviderEndpoint
@@ -62,6 +63,38 @@ def to_claude_tools(request: Request) -> list[dict[str, Any]]:
     ]
 
 
+#: Extended thinking takes a budget of at least this many tokens (Anthropic's minimum).
+MIN_THINKING_BUDGET = 1024
+#: Models that take extended thinking: Claude 3.7 Sonnet and every Claude 4 and later.
+_THINKING_MODELS = ("claude-3-7-", "claude-sonnet-4", "claude-opus-4", "claude-haiku-4")
+
+
+def thinking_param(model: str, request: Request, budget: int | None) -> dict[str, Any] | None:
+    """Extended thinking for ``model``, or ``None`` to send nothing (thinking stays off).
+
+    Only models that take it get it, only from Anthropic's minimum budget and below
+    ``max_tokens`` (the budget is part of it), and never beside a temperature the request set
+    (Anthropic refuses any but 1 with thinking on: the producer's setting wins)."""
+    if not budget or budget < MIN_THINKING_BUDGET or budget >= request.max_tokens:
+        return None
+    if request.temperature is not None:
+        return None
+    name = model.lower()
+    if not (
+        name.startswith(_THINKING_MODELS) or (name.startswith("claude-") and _major(name) >= 5)
+    ):
+        return None
+    return {"type": "enabled", "budget_tokens": budget}
+
+
+def _major(name: str) -> int:
+    # claude-sonnet-5, claude-opus-5-1: the first number after the family is the generation.
+    for piece in name.split("-")[1:]:
+        if piece.isdigit():
+            return int(piece)
+    return 0
+
+
 def map_error(exc: Exception) -> ProviderError:
     """The one place anthropic SDK exceptions become aipool errors."""
     return map_api_error(exc, "claude", anthropic)
@@ -87,7 +120,12 @@ class ClaudeProvider:
         self._client.close()
 
     def complete(
-        self, request: Request, model: str, *, timeout_s: float | None = None
+        self,
+        request: Request,
+        model: str,
+        *,
+        timeout_s: float | None = None,
+        thinking_budget: int | None = None,
     ) -> Completion:
         started = time.perf_counter()
         try:
@@ -99,6 +137,9 @@ class ClaudeProvider:
                     kwargs["tools"] = to_claude_tools(request)
                 if request.temperature is not None:
                     kwargs["temperature"] = request.temperature
+                thinking = thinking_param(model, request, thinking_budget)
+                if thinking is not None:
+                    kwargs["thinking"] = thinking
                 messages = to_claude_messages(request)
             message = self._client.messages.create(
                 model=model,
@@ -137,11 +178,20 @@ class ClaudeProvider:
                 calls,
             )
             details = getattr(usage, "output_tokens_details", None)
-            thinking = token_part(
+            thought = token_part(
                 self.name, "thinking_tokens", getattr(details, "thinking_tokens", None)
             )
+            # cache_creation splits the writes by how long they are kept: a 1-hour write costs
+            # 2x the input price, a 5-minute one 1.25x (prices.toml).
+            split = getattr(usage, "cache_creation", None)
+            hour = token_part(
+                self.name,
+                "ephemeral_1h_input_tokens",
+                getattr(split, "ephemeral_1h_input_tokens", None),
+            )
             reason = str(message.stop_reason or "end_turn")
-            return Completion(
+            written = min(cache_write, input_tokens)
+            completion = Completion(
                 text=text,
                 model=model,
                 input_tokens=input_tokens,
@@ -149,9 +199,12 @@ class ClaudeProvider:
                 tool_calls=calls,
                 finish_reason=_FINISH.get(reason, reason),
                 latency_ms=(time.perf_counter() - started) * 1000,
-                thinking_tokens=min(thinking, output_tokens),
-                cache_write_tokens=min(cache_write, input_tokens),
-                cache_read_tokens=min(cache_read, input_tokens - min(cache_write, input_tokens)),
+                thinking_tokens=min(thought, output_tokens),
+                cache_write_tokens=written,
+                cache_read_tokens=min(cache_read, input_tokens - written),
+                cache_write_1h_tokens=min(hour, written),
             )
+            # A refusal stop is Anthropic declining to go on, whatever text came before it.
+            return usable(self.name, completion, refused=reason == "refusal")
         except Exception as exc:
             raise map_error(exc) from exc

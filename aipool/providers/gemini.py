@@ -16,9 +16,11 @@ from pydantic import ValidationError
 
 from aipool.contract.request import Completion, Request, ToolCall
 from aipool.errors import (
+    PromptBlocked,
     ProviderAuthError,
     ProviderBadResponse,
     ProviderError,
+    ProviderModelMissing,
     ProviderTimeout,
     ProviderUnreachable,
     status_error,
@@ -28,16 +30,52 @@ from aipool.providers.base import (
     building_request,
     call_timeout,
     checked_usage,
-    parse_retry_after,
+    missing_model,
+    provider_words,
     request_error,
     scrubbed,
     token_part,
+    usable,
     with_tool_call_ids,
 )
 from aipool.providers.endpoint import ProviderEndpoint
+from aipool.providers.retry_delay import declared_delay
 from aipool.secrets import read_secret
 
 _FINISH = {"STOP": "stop", "MAX_TOKENS": "length"}
+#: Finish reasons that mean Google withheld what the model generated: the answer is not the
+#: model's, whatever text came with it (``types.FinishReason``).
+WITHHELD = frozenset(
+    {
+        "SAFETY",
+        "RECITATION",
+        "BLOCKLIST",
+        "PROHIBITED_CONTENT",
+        "SPII",
+        "IMAGE_SAFETY",
+        "IMAGE_PROHIBITED_CONTENT",
+        "IMAGE_RECITATION",
+        "MODEL_ARMOR",
+    }
+)
+#: Gemini 2.5 Pro cannot stop thinking: its smallest budget (Google's thinking guide).
+PRO_MIN_THINKING = 128
+#: Gemini 2.5 Flash-Lite thinks only from this budget up; below it, not at all.
+LITE_MIN_THINKING = 512
+
+
+def thinking_config(model: str, budget: int | None) -> types.ThinkingConfig | None:
+    """The thinking budget sent to ``model``: only Gemini 2.5 takes one (older models refuse
+    the field), and only within what each model allows; ``None`` sends nothing (the model
+    thinks as it likes)."""
+    name = model.lower().removeprefix("models/")
+    if budget is None or not name.startswith("gemini-2.5"):
+        return None
+    if "pro" in name:
+        budget = max(budget, PRO_MIN_THINKING)
+    elif "lite" in name and budget < LITE_MIN_THINKING:
+        budget = 0
+    return types.ThinkingConfig(thinking_budget=budget)
 
 
 def to_gemini_contents(request: Request) -> list[types.Content]:
@@ -66,7 +104,9 @@ def to_gemini_contents(request: Request) -> list[types.Content]:
     return contents
 
 
-def to_gemini_config(request: Request, timeout_s: float) -> types.GenerateContentConfig:
+def to_gemini_config(
+    request: Request, timeout_s: float, thinking: types.ThinkingConfig | None = None
+) -> types.GenerateContentConfig:
     tools: list[Any] | None = None
     if request.tools:
         declarations = [
@@ -81,6 +121,7 @@ def to_gemini_config(request: Request, timeout_s: float) -> types.GenerateConten
         max_output_tokens=request.max_tokens,
         temperature=request.temperature,
         tools=tools,
+        thinking_config=thinking,
         # The pool, not the SDK, decides what a tool call does: never run functions locally.
         automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
         http_options=types.HttpOptions(timeout=_milliseconds(timeout_s)),
@@ -99,14 +140,17 @@ def map_error(exc: Exception) -> ProviderError:
     if isinstance(exc, genai_errors.APIError):
         code = int(exc.code or 500)
         # Google's message is the provider's own text: it goes through the scrubber.
-        detail = f"{exc.status or ''} {exc.message or ''}".strip()
+        detail = provider_words(exc.details) or f"{exc.status or ''} {exc.message or ''}".strip()
+        message = f"gemini HTTP {code}: {detail}".strip()
         # Google answers a bad key with 400 API_KEY_INVALID: that is the pool's fault, not the request's.
         if code == 400 and "API_KEY" in str(exc.message or "").upper():
             return scrubbed(ProviderAuthError(f"gemini HTTP {code}: {exc.status}", status=code))
+        if missing_model(code, detail):
+            return scrubbed(ProviderModelMissing(message, status=code))
         response = getattr(exc, "response", None)
-        headers = getattr(response, "headers", None)
-        retry_after = parse_retry_after(headers.get("retry-after")) if headers else None
-        return scrubbed(status_error(code, f"gemini HTTP {code}: {detail}".strip(), retry_after))
+        # Google declares a 429's delay in the body (RetryInfo), not in a Retry-After header.
+        retry_after = declared_delay(getattr(response, "headers", None), exc.details)
+        return scrubbed(status_error(code, message, retry_after))
     if isinstance(exc, httpx2.TimeoutException | httpx.TimeoutException | TimeoutError):
         return ProviderTimeout(f"gemini: no answer in time ({type(exc).__name__})")
     if isinstance(exc, httpx2.NetworkError | httpx.NetworkError | ConnectionError):
@@ -137,72 +181,97 @@ class GeminiProvider:
         self._client.close()
 
     def complete(
-        self, request: Request, model: str, *, timeout_s: float | None = None
+        self,
+        request: Request,
+        model: str,
+        *,
+        timeout_s: float | None = None,
+        thinking_budget: int | None = None,
     ) -> Completion:
         started = time.perf_counter()
         try:
             with building_request():
                 contents = to_gemini_contents(request)
                 generation = to_gemini_config(
-                    request, call_timeout(timeout_s, self.endpoint.timeout_s)
+                    request,
+                    call_timeout(timeout_s, self.endpoint.timeout_s),
+                    thinking_config(model, thinking_budget),
                 )
             response = self._client.models.generate_content(
                 model=model, contents=contents, config=generation
             )
-            candidates = response.candidates or []
-            if not candidates or candidates[0].content is None:
-                raise ProviderBadResponse("gemini: answer without candidates")
-            parts = candidates[0].content.parts or []
-            text = "".join(p.text for p in parts if p.text and not p.thought)
-            calls = [
-                ToolCall(
-                    name=p.function_call.name or "", arguments=dict(p.function_call.args or {})
-                )
-                for p in parts
-                if p.function_call is not None
-            ]
-            usage = response.usage_metadata
-            # Google bills thinking as output, outside candidates_token_count, and tool results
-            # fed back to the model as input, outside prompt_token_count (which includes the
-            # cached content): total_token_count is the sum of the four.
-            thoughts = token_part(
-                self.name, "thoughts_token_count", _get(usage, "thoughts_token_count")
-            )
-            tool_prompt = token_part(
-                self.name, "tool_use_prompt_token_count", _get(usage, "tool_use_prompt_token_count")
-            )
-            prompt = _get(usage, "prompt_token_count")
-            answered = _get(usage, "candidates_token_count")
-            if answered is None and thoughts:
-                answered = 0  # Google leaves the count out when thinking used every token
-            input_tokens, output_tokens = checked_usage(
-                self.name,
-                request,
-                None if prompt is None else prompt + tool_prompt,
-                None if answered is None else answered + thoughts,
-                text,
-                calls,
-            )
-            cached = token_part(
-                self.name, "cached_content_token_count", _get(usage, "cached_content_token_count")
-            )
-            finish = candidates[0].finish_reason
-            finish_name = finish.value if finish is not None else "STOP"
-            return Completion(
-                text=text,
-                model=model,
-                input_tokens=input_tokens,
-                output_tokens=output_tokens,
-                tool_calls=calls,
-                finish_reason="tool_calls"
-                if calls
-                else _FINISH.get(finish_name, finish_name.lower()),
-                latency_ms=(time.perf_counter() - started) * 1000,
-                thinking_tokens=min(thoughts, output_tokens),
-                cache_read_tokens=min(cached, input_tokens),
-            )
+            return self._answer(request, model, response, started)
         except Exception as exc:
             raise map_error(exc) from exc
+
+    def _answer(self, request: Request, model: str, response: Any, started: float) -> Completion:
+        """The answer in ``response``, or why there is none (each case billed as reported)."""
+        candidates = response.candidates or []
+        candidate = candidates[0] if candidates else None
+        parts = (candidate.content.parts if candidate and candidate.content else None) or []
+        text = "".join(p.text for p in parts if p.text and not p.thought)
+        calls = [
+            ToolCall(name=p.function_call.name or "", arguments=dict(p.function_call.args or {}))
+            for p in parts
+            if p.function_call is not None
+        ]
+        usage = response.usage_metadata
+        # Google bills thinking as output, outside candidates_token_count, and tool results
+        # fed back to the model as input, outside prompt_token_count (which includes the
+        # cached content): total_token_count is the sum of the four, and is checked against it.
+        thoughts = token_part(
+            self.name, "thoughts_token_count", _get(usage, "thoughts_token_count")
+        )
+        tool_prompt = token_part(
+            self.name, "tool_use_prompt_token_count", _get(usage, "tool_use_prompt_token_count")
+        )
+        prompt = _get(usage, "prompt_token_count")
+        answered = _get(usage, "candidates_token_count")
+        if answered is None and (thoughts or candidate is None or not parts):
+            answered = 0  # Google leaves the count out when nothing visible was generated
+        input_tokens, output_tokens = checked_usage(
+            self.name,
+            request,
+            None if prompt is None else prompt + tool_prompt,
+            None if answered is None else answered + thoughts,
+            text,
+            calls,
+            total=_get(usage, "total_token_count"),
+        )
+        cached = token_part(
+            self.name, "cached_content_token_count", _get(usage, "cached_content_token_count")
+        )
+        finish = candidate.finish_reason if candidate is not None else None
+        finish_name = finish.value if finish is not None else "STOP"
+        completion = Completion(
+            text=text,
+            model=model,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            tool_calls=calls,
+            finish_reason="tool_calls" if calls else _FINISH.get(finish_name, finish_name.lower()),
+            latency_ms=(time.perf_counter() - started) * 1000,
+            thinking_tokens=min(thoughts, output_tokens),
+            cache_read_tokens=min(cached, input_tokens),
+        )
+        if candidate is None:
+            feedback = response.prompt_feedback
+            reason = _get(feedback, "block_reason")
+            if reason is None:
+                raise ProviderBadResponse("gemini: answer without candidates")
+            said = _get(feedback, "block_reason_message")
+            raise PromptBlocked(
+                f"gemini: the prompt was blocked ({getattr(reason, 'value', reason)}"
+                + (f": {said}" if said else "")
+                + ")",
+                billed=completion,
+            )
+        if finish_name in WITHHELD:
+            said = candidate.finish_message
+            return usable(
+                self.name, completion, withheld=finish_name + (f": {said}" if said else "")
+            )
+        return usable(self.name, completion)
 
 
 def _get(usage: Any, name: str) -> Any:

@@ -17,6 +17,7 @@ from aipool.providers.base import (
     map_api_error,
     parse_arguments,
     token_part,
+    usable,
     with_tool_call_ids,
 )
 from aipool.providers.endpoint import ProviderEndpoint
@@ -86,8 +87,15 @@ class NemotronProvider:
         self._client.close()
 
     def complete(
-        self, request: Request, model: str, *, timeout_s: float | None = None
+        self,
+        request: Request,
+        model: str,
+        *,
+        timeout_s: float | None = None,
+        thinking_budget: int | None = None,
     ) -> Completion:
+        # Nemotron takes its reasoning mode from the system prompt (AIPOOL_NEMOTRON_SYSTEM_PREFIX),
+        # not from a budget: thinking_budget is not sent.
         started = time.perf_counter()
         try:
             with building_request():
@@ -117,7 +125,8 @@ class NemotronProvider:
             text = choice.message.content or ""
             usage = response.usage
             # OpenAI's format: prompt_tokens includes cached input, completion_tokens includes
-            # reasoning; the details say how many of each.
+            # reasoning; the details say how many of each. Some OpenAI-compatible servers bill
+            # hidden reasoning in total_tokens only: the total is checked against the parts.
             input_tokens, output_tokens = checked_usage(
                 self.name,
                 request,
@@ -125,6 +134,7 @@ class NemotronProvider:
                 getattr(usage, "completion_tokens", None),
                 text,
                 calls,
+                total=getattr(usage, "total_tokens", None),
             )
             prompt_details = getattr(usage, "prompt_tokens_details", None)
             completion_details = getattr(usage, "completion_tokens_details", None)
@@ -137,7 +147,7 @@ class NemotronProvider:
             written = token_part(
                 self.name, "cache_write_tokens", getattr(prompt_details, "cache_write_tokens", None)
             )
-            return Completion(
+            completion = Completion(
                 text=text,
                 model=model,
                 input_tokens=input_tokens,
@@ -148,6 +158,13 @@ class NemotronProvider:
                 thinking_tokens=min(reasoning, output_tokens),
                 cache_write_tokens=min(written, input_tokens),
                 cache_read_tokens=min(cached, input_tokens - min(written, input_tokens)),
+            )
+            # OpenAI's content filter withholds the answer; a refusal comes as message.refusal.
+            return usable(
+                self.name,
+                completion,
+                withheld="content_filter" if choice.finish_reason == "content_filter" else None,
+                refused=bool(getattr(choice.message, "refusal", None)),
             )
         except Exception as exc:
             raise map_error(exc) from exc

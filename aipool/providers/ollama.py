@@ -15,6 +15,7 @@ from aipool.contract.request import Completion, Request, ToolCall
 from aipool.errors import (
     ProviderBadResponse,
     ProviderError,
+    ProviderModelMissing,
     ProviderRejected,
     ProviderTimeout,
     ProviderUnreachable,
@@ -25,12 +26,14 @@ from aipool.providers.base import (
     building_request,
     call_timeout,
     checked_usage,
+    missing_model,
     parse_arguments,
-    parse_retry_after,
     request_error,
     scrubbed,
+    usable,
 )
 from aipool.providers.endpoint import ProviderEndpoint
+from aipool.providers.retry_delay import declared_delay
 
 
 def to_ollama_messages(request: Request) -> list[dict[str, Any]]:
@@ -85,7 +88,7 @@ def _bound_timeout(request: httpx.Request) -> None:
 def _keep_retry_after(response: httpx.Response) -> None:
     call = _CALL.get()
     if call is not None:
-        call.retry_after = parse_retry_after(response.headers.get("retry-after"))
+        call.retry_after = declared_delay(response.headers)
 
 
 def map_error(exc: Exception, retry_after: float | None = None) -> ProviderError:
@@ -106,6 +109,13 @@ def map_error(exc: Exception, retry_after: float | None = None) -> ProviderError
         # ``exc.error`` is the server's body text: it goes through the scrubber.
         if exc.status_code < 0:
             return scrubbed(ProviderBadResponse(f"ollama: {exc.error}"))
+        if missing_model(exc.status_code, str(exc.error)):
+            # The model name comes from the route table: every request would fail the same way.
+            return scrubbed(
+                ProviderModelMissing(
+                    f"ollama HTTP {exc.status_code}: {exc.error}", status=exc.status_code
+                )
+            )
         return scrubbed(
             status_error(
                 exc.status_code, f"ollama HTTP {exc.status_code}: {exc.error}", retry_after
@@ -139,8 +149,15 @@ class OllamaProvider:
         self._client.close()
 
     def complete(
-        self, request: Request, model: str, *, timeout_s: float | None = None
+        self,
+        request: Request,
+        model: str,
+        *,
+        timeout_s: float | None = None,
+        thinking_budget: int | None = None,
     ) -> Completion:
+        # Local models are free and Ollama takes no thinking budget (only think on or off):
+        # thinking_budget is not sent.
         started = time.perf_counter()
         call = _Call(call_timeout(timeout_s, self.endpoint.timeout_s))
         token = _CALL.set(call)
@@ -165,14 +182,18 @@ class OllamaProvider:
             input_tokens, output_tokens = checked_usage(
                 self.name, request, response.prompt_eval_count, response.eval_count, text, calls
             )
-            return Completion(
-                text=text,
-                model=model,
-                input_tokens=input_tokens,
-                output_tokens=output_tokens,
-                tool_calls=calls,
-                finish_reason="tool_calls" if calls else (response.done_reason or "stop"),
-                latency_ms=(time.perf_counter() - started) * 1000,
+            # A thinking model whose thinking used num_predict answers with thinking only.
+            return usable(
+                self.name,
+                Completion(
+                    text=text,
+                    model=model,
+                    input_tokens=input_tokens,
+                    output_tokens=output_tokens,
+                    tool_calls=calls,
+                    finish_reason="tool_calls" if calls else (response.done_reason or "stop"),
+                    latency_ms=(time.perf_counter() - started) * 1000,
+                ),
             )
         except Exception as exc:
             raise map_error(exc, call.retry_after) from exc

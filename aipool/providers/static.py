@@ -19,7 +19,12 @@ class StaticProvider:
         return None
 
     def complete(
-        self, request: Request, model: str, *, timeout_s: float | None = None
+        self,
+        request: Request,
+        model: str,
+        *,
+        timeout_s: float | None = None,
+        thinking_budget: int | None = None,
     ) -> Completion:
         s = settings()
         text = s.refusal_message if self.refuse else s.static_answer

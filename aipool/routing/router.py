@@ -49,14 +49,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aipool.chains import Hop, build_chain
+from aipool.chains import REFUSAL_ENDS, Hop, build_chain
 from aipool.contract.request import PRIORITIES, Message, Request
 from aipool.routing.complexity import score
 from aipool.routing.features import read
 from aipool.routing.intent import Intent, IntentDecision, classify, names_an_act
 from aipool.routing.model import IntentModel, load_model
-from aipool.routing.table import OTHER_SERVICE, RouteTable, load_table
-from aipool.routing.tiers import choose_rule, tier_of_rule
+from aipool.routing.table import OTHER_SERVICE, RouteTable, Rule, load_table
+from aipool.routing.tiers import THINKING_SHARES, choose_rule, tier_of_rule
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,18 @@ class Route:
     source: str = ""
     #: The service the request is counted as (declared in the route table, else ``other``).
     service: str = OTHER_SERVICE
+    #: The share of ``max_tokens`` a model on this route may spend thinking, where it takes a
+    #: thinking budget (Gemini 2.5, Claude): 0 for none (the rule's ``thinking``, else its
+    #: tier's); ``None`` (a route not built by :func:`decide`): each model's own default.
+    thinking: float | None = None
+    #: Whether a model's refusal ends the chain at its terminal hop instead of asking the next
+    #: provider (the rule's ``on_refusal``, else the chain's: a tool chain ends, ``aipool.chains``).
+    refusal_ends: bool = False
+
+    def thinking_budget(self, max_tokens: int) -> int | None:
+        """The tokens of ``max_tokens`` a call on this route may think (0: none; ``None``: the
+        model's own default)."""
+        return None if self.thinking is None else int(self.thinking * max_tokens)
 
     @property
     def first(self) -> Hop:
@@ -107,6 +119,8 @@ class Route:
             "tier": self.tier,
             "source": self.source,
             "service": self.service,
+            "thinking": self.thinking,
+            "refusal_ends": self.refusal_ends,
         }
 
     @classmethod
@@ -122,6 +136,8 @@ class Route:
             tier=str(data.get("tier", "")),
             source=str(data.get("source", "")),
             service=str(data.get("service") or OTHER_SERVICE),
+            thinking=None if data.get("thinking") is None else float(data["thinking"]),
+            refusal_ends=bool(data.get("refusal_ends", False)),
         )
 
 
@@ -281,7 +297,23 @@ def decide(
         tier=tier,
         source=intent.source,
         service=service,
+        thinking=thinking_share(chosen, tier),
+        refusal_ends=refusal_ends(chosen, tools=tools_chain),
     )
+
+
+def thinking_share(rule: Rule | None, tier: str) -> float:
+    """The share of ``max_tokens`` a route's models may think: its rule's, else its tier's."""
+    if rule is not None and rule.thinking is not None:
+        return rule.thinking
+    return THINKING_SHARES.get(tier, 0.0)
+
+
+def refusal_ends(rule: Rule | None, *, tools: bool) -> bool:
+    """Whether a refusal ends a route's chain: its rule's ``on_refusal``, else the chain's."""
+    if rule is not None and rule.on_refusal is not None:
+        return rule.on_refusal == "end"
+    return REFUSAL_ENDS["tools" if tools else "general"]
 
 
 def routed_priority(request: Request, table: RouteTable | None = None) -> str:

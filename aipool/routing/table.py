@@ -31,7 +31,9 @@ CHAIN_KINDS = ("general", "tools")
 TOOL_CAPABLE = frozenset(name for name, facts in CATALOG.items() if facts.tools)
 
 _CONDITION_KEYS = frozenset({"intents", "min_complexity", "max_complexity", "priorities", "tools"})
-_ACTION_KEYS = frozenset({"provider", "model", "chain", "tier"})
+_ACTION_KEYS = frozenset({"provider", "model", "chain", "tier", "thinking", "on_refusal"})
+#: What a rule may say a model's refusal does: end the chain, or ask the next provider.
+REFUSAL_ACTIONS = ("end", "next")
 _KEYS = _CONDITION_KEYS | _ACTION_KEYS | {"name"}
 
 
@@ -54,6 +56,11 @@ class Rule:
     tools: bool | None = None
     #: The start tier this rule stands for (``aipool.routing.tiers``); None: from the provider.
     tier: str | None = None
+    #: The share of ``max_tokens`` its requests' models may think; None: the tier's.
+    thinking: float | None = None
+    #: ``end``: a model's refusal ends the chain; ``next``: the next provider is asked; None:
+    #: the chain's default (:data:`aipool.chains.REFUSAL_ENDS`).
+    on_refusal: str | None = None
 
     def matches(self, *, intent: str, complexity: int, priority: str, has_tools: bool) -> bool:
         """Whether every condition of this rule holds."""
@@ -170,6 +177,17 @@ def _rule(raw: Any, index: int) -> Rule:
     tier = raw.get("tier")
     if tier is not None and tier not in TIERS:
         raise RouteTableError(f"{where}: 'tier' must be one of {', '.join(TIERS)}")
+    thinking = raw.get("thinking")
+    if thinking is not None and (
+        isinstance(thinking, bool) or not isinstance(thinking, int | float) or not 0 <= thinking < 1
+    ):
+        raise RouteTableError(
+            f"{where}: 'thinking' must be the share of max_tokens a model may think, from 0 "
+            "(none) to below 1"
+        )
+    on_refusal = raw.get("on_refusal")
+    if on_refusal is not None and on_refusal not in REFUSAL_ACTIONS:
+        raise RouteTableError(f"{where}: 'on_refusal' must be one of {', '.join(REFUSAL_ACTIONS)}")
     return Rule(
         name=name,
         provider=provider,
@@ -181,6 +199,8 @@ def _rule(raw: Any, index: int) -> Rule:
         priorities=priorities,
         tools=tools,
         tier=tier,
+        thinking=None if thinking is None else float(thinking),
+        on_refusal=on_refusal,
     )
 
 

@@ -24,6 +24,19 @@ if TYPE_CHECKING:
     from aipool.routing.table import RouteTable, Rule
 
 TIERS = ("local-small", "local-code", "cloud", "tools", "critical")
+#: The share of ``max_tokens`` a model may spend thinking, by the tier a request starts at (a
+#: route table rule's ``thinking`` says otherwise). None for the local tiers: a request a small
+#: local model would have answered that falls back to Gemini must not spend its output budget
+#: thinking (Gemini 2.5 thinks unless told not to, and counts it inside ``max_tokens``); none for
+#: tool calls, which are short (Nemotron's own tool calling runs with thinking off); half for the
+#: cloud tiers, whose requests are the complex ones.
+THINKING_SHARES = {
+    "local-small": 0.0,
+    "local-code": 0.0,
+    "cloud": 0.5,
+    "tools": 0.0,
+    "critical": 0.5,
+}
 LOCAL_TIERS = frozenset({"local-small", "local-code"})
 CLOUD_TIERS = frozenset({"cloud", "critical"})
 #: The small local model ADR-006 names for complexity 1-2; any other Ollama model is the 7B tier.

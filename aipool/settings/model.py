@@ -174,6 +174,9 @@ class Settings(BaseSettings):
     saving_threshold: float | None = Field(default=0.9, gt=0, le=1)
     saving_below_priority: Literal["low", "normal", "high", "critical"] = "normal"
     max_prompt_tokens: PositiveInt = 32_000
+    #: The longest a provider's declared retry delay pauses it (a 429's ``Retry-After``,
+    #: Gemini's ``RetryInfo``): a provider asking for more is paused this long, then tried.
+    rate_limit_pause_max_s: Seconds = 300.0
     static_answer: str = STATIC_ANSWER_DEFAULT
     refusal_message: str = REFUSAL_DEFAULT
     # Nemotron's reasoning models take their mode from the system prompt; tool calling works best

@@ -52,6 +52,7 @@ _POOL: dict[str, Path] = {
     "AIPOOL_SAVING_THRESHOLD": ("saving_threshold",),
     "AIPOOL_SAVING_BELOW_PRIORITY": ("saving_below_priority",),
     "AIPOOL_MAX_PROMPT_TOKENS": ("max_prompt_tokens",),
+    "AIPOOL_RATE_LIMIT_PAUSE_MAX_S": ("rate_limit_pause_max_s",),
     "AIPOOL_STATIC_ANSWER": ("static_answer",),
     "AIPOOL_REFUSAL_MESSAGE": ("refusal_message",),
     "AIPOOL_NEMOTRON_SYSTEM_PREFIX": ("nemotron_system_prefix",),

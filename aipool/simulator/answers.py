@@ -89,6 +89,12 @@ class Answer:
     #: Of ``input_tokens``: written to, and read from, the provider's prompt cache.
     cache_write_tokens: int = 0
     cache_read_tokens: int = 0
+    #: Of ``cache_write_tokens``: written to Anthropic's 1-hour cache (the ``cache_1h`` fault).
+    cache_write_1h_tokens: int = 0
+    #: Why the provider sends no usable answer though it bills one (a fault of
+    #: :data:`aipool.simulator.faults.UNUSABLE_KINDS`: ``safety``, ``refusal``,
+    #: ``thinking_exhausted``); ``None`` for an answer.
+    withheld: str | None = None
 
 
 def compose(provider: str, exchange: Exchange) -> Answer:

@@ -28,6 +28,33 @@ calls, then the provider is healthy again; without it the fault lasts until heal
   (negative or absurd; without either, output is -1).
 - ``bad_tool_args``: a tool-call answer whose arguments are not a JSON object (a string cut short);
   a request without tools gets its usual text answer.
+
+What real providers send besides a clean answer, each in the provider's own documented shape
+(the wire modules render them; a provider without such an answer sends the nearest one it has):
+
+- ``safety``: the answer withheld for safety, its tokens billed: Gemini ``finishReason: SAFETY``
+  with ``content: {}``; Anthropic ``stop_reason: refusal`` (its streaming classifiers' stop) with
+  empty content; OpenAI-compatible ``finish_reason: content_filter`` with ``content: null``;
+  Ollama, which has no such stop, an empty answer.
+- ``refusal``: the model declines: Anthropic ``stop_reason: refusal``; OpenAI-compatible
+  ``message.refusal``; Gemini, which has no refusal stop, ``PROHIBITED_CONTENT``; Ollama an empty
+  answer.
+- ``thinking_exhausted``: thinking used the whole output budget and nothing visible came back,
+  every output token billed as thinking: Gemini ``MAX_TOKENS`` with content without parts and
+  usage of only ``thoughtsTokenCount``; Anthropic ``max_tokens`` with only a thinking block;
+  OpenAI-compatible ``length`` with empty content and ``reasoning_tokens``; Ollama ``length`` with
+  ``message.thinking`` only.
+- ``prompt_blocked``: the prompt refused before generation: Gemini no ``candidates`` and
+  ``promptFeedback.blockReason: SAFETY`` (the prompt billed); the others a 400 in their own error
+  format.
+- ``rate_limited``: HTTP 429 declaring a delay of ``retry_delay`` seconds (default 20) the way the
+  provider does: Gemini in the body only (``error.details[]`` ``google.rpc.RetryInfo``
+  ``retryDelay``, no header); Anthropic and Ollama a ``retry-after`` header; OpenAI-compatible
+  ``x-ratelimit-reset-requests`` with ``x-ratelimit-remaining-requests: 0``.
+- ``model_missing``: HTTP 404 saying the requested model does not exist, in the provider's words.
+- ``cache_1h``: a correct answer whose prompt, all but its last message, was written to Anthropic's
+  1-hour cache (``usage.cache_creation.ephemeral_1h_input_tokens``); the other providers, which
+  have no 1-hour cache, answer as usual.
 """
 
 from __future__ import annotations
@@ -49,7 +76,16 @@ FAULT_KINDS: tuple[str, ...] = (
     "no_usage",
     "bad_usage",
     "bad_tool_args",
+    "safety",
+    "refusal",
+    "thinking_exhausted",
+    "prompt_blocked",
+    "rate_limited",
+    "model_missing",
+    "cache_1h",
 )
+#: Kinds that shape a 200 answer the provider bills but the pool cannot use.
+UNUSABLE_KINDS: tuple[str, ...] = ("safety", "refusal", "thinking_exhausted")
 #: Kind names that mean "no fault"; setting one heals the provider.
 HEALTHY_KINDS: tuple[str, ...] = ("healthy", "none", "ok", "heal")
 
@@ -67,6 +103,13 @@ _OPTIONS: dict[str, frozenset[str]] = {
     "no_usage": frozenset(),
     "bad_usage": frozenset({"input_tokens", "output_tokens"}),
     "bad_tool_args": frozenset(),
+    "safety": frozenset(),
+    "refusal": frozenset(),
+    "thinking_exhausted": frozenset(),
+    "prompt_blocked": frozenset(),
+    "rate_limited": frozenset({"retry_delay"}),
+    "model_missing": frozenset(),
+    "cache_1h": frozenset(),
 }
 
 #: The settings worth reporting for each kind (``seconds`` is only an alias for rate limits).
@@ -84,6 +127,13 @@ _SHOWN: dict[str, tuple[str, ...]] = {
     "no_usage": (),
     "bad_usage": ("input_tokens", "output_tokens"),
     "bad_tool_args": (),
+    "safety": (),
+    "refusal": (),
+    "thinking_exhausted": (),
+    "prompt_blocked": (),
+    "rate_limited": ("retry_delay",),
+    "model_missing": (),
+    "cache_1h": (),
 }
 
 
@@ -105,6 +155,8 @@ class Fault:
     body: str = "json"
     input_tokens: int | None = None
     output_tokens: int | None = None
+    #: ``rate_limited``: the delay the 429 declares, in seconds.
+    retry_delay: float = 20.0
 
     def to_dict(self) -> dict[str, Any]:
         """Return the kind, ``times`` and the options that matter for this kind."""
@@ -132,6 +184,8 @@ def make_fault(kind: str, **options: Any) -> Fault | None:
         fields["retry_after"] = _non_negative(
             "retry_after", options.get("retry_after", options.get("seconds", 1.0))
         )
+    elif kind == "rate_limited":
+        fields["retry_delay"] = _non_negative("retry_delay", options.get("retry_delay", 20.0))
     elif kind == "hang" and options.get("seconds") is not None:
         fields["seconds"] = _non_negative("seconds", options["seconds"])
     elif kind in ("slow", "trickle"):

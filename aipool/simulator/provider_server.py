@@ -15,12 +15,13 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import aipool.simulator.listener as listeners
-from aipool.simulator.answers import Answer, compose
-from aipool.simulator.conversation import BadRequest
-from aipool.simulator.faults import Fault
+from aipool.simulator.answers import TOKENS_PER_MESSAGE, Answer, compose
+from aipool.simulator.conversation import BadRequest, Exchange
+from aipool.simulator.faults import UNUSABLE_KINDS, Fault
 from aipool.simulator.prompt_cache import PromptCache
 from aipool.simulator.state import ProviderState
 from aipool.simulator.wire import ErrorKind, Reply, WireProtocol
+from aipool.tokens import estimate_tokens
 
 #: Largest request body read; bigger ones are refused (413) before anything is parsed.
 MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -175,9 +176,13 @@ class _Handler(BaseHTTPRequestHandler):
             exchange = wire.parse(path, body)
         except BadRequest as error:
             return wire.error("bad_request", str(error))
+        if fault is not None and fault.kind == "model_missing":
+            return wire.model_missing(exchange.model)
         answer = provider.prompt_cache.apply(wire.kind, exchange, compose(wire.kind, exchange))
+        if fault is not None and fault.kind == "prompt_blocked":
+            return wire.prompt_blocked(exchange, answer)
         if fault is not None:
-            answer = _shape(answer, fault)
+            answer = _shape(answer, fault, exchange)
         reply = Reply.json(200, wire.render(exchange, answer))
         if fault is not None and fault.kind == "trickle":
             reply = replace(reply, trickle_s=fault.ms / 1000)
@@ -242,6 +247,8 @@ def _apply(provider: ProviderServer, fault: Fault, credential: str) -> Reply | o
         reply = wire.error("rate_limit", "Rate limit exceeded (simulated fault)")
         retry_after = f"{fault.retry_after:g}"
         return Reply(reply.status, reply.body, (("Retry-After", retry_after),))
+    if fault.kind == "rate_limited":
+        return wire.rate_limited(fault.retry_delay)
     if fault.kind == "overloaded":
         return wire.error("overloaded", "Overloaded (simulated fault)", status=fault.status)
     if fault.kind == "malformed":
@@ -266,8 +273,31 @@ def _error_kind(status: int) -> ErrorKind:
     return "server_error"
 
 
-def _shape(answer: Answer, fault: Fault) -> Answer:
-    """The answer as a fault that reaches it changes it (usage and tool-call arguments)."""
+def _shape(answer: Answer, fault: Fault, exchange: Exchange) -> Answer:
+    """The answer as a fault that reaches it changes it (usage, tool-call arguments, what the
+    provider withholds)."""
+    if fault.kind in UNUSABLE_KINDS:
+        if fault.kind != "thinking_exhausted":
+            return replace(answer, withheld=fault.kind)  # billed as generated, then withheld
+        # Thinking took every output token: nothing visible, all of it billed as thinking.
+        budget = exchange.max_tokens or (answer.output_tokens + answer.thinking_tokens)
+        return replace(
+            answer,
+            text="",
+            tool_calls=(),
+            output_tokens=0,
+            thinking_tokens=budget,
+            truncated=True,
+            withheld=fault.kind,
+        )
+    if fault.kind == "cache_1h":
+        # Everything but the last message written to the 1-hour cache on this call.
+        prefix = sum(estimate_tokens(text) for text in exchange.texts[:-1])
+        written = min(
+            answer.input_tokens - 1, prefix + TOKENS_PER_MESSAGE * (exchange.message_count - 1)
+        )
+        written = max(0, min(written, answer.input_tokens - answer.cache_read_tokens - 1))
+        return replace(answer, cache_write_tokens=written, cache_write_1h_tokens=written)
     if fault.kind == "no_usage":
         return replace(answer, usage_reported=False)
     if fault.kind == "bad_usage":

@@ -124,7 +124,16 @@ def render_prices(prices: PriceTable, console: Console | None = None) -> None:
     table = Table(
         title="Prices in force (USD per 1K tokens), merged in order: " + ", ".join(prices.files)
     )
-    for column in ("Provider", "Model", "Input", "Output", "Cache write", "Cache read", "From"):
+    for column in (
+        "Provider",
+        "Model",
+        "Input",
+        "Output",
+        "Cache write",
+        "Cache write 1h",
+        "Cache read",
+        "From",
+    ):
         table.add_column(column)
     rows = [(p, None) for p in sorted(prices.providers)] + sorted(prices.models)
     for provider, model in rows:
@@ -135,6 +144,11 @@ def render_prices(prices: PriceTable, console: Console | None = None) -> None:
             _per_1k(price.input_per_1k),
             _per_1k(price.output_per_1k),
             _per_1k(price.cache_write_per_1k),
+            _per_1k(
+                price.cache_write_1h_per_1k
+                if price.cache_write_1h_per_1k is not None
+                else price.cache_write_per_1k
+            ),
             _per_1k(price.cache_read_per_1k),
             price.origin,
         )

@@ -5,6 +5,7 @@ The usage tables use :mod:`aipool.views.usage_words`, so a count has the same na
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
@@ -13,6 +14,7 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 
+from aipool.contract.vocabulary import outcome_word
 from aipool.ledger.summary import ProviderSummary
 from aipool.views.usage_words import summary_cells, summary_headers, words
 
@@ -32,10 +34,14 @@ def _cell(entry: dict[str, Any] | None, lang: str) -> str:
     return f"{used:,} / {entry['limit']:,}"
 
 
-def render_status(report: dict[str, Any], console: Console, *, lang: str = "en") -> None:
+def render_status(
+    report: dict[str, Any], console: Console, *, lang: str = "en", now: float | None = None
+) -> None:
     """Print breaker state and quota use (used / limit) per provider, headings in ``lang``
-    (breaker states are values, shown as the pool names them: closed, half_open, open)."""
+    (breaker states are values, shown as the pool names them: closed, half_open, open), and
+    beside it how long a provider's own rate limit still pauses it (as of ``now``)."""
     w = words(lang)
+    now = time.time() if now is None else now
     table = _titled(w["breakers_title"])
     table.add_column(w["provider"])
     table.add_column(w["breaker"])
@@ -45,11 +51,11 @@ def render_status(report: dict[str, Any], console: Console, *, lang: str = "en")
         state = str(entry["breaker"].get("state", "?"))
         style = _STATE_STYLE.get(state, "")
         quota = entry.get("quota", {})
-        table.add_row(
-            provider,
-            f"[{style}]{state}[/]" if style else state,
-            *(_cell(quota.get(name), lang) for name in _COLUMNS),
-        )
+        cell = f"[{style}]{state}[/]" if style else state
+        paused_until = entry["breaker"].get("paused_until")
+        if paused_until and paused_until > now:
+            cell += f", [yellow]{outcome_word('rate_limited', lang)} {paused_until - now:.0f} s[/]"
+        table.add_row(provider, cell, *(_cell(quota.get(name), lang) for name in _COLUMNS))
     console.print(table)
 
 

@@ -82,6 +82,7 @@ DEFAULT_OK: dict[str, str] = {
     "AIPOOL_ROUTES_FILE": "the packaged route table",
     "AIPOOL_ROUTING_MODEL_FILE": "the packaged intent model",
     "AIPOOL_MAX_PROMPT_TOKENS": "32000",
+    "AIPOOL_RATE_LIMIT_PAUSE_MAX_S": "300 s, the longest a provider's declared retry delay pauses it",
     "AIPOOL_MONTHLY_BUDGET_USD": "ADR-006's $10",
     "AIPOOL_CLOUD_SPEND_CAP_USD": "no cap: an operator's decision",
     "AIPOOL_SAVING_THRESHOLD": "0.9 of a day's tokens or the month's budget",

@@ -158,9 +158,10 @@ def failed(
     verdict: str = "failure",
     billed: bool = False,
     code: str = "server_error",
+    pause_s: float = 0.0,
 ) -> Any:
     """The owner's call failed: counted against the provider (``verdict``), billed its
-    estimate when ``billed``."""
+    estimate when ``billed``; ``pause_s``: the provider declared a retry delay that long."""
     booked = h.tokens if billed else 0
     return book.finish(
         h,
@@ -175,6 +176,7 @@ def failed(
         code=code,
         detail=(f"{code}: test",),
         cost=(h.costs[position] if billed and position < len(h.costs) else 0),
+        pause_s=pause_s,
     )
 
 

@@ -11,7 +11,12 @@ class EchoProvider:
     name = "echo"
 
     def complete(
-        self, request: Request, model: str, *, timeout_s: float | None = None
+        self,
+        request: Request,
+        model: str,
+        *,
+        timeout_s: float | None = None,
+        thinking_budget: int | None = None,
     ) -> Completion:
         return Completion(
             text=f"{model} read {len(request.messages)} turn(s)",

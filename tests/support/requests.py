@@ -12,6 +12,12 @@ CRITICAL: dict[str, Any] = {
     "priority": "critical",
     "user_id": "reliability",
 }
+#: Correlating three services' alerts: complexity 4, the cloud tier, so Gemini first (the general
+#: chain from there: gemini, claude, ollama).
+CLOUD_TRIAGE = (
+    "同時收到三個告警：HighErrorRate on checkout-service、PostgresReplicationLag on pg-replica-2、"
+    "KafkaConsumerLag on order-events。幫我分析這些告警之間的關聯，找出根因，然後建議處理順序。"
+)
 WEATHER_TOOL: dict[str, Any] = {
     "name": "get_weather",
     "description": "Current weather for a city",

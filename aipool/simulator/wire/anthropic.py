@@ -122,6 +122,14 @@ class AnthropicWire(WireProtocol):
         else:
             content = [{"type": "text", "text": answer.text}]
             stop_reason = "max_tokens" if answer.truncated else "end_turn"
+        if answer.withheld == "thinking_exhausted":
+            # max_tokens reached inside the thinking: a thinking block and nothing else.
+            content = [{"type": "thinking", "thinking": "(simulated thinking)", "signature": "sim"}]
+            stop_reason = "max_tokens"
+        elif answer.withheld is not None:
+            # Anthropic's streaming classifiers and the model's own refusal stop alike: empty
+            # content, stop_reason "refusal", the tokens billed.
+            content, stop_reason = [], "refusal"
         body: dict[str, Any] = {
             "id": "msg_" + uuid.uuid4().hex[:24],
             "type": "message",
@@ -145,8 +153,19 @@ class AnthropicWire(WireProtocol):
             }
             if answer.thinking_tokens:
                 usage["output_tokens_details"] = {"thinking_tokens": answer.thinking_tokens}
+            if answer.cache_write_tokens:
+                # The writes by how long they are kept (1-hour writes cost 2x input, 5-minute
+                # 1.25x).
+                usage["cache_creation"] = {
+                    "ephemeral_5m_input_tokens": answer.cache_write_tokens
+                    - answer.cache_write_1h_tokens,
+                    "ephemeral_1h_input_tokens": answer.cache_write_1h_tokens,
+                }
             body["usage"] = usage
         return body
+
+    def model_missing(self, model: str) -> Reply:
+        return self.error("not_found", f"model: {model}")
 
     def error_body(self, kind: ErrorKind, status: int, message: str) -> Any:
         return {"type": "error", "error": {"type": _ERROR_TYPES[kind], "message": message}}

@@ -101,6 +101,21 @@ class WireProtocol(ABC):
             status = self.overloaded_status if kind == "overloaded" else _DEFAULT_STATUS[kind]
         return Reply.json(status, self.error_body(kind, status, message))
 
+    def rate_limited(self, delay_s: float) -> Reply:
+        """A 429 declaring a delay of ``delay_s`` the way this provider does (``Retry-After``
+        unless the protocol says otherwise)."""
+        reply = self.error("rate_limit", "Rate limit exceeded (simulated fault)")
+        return Reply(reply.status, reply.body, (("retry-after", f"{delay_s:g}"),))
+
+    def model_missing(self, model: str) -> Reply:
+        """The provider's answer for a model it does not have, in its own words."""
+        return self.error("not_found", f"model {model} not found (simulated fault)")
+
+    def prompt_blocked(self, exchange: Exchange, answer: Answer) -> Reply:
+        """The provider's answer to a prompt it refuses before generating: a 400 unless the
+        protocol has a blocked-prompt answer of its own."""
+        return self.error("bad_request", "Prompt blocked by content policy (simulated fault)")
+
     def malformed(self, variant: str) -> Reply:
         """A 200 reply the SDK cannot use: broken JSON, or (``"schema"``) JSON of the wrong shape."""
         if variant == "schema":

@@ -121,33 +121,69 @@ class GeminiWire(WireProtocol):
             ]
         else:
             parts = [{"text": answer.text}]
+        candidate: dict[str, Any] = {
+            "content": {"role": "model", "parts": parts},
+            "finishReason": "MAX_TOKENS" if answer.truncated else "STOP",
+            "index": 0,
+        }
+        if answer.withheld == "thinking_exhausted":
+            # Thinking used maxOutputTokens: content without parts, usage of thoughts only.
+            candidate = {"content": {"role": "model"}, "finishReason": "MAX_TOKENS", "index": 0}
+        elif answer.withheld is not None:
+            # Withheld after generation: an empty content object, the reason, the ratings.
+            reason = "SAFETY" if answer.withheld == "safety" else "PROHIBITED_CONTENT"
+            candidate = {
+                "content": {},
+                "finishReason": reason,
+                "index": 0,
+                "safetyRatings": _BLOCKED_RATINGS,
+            }
         body: dict[str, Any] = {
-            "candidates": [
-                {
-                    "content": {"role": "model", "parts": parts},
-                    "finishReason": "MAX_TOKENS" if answer.truncated else "STOP",
-                    "index": 0,
-                }
-            ],
+            "candidates": [candidate],
             "modelVersion": exchange.model,
             "responseId": uuid.uuid4().hex[:22],
         }
         if answer.usage_reported:
-            # Google's accounting: the prompt includes its cached part; thinking is billed as
-            # output but counted outside the candidates.
-            usage: dict[str, Any] = {
-                "promptTokenCount": answer.input_tokens,
-                "candidatesTokenCount": answer.output_tokens,
-                "totalTokenCount": answer.input_tokens
-                + answer.output_tokens
-                + answer.thinking_tokens,
-            }
-            if answer.thinking_tokens:
-                usage["thoughtsTokenCount"] = answer.thinking_tokens
-            if answer.cache_read_tokens:
-                usage["cachedContentTokenCount"] = answer.cache_read_tokens
-            body["usageMetadata"] = usage
+            body["usageMetadata"] = _usage(answer)
         return body
+
+    def rate_limited(self, delay_s: float) -> Reply:
+        # Google declares the delay in the body only: a RetryInfo detail, no Retry-After header.
+        body = self.error_body(
+            "rate_limit",
+            429,
+            "You exceeded your current quota, please check your plan and billing details. "
+            "(simulated fault)",
+        )
+        body["error"]["details"] = [
+            {
+                "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                "violations": [{"quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"}],
+            },
+            {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{delay_s:g}s"},
+        ]
+        return Reply.json(429, body)
+
+    def model_missing(self, model: str) -> Reply:
+        return self.error(
+            "not_found",
+            f"models/{model} is not found for API version v1beta, or is not supported for "
+            "generateContent. Call ListModels to see the list of available models and their "
+            "supported methods.",
+        )
+
+    def prompt_blocked(self, exchange: Exchange, answer: Answer) -> Reply:
+        # No candidates at all; promptFeedback says why; the prompt is billed.
+        body = {
+            "promptFeedback": {"blockReason": "SAFETY", "safetyRatings": _BLOCKED_RATINGS},
+            "usageMetadata": {
+                "promptTokenCount": answer.input_tokens,
+                "totalTokenCount": answer.input_tokens,
+            },
+            "modelVersion": exchange.model,
+            "responseId": uuid.uuid4().hex[:22],
+        }
+        return Reply.json(200, body)
 
     def error_body(self, kind: ErrorKind, status: int, message: str) -> Any:
         return {
@@ -157,6 +193,29 @@ class GeminiWire(WireProtocol):
                 "status": _STATUS_NAMES.get(status, "UNKNOWN"),
             }
         }
+
+
+#: The safety ratings of a blocked candidate or prompt: the category that blocked it is marked.
+_BLOCKED_RATINGS = [
+    {"category": "HARM_CATEGORY_HATE_SPEECH", "probability": "NEGLIGIBLE"},
+    {"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH", "blocked": True},
+    {"category": "HARM_CATEGORY_HARASSMENT", "probability": "NEGLIGIBLE"},
+    {"category": "HARM_CATEGORY_SEXUALLY_EXPLICIT", "probability": "NEGLIGIBLE"},
+]
+
+
+def _usage(answer: Answer) -> dict[str, Any]:
+    # Google's accounting: the prompt includes its cached part; thinking is billed as output but
+    # counted outside the candidates; a count of 0 is left out, as Google does.
+    usage: dict[str, Any] = {"promptTokenCount": answer.input_tokens}
+    if answer.output_tokens:
+        usage["candidatesTokenCount"] = answer.output_tokens
+    usage["totalTokenCount"] = answer.input_tokens + answer.output_tokens + answer.thinking_tokens
+    if answer.thinking_tokens:
+        usage["thoughtsTokenCount"] = answer.thinking_tokens
+    if answer.cache_read_tokens:
+        usage["cachedContentTokenCount"] = answer.cache_read_tokens
+    return usage
 
 
 def _thinking_budget(value: Any) -> int | None:

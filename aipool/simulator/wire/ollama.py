@@ -17,7 +17,7 @@ from aipool.simulator.conversation import (
     require_list,
     text_of,
 )
-from aipool.simulator.wire.base import ErrorKind, WireProtocol
+from aipool.simulator.wire.base import ErrorKind, Reply, WireProtocol
 
 #: Models ``/api/tags`` lists: the ids ADR-006 routes to.
 LISTED_MODELS = ("llama3.2:3b", "qwen2.5:7b-instruct")
@@ -79,10 +79,18 @@ class OllamaWire(WireProtocol):
         )
 
     def render(self, exchange: Exchange, answer: Answer) -> Any:
+        # eval_count counts every generated token, a thinking model's thinking included.
+        generated = answer.output_tokens + answer.thinking_tokens
         prompt_ns = _PROMPT_NS_PER_TOKEN * answer.input_tokens
-        eval_ns = _EVAL_NS_PER_TOKEN * answer.output_tokens
+        eval_ns = _EVAL_NS_PER_TOKEN * generated
         message: dict[str, Any] = {"role": "assistant", "content": answer.text}
-        if answer.tool_calls:
+        if answer.withheld == "thinking_exhausted":
+            # num_predict spent thinking: the thinking, and no answer.
+            message = {"role": "assistant", "content": "", "thinking": "(simulated thinking)"}
+        elif answer.withheld is not None:
+            # Ollama has no safety or refusal stop: the nearest it sends is an empty answer.
+            message = {"role": "assistant", "content": ""}
+        if answer.tool_calls and answer.withheld is None:
             message["tool_calls"] = [
                 {"function": {"name": call.name, "arguments": call.wire_arguments()}}
                 for call in answer.tool_calls
@@ -92,7 +100,9 @@ class OllamaWire(WireProtocol):
             "created_at": _now(),
             "message": message,
             "done": True,
-            "done_reason": "length" if answer.truncated else "stop",
+            "done_reason": "length"
+            if answer.truncated or answer.withheld == "thinking_exhausted"
+            else "stop",
             "total_duration": _LOAD_NS + prompt_ns + eval_ns,
             "load_duration": _LOAD_NS,
         }
@@ -100,13 +110,16 @@ class OllamaWire(WireProtocol):
             body.update(
                 prompt_eval_count=answer.input_tokens,
                 prompt_eval_duration=prompt_ns,
-                eval_count=answer.output_tokens,
+                eval_count=generated,
                 eval_duration=eval_ns,
             )
         return body
 
     def error_body(self, kind: ErrorKind, status: int, message: str) -> Any:
         return {"error": message}
+
+    def model_missing(self, model: str) -> Reply:
+        return self.error("not_found", f"model '{model}' not found, try pulling it first")
 
 
 def _tool(raw: Any) -> ToolSpec:

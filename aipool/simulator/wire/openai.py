@@ -117,6 +117,17 @@ class OpenAIWire(WireProtocol):
             finish_reason = "tool_calls"
         else:
             finish_reason = "length" if answer.truncated else "stop"
+        if answer.withheld == "thinking_exhausted":
+            message, finish_reason = {"role": "assistant", "content": ""}, "length"
+        elif answer.withheld == "safety":
+            message, finish_reason = {"role": "assistant", "content": None}, "content_filter"
+        elif answer.withheld == "refusal":
+            message = {
+                "role": "assistant",
+                "content": None,
+                "refusal": "I'm sorry, I cannot help with that. (simulated refusal)",
+            }
+            finish_reason = "stop"
         body: dict[str, Any] = {
             "id": "chatcmpl-" + uuid.uuid4().hex[:24],
             "object": "chat.completion",
@@ -147,6 +158,21 @@ class OpenAIWire(WireProtocol):
     def error_body(self, kind: ErrorKind, status: int, message: str) -> Any:
         error_type, code = _ERROR_TYPES[kind]
         return {"error": {"message": message, "type": error_type, "param": None, "code": code}}
+
+    def rate_limited(self, delay_s: float) -> Reply:
+        # OpenAI's rate-limit headers: the spent limit's remaining count is 0, its reset a
+        # duration.
+        reply = self.error("rate_limit", "Rate limit reached for requests (simulated fault)")
+        headers = (
+            ("x-ratelimit-remaining-requests", "0"),
+            ("x-ratelimit-reset-requests", f"{delay_s:g}s"),
+        )
+        return Reply(reply.status, reply.body, headers)
+
+    def model_missing(self, model: str) -> Reply:
+        return self.error(
+            "not_found", f"The model `{model}` does not exist or you do not have access to it."
+        )
 
 
 def _tool(raw: Any) -> ToolSpec:

@@ -11,7 +11,10 @@ pool's promises are checked:
   or was abandoned, nothing but the request of a failure that was not billed);
 - a paid answer is never thrown away: once an attempt is answered, every later delivery of it gets
   that answer, and the request never goes on to another provider because of it;
-- only provider faults count against a breaker, and any success ends a run of failures.
+- only provider faults count against a breaker, and any success ends a run of failures;
+- a provider that declared a retry delay (a 429's ``Retry-After`` or ``RetryInfo``) is paused for
+  the whole pool: no delivery calls it and no routing chooses it until the delay has passed, and
+  the 429 never counts against its breaker.
 
 ``make test`` runs a bounded number of interleavings; ``make soak-model`` (or
 ``AIPOOL_TEST_MODEL_EXAMPLES``) runs more. Failing examples found while the pool's scripts were
@@ -143,6 +146,8 @@ class AttemptLifecycle(RuleBasedStateMachine):
         self.model = Model()
         self.opened: set[str] = set()
         self.failures: dict[str, int] = {}
+        #: Until when each provider is paused by the retry delay it declared (pool time).
+        self.paused: dict[str, float] = {}
 
     def teardown(self) -> None:
         self.client.flushdb()
@@ -184,6 +189,9 @@ class AttemptLifecycle(RuleBasedStateMachine):
         # A request routed again (a producer's retry) goes where it went the first time.
         if req.first is not None:
             assert routed.decision == req.first
+        else:
+            # A paused provider is never chosen first.
+            assert not self._paused(routed.decision.next), routed
         req.first = routed.decision
         return self._forward(request, routed.decision.next)
 
@@ -212,6 +220,8 @@ class AttemptLifecycle(RuleBasedStateMachine):
             # A paid answer is never thrown away.
             assert isinstance(reply, Kept), reply
         if isinstance(reply, Call):
+            # A provider paused by its own declared delay is never called during the pause.
+            assert not self._paused(h.chain[position].provider), (reply, self.paused)
             attempt.calls += 1
             attempt.state = "calling"
             attempt.charged = h.tokens if self._limited(h, position) else 0
@@ -277,6 +287,33 @@ class AttemptLifecycle(RuleBasedStateMachine):
             attempt.state = "failed"
             attempt.charged = h.tokens if (billed and self._limited(h, call.position)) else 0
             attempt.spent = h.costs[call.position] if billed else 0
+        return self._forward(call.request, reply.decision.next)
+
+    @rule(target=messages, call=consumes(calls), delay=st.sampled_from([5.0, 20.0, 90.0]))
+    def call_rate_limited(self, call: InFlight, delay: float) -> Any:
+        """The owner's call is answered 429 with a declared retry delay: the provider is paused
+        for the whole pool that long, and nothing counts against its breaker."""
+        h = self.requests[call.request].header
+        attempt = self.model.of(call.request, call.position)
+        reply = failed(
+            self._worker(call.worker),
+            h,
+            call.position,
+            call.call,
+            call.owner,
+            verdict="release",
+            code="rate_limited",
+            pause_s=delay,
+        )
+        assert isinstance(reply, Ended), reply
+        provider = h.chain[call.position].provider
+        # The script pauses from Redis's time when the outcome is recorded: the pool's now.
+        until = self.pool.time.now + delay
+        self.paused[provider] = max(self.paused.get(provider, 0.0), until)
+        if attempt.state == "calling":
+            attempt.state = "failed"
+            attempt.charged = 0
+            attempt.spent = 0
         return self._forward(call.request, reply.decision.next)
 
     @rule(call=consumes(calls))
@@ -370,6 +407,9 @@ class AttemptLifecycle(RuleBasedStateMachine):
             assert stored == self.failures.get(provider, 0), (provider, stored)
 
     # -- helpers -----------------------------------------------------------------------------
+
+    def _paused(self, provider: str) -> bool:
+        return self.pool.time.now < self.paused.get(provider, float("-inf"))
 
     def _worker(self, index: int) -> AttemptBook:
         return self.workers[index % len(self.workers)]

@@ -11,6 +11,7 @@ import fakeredis
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from aipool.attempt.clock import RedisClock
 from aipool.attempt.event import AttemptEvent
 from aipool.attempt.identity import journey_id
 from aipool.attempt.lifecycle import AttemptBook
@@ -19,9 +20,17 @@ from aipool.breaker import breakers_for
 from aipool.chains import Hop
 from aipool.contract.journey import Journey
 from aipool.contract.request import Completion, Request, parse_request
-from aipool.errors import ProviderServerError
+from aipool.errors import (
+    ContentBlocked,
+    ModelRefused,
+    PromptBlocked,
+    ProviderRateLimited,
+    ProviderServerError,
+)
 from aipool.quota import quotas_for
 from aipool.routing.router import Route
+from tests.support.attempts import ledger
+from tests.support.guards import Clock
 
 RAW = {"prompt": "What is a pod?"}
 REQUEST = parse_request(RAW)
@@ -44,9 +53,18 @@ class Provider:
     def __init__(self, error: Exception | None = None) -> None:
         self.error = error
         self.calls = 0
+        #: The thinking budget each call was given.
+        self.budgets: list[int | None] = []
 
-    def complete(self, request: Request, model: str, timeout_s: float | None = None) -> Completion:
+    def complete(
+        self,
+        request: Request,
+        model: str,
+        timeout_s: float | None = None,
+        thinking_budget: int | None = None,
+    ) -> Completion:
         self.calls += 1
+        self.budgets.append(thinking_budget)
         if self.error is not None:
             raise self.error
         return Completion(text="an answer", model=model, input_tokens=12, output_tokens=30)
@@ -516,11 +534,17 @@ class SlowProvider(Provider):
         super().__init__()
         self.seconds = seconds
 
-    def complete(self, request: Request, model: str, timeout_s: float | None = None) -> Completion:
+    def complete(
+        self,
+        request: Request,
+        model: str,
+        timeout_s: float | None = None,
+        thinking_budget: int | None = None,
+    ) -> Completion:
         import time
 
         time.sleep(self.seconds)
-        return super().complete(request, model, timeout_s)
+        return super().complete(request, model, timeout_s, thinking_budget)
 
 
 def test_a_request_sent_straight_to_the_local_model_is_timed_from_when_it_was_sent(
@@ -572,3 +596,180 @@ def test_a_producer_whose_clock_is_behind_stamps_what_it_sends_on_the_pools_cloc
     # Then the latency is the pool's, not inflated by the producer's 60 s
     assert isinstance(done, Done)
     assert 0 < done.result["latency_ms"] < 30_000
+
+
+# -- what real providers send (issue #41) ------------------------------------------------------
+
+BILLED = Completion(text="", model="gemini-2.5-flash", input_tokens=19, output_tokens=33)
+
+
+def _clocked_runner(
+    client: Any, providers: dict[str, Provider], clock: Any, events: list[AttemptEvent]
+) -> HopRunner:
+    """A runner whose pool time (the attempt script's, the breakers') is ``clock``."""
+    book = AttemptBook(
+        client,
+        breakers_for(client, clock=clock),
+        quotas_for(client, clock=clock),
+        clock=RedisClock(clock),
+        script_time=clock,
+    )
+    lookup: Callable[[str], Any] = lambda name: providers.get(name) or Provider()  # noqa: E731
+    return HopRunner(
+        book, observers=[events.append], pricing=lambda *_: Decimal("0.01"), providers=lookup
+    )
+
+
+def _failures(client: Any, provider: str) -> int:
+    return int(client.hget(f"aipool:breaker:{provider}:state", "failures") or 0)
+
+
+def test_a_withheld_answer_is_booked_as_billed_and_moves_on_without_a_breaker_failure(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given Gemini withholding an answer it billed 19 + 33 tokens for
+    gemini, events = Provider(ContentBlocked("gemini: withheld (RECITATION)", billed=BILLED)), []
+    runner = _runner(redis_client, {"gemini": gemini}, events)
+    # When the hop runs
+    step = _run(runner)
+    # Then the request goes on to Claude, the trail says why, and nothing counts against Gemini
+    assert isinstance(step, Forward) and step.queue == "claude"
+    (attempt,) = step.journey.attempts
+    assert (attempt.outcome, attempt.code) == ("error", "content_blocked")
+    assert _failures(redis_client, "gemini") == 0
+    # And the call is booked with every billed token: quota, ledger row and event agree
+    usage = quotas_for(redis_client)["gemini"].usage()
+    assert (usage["daily_requests"]["used"], usage["daily_tokens"]["used"]) == (1, 52)
+    (row,) = ledger(redis_client)
+    assert (row.outcome, row.input_tokens, row.output_tokens) == ("error", 19, 33)
+    assert row.cost_usd == Decimal("0.01")
+    assert (events[0].input_tokens, events[0].output_tokens) == (19, 33)
+
+
+def test_five_blocked_prompts_leave_the_breaker_closed(redis_client: FlakyRedis) -> None:
+    blocked = PromptBlocked("gemini: the prompt was blocked (SAFETY)", billed=BILLED)
+    runner = _runner(redis_client, {"gemini": Provider(blocked)}, [])
+    for i in range(5):
+        raw = {"prompt": f"blocked prompt {i}"}
+        step = runner.run(
+            parse_request(raw),
+            f"req-{i}",
+            Journey(route=ROUTE, id=journey_id(f"req-{i}", raw)),
+        )
+        assert isinstance(step, Forward) and step.queue == "claude"
+    assert breakers_for(redis_client)["gemini"].snapshot()["state"] == "closed"
+    assert _failures(redis_client, "gemini") == 0
+
+
+TOOLS_ROUTE = Route(
+    intent="TOOL_CALL",
+    complexity=2,
+    chain=(
+        Hop("gemini", "gemini-2.5-flash"),
+        Hop("claude", "claude-sonnet-5"),
+        Hop("refuse", "refuse"),
+    ),
+    reason="test",
+    refusal_ends=True,
+)
+
+
+@pytest.mark.parametrize(
+    ("route", "status", "next_hop"),
+    [(TOOLS_ROUTE, "refused", "refuse"), (ROUTE, None, "claude")],
+    ids=["tool-chain-ends", "general-chain-goes-on"],
+)
+def test_a_refusal_ends_the_chain_only_where_the_route_says_so(
+    redis_client: FlakyRedis, route: Route, status: str | None, next_hop: str
+) -> None:
+    # Given Gemini declining the request
+    gemini = Provider(ModelRefused("gemini: the model refused to answer", billed=BILLED))
+    claude = Provider()
+    runner = _runner(redis_client, {"gemini": gemini, "claude": claude}, [])
+    # When the hop runs, and when its message is delivered again
+    journey = Journey(route=route, id=JOURNEY_ID)
+    step = runner.run(REQUEST, "req-1", journey)
+    again = runner.run(REQUEST, "req-1", Journey(route=route, id=JOURNEY_ID))
+    # Then a tool chain ends at its refusal with no other model asked; a general one goes on
+    if status is not None:
+        assert isinstance(step, Done) and step.result["status"] == status
+        assert isinstance(again, Done) and again.result["status"] == status
+    else:
+        assert isinstance(step, Forward) and step.queue == next_hop
+        assert isinstance(again, Forward) and again.queue == next_hop
+    assert claude.calls == 0 and gemini.calls == 1
+
+
+def test_a_declared_retry_delay_pauses_the_provider_for_the_pool_without_a_failure(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given Gemini answering 429 with a 20 s delay, on a clock the test moves
+    clock = Clock(1_795_000_000.0)
+    gemini = Provider(ProviderRateLimited("gemini HTTP 429", retry_after=20.0))
+    claude = Provider()
+    runner = _clocked_runner(redis_client, {"gemini": gemini, "claude": claude}, clock, [])
+    # When a request's hop at Gemini meets it
+    first = runner.run(REQUEST, "req-0", Journey(route=ROUTE, id=JOURNEY_ID))
+    assert isinstance(first, Forward) and first.queue == "claude"
+    gemini.error = None
+    # Then for the next 20 s a Gemini-first request is routed past Gemini, with no call and no
+    # breaker failure, both where the pool routes it and where a Gemini worker gets it
+    clock.advance(19.0)
+    raw = {"prompt": "another"}
+    routed = runner.start(parse_request(raw), "req-1", journey_id("req-1", raw), ROUTE)
+    assert isinstance(routed, Forward) and routed.queue == "claude"
+    ((provider, outcome, error),) = [
+        (a.provider, a.outcome, a.error) for a in routed.journey.attempts
+    ]
+    assert (provider, outcome) == ("gemini", "rate_limited")
+    assert error is not None and "paused until" in error and "in 1.0 s" in error
+    at_gemini = runner.run(
+        parse_request(raw), "req-2", Journey(route=ROUTE, id=journey_id("req-2", raw))
+    )
+    assert isinstance(at_gemini, Forward) and at_gemini.queue == "claude"
+    assert gemini.calls == 1 and _failures(redis_client, "gemini") == 0
+    assert breakers_for(redis_client, clock=clock)["gemini"].snapshot()["paused_until"] == (
+        pytest.approx(1_795_000_020.0)
+    )
+    # And once the delay has passed, Gemini is called again
+    clock.advance(1.5)
+    raw = {"prompt": "after the pause"}
+    later = runner.run(
+        parse_request(raw), "req-3", Journey(route=ROUTE, id=journey_id("req-3", raw))
+    )
+    assert isinstance(later, Done) and later.result["provider"] == "gemini"
+    assert gemini.calls == 2
+
+
+def test_a_429_without_a_delay_counts_against_the_provider(redis_client: FlakyRedis) -> None:
+    gemini = Provider(ProviderRateLimited("gemini HTTP 429", retry_after=None))
+    runner = _runner(redis_client, {"gemini": gemini}, [])
+    step = _run(runner)
+    assert isinstance(step, Forward) and step.queue == "claude"
+    assert _failures(redis_client, "gemini") == 1
+    assert breakers_for(redis_client)["gemini"].snapshot()["paused_until"] is None
+
+
+def test_a_declared_delay_pauses_at_most_the_pools_setting(
+    redis_client: FlakyRedis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a provider asking for a day, and the pool's bound of 120 s
+    monkeypatch.setenv("AIPOOL_RATE_LIMIT_PAUSE_MAX_S", "120")
+    clock = Clock(1_795_000_000.0)
+    gemini = Provider(ProviderRateLimited("gemini HTTP 429", retry_after=86_400.0))
+    runner = _clocked_runner(redis_client, {"gemini": gemini}, clock, [])
+    _run(runner)
+    paused = breakers_for(redis_client, clock=clock)["gemini"].snapshot()["paused_until"]
+    assert paused == pytest.approx(1_795_000_120.0)
+
+
+@pytest.mark.parametrize(("thinking", "budget"), [(0.5, 512), (0.0, 0), (None, None)])
+def test_each_call_is_given_its_routes_share_of_max_tokens_to_think(
+    redis_client: FlakyRedis, thinking: float | None, budget: int | None
+) -> None:
+    gemini = Provider()
+    runner = _runner(redis_client, {"gemini": gemini}, [])
+    route = Route(**{**ROUTE.__dict__, "thinking": thinking})
+    raw = {"prompt": "What is a pod?", "max_tokens": 1024}
+    runner.run(parse_request(raw), "req-t", Journey(route=route, id=journey_id("req-t", raw)))
+    assert gemini.budgets == [budget]

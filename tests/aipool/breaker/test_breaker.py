@@ -127,6 +127,7 @@ def test_the_first_trial_success_closes_it(client, clock):
         "opened_at": None,
         "retry_at": None,
         "half_open_in_flight": 0,
+        "paused_until": None,
     }
     assert [(e.old, e.new) for e in events][-1] == (BreakerState.HALF_OPEN, BreakerState.CLOSED)
 

@@ -12,7 +12,12 @@ from zoneinfo import ZoneInfo
 import pytest
 from sqlalchemy import Engine, func, select
 
-from aipool.budget import notify_breaker_closed, notify_breaker_opened, run_budget_checks
+from aipool.budget import (
+    notify_breaker_closed,
+    notify_breaker_opened,
+    notify_model_missing,
+    run_budget_checks,
+)
 from aipool.ledger.models import AlertEvent, usage_logs
 from aipool.ledger.record import UsageRecord
 from aipool.ledger.rollup import rollup_day
@@ -423,3 +428,45 @@ def test_given_a_condition_that_holds_again_after_its_resolution_then_it_is_sent
             select(AlertEvent.episode, AlertEvent.state).order_by(AlertEvent.id)
         ).all()
     assert [tuple(e) for e in episodes] == [(1, "firing"), (1, "resolved"), (2, "firing")]
+
+
+def test_given_a_missing_model_when_notified_then_one_alert_a_day_naming_it(
+    engine: Engine, http_sink: Any
+) -> None:
+    # Given: Ollama answering "model not found" for the route table's model, many times
+    notifiers = notifiers_from_env({"AIPOOL_ALERT_WEBHOOK_URL": f"{http_sink.url}/hook"})
+    now = datetime(2026, 3, 14, 10, tzinfo=TAIPEI)
+    kwargs: dict[str, Any] = {"engine": engine, "notifiers": notifiers, "lang": "en"}
+    # When the workers report it again and again that day
+    first = notify_model_missing("ollama", "llama3.2:3b", now=now, **kwargs)
+    again = notify_model_missing("ollama", "llama3.2:3b", now=now + timedelta(hours=2), **kwargs)
+    # Then one critical alert under its own name, naming the model
+    assert [(s.rule, s.provider, s.state) for s in first] == [("model_missing", "ollama", "firing")]
+    assert again == []
+    (body,) = http_sink.bodies("/hook")
+    (alert,) = body["alerts"]
+    assert alert["labels"]["alertname"] == "AipoolModelMissing"
+    assert alert["labels"]["severity"] == "critical"
+    assert alert["annotations"]["summary"] == "Ollama does not have model llama3.2:3b"
+    # And the day's end resolves it, even where Prometheus sends the budget alerts
+    ended = run_budget_checks(
+        engine, notifiers, now=datetime(2026, 3, 15, 0, 1, tzinfo=TAIPEI), tz=TAIPEI
+    )
+    assert [(s.rule, s.state) for s in ended] == [("model_missing", "resolved")]
+
+
+def test_given_prometheus_sends_the_budget_alerts_then_the_pool_still_names_a_missing_model(
+    engine: Engine, http_sink: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AIPOOL_ALERTS", "prometheus")
+    notifiers = notifiers_from_env({"AIPOOL_ALERT_WEBHOOK_URL": f"{http_sink.url}/hook"})
+    sent = notify_model_missing(
+        "gemini", "gemini-2.5-flush", engine=engine, notifiers=notifiers, lang="zh-TW"
+    )
+    assert len(sent) == 1
+    (body,) = http_sink.bodies("/hook")
+    assert body["alerts"][0]["annotations"]["summary"] == "Gemini 找不到模型 gemini-2.5-flush"
+    # and the day's end still resolves it, though the pool evaluates no budget
+    tomorrow = datetime.now(TAIPEI) + timedelta(days=1)
+    ended = run_budget_checks(engine, notifiers, now=tomorrow, tz=TAIPEI)
+    assert [(s.rule, s.state) for s in ended] == [("model_missing", "resolved")]

@@ -102,6 +102,7 @@ def test_given_breakers_quotas_and_queues_when_scraped_then_each_is_a_gauge(
     assert value("aipool_breaker_state", {"provider": "ollama", "state": "closed"}) == 0
     assert value("aipool_breaker_state", {"provider": "gemini", "state": "closed"}) == 1
     assert value("aipool_breaker_consecutive_failures", {"provider": "ollama"}) == 3
+    assert value("aipool_provider_paused_seconds", {"provider": "gemini"}) == 0
     assert value("aipool_quota_used", {"provider": "gemini", "quota": "rpm"}) == 2
     assert value("aipool_quota_limit", {"provider": "gemini", "quota": "rpm"}) == 10
     assert value("aipool_quota_used", {"provider": "gemini", "quota": "daily_tokens"}) == 240
@@ -306,3 +307,17 @@ def test_given_a_waiting_urgent_lane_when_scraped_then_its_oldest_age_is_a_gauge
     assert value("aipool_queue_depth", {"queue": "claude.urgent"}) == 1
     assert value("aipool_queue_oldest_age_seconds", {"queue": "claude.urgent"}) == 12.5
     assert value("aipool_queue_oldest_age_seconds", {"queue": "ollama.urgent"}) == 0
+
+
+def test_given_a_provider_paused_by_its_rate_limit_when_scraped_then_the_pause_left_is_a_gauge(
+    ledger: Engine,
+) -> None:
+    # Given: Gemini paused until 18 s from now (the attempt script's record of a 429's delay)
+    client = fakeredis.FakeRedis()
+    client.hset("aipool:breaker:gemini:state", "paused_until", repr(NOW.timestamp() + 18))
+    # When
+    value = _registry(_state(client, ledger)).get_sample_value
+    # Then: its pause is shown, and its breaker is still closed
+    assert value("aipool_provider_paused_seconds", {"provider": "gemini"}) == 18
+    assert value("aipool_breaker_state", {"provider": "gemini", "state": "closed"}) == 1
+    assert value("aipool_provider_paused_seconds", {"provider": "claude"}) == 0

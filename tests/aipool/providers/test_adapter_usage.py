@@ -17,62 +17,23 @@ documented response body, with every kind of billed token in it:
 
 from __future__ import annotations
 
-import json
-import threading
-from collections.abc import Iterator
 from decimal import Decimal
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
 from aipool.contract.request import parse_request
+from aipool.errors import EmptyAnswer
 from aipool.prices.table import completion_cost
 from aipool.providers import claude, gemini, nemotron, ollama
 from aipool.providers.endpoint import ProviderEndpoint
+from tests.support.canned import CannedProvider, serve
 
 HELLO = parse_request({"prompt": "Why is the api slow?"})
 
 
-class CannedProvider:
-    """A loopback server answering every POST with one JSON body."""
-
-    def __init__(self, body: dict[str, Any]) -> None:
-        payload = json.dumps(body).encode()
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args: object) -> None:
-                return None
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture
-def canned() -> Iterator[list[CannedProvider]]:
-    servers: list[CannedProvider] = []
-    yield servers
-    for server in servers:
-        server.close()
-
-
 def _serve(canned: list[CannedProvider], body: dict[str, Any]) -> str:
-    server = CannedProvider(body)
-    canned.append(server)
-    return server.url
+    return serve(canned, body).url
 
 
 def test_gemini_thinking_and_tool_prompt_and_cached_input_are_counted(
@@ -110,7 +71,9 @@ def test_gemini_thinking_and_tool_prompt_and_cached_input_are_counted(
     ) + Decimal("0.001007")
 
 
-def test_gemini_answer_of_thinking_only_counts_its_thinking(canned: list[CannedProvider]) -> None:
+def test_gemini_answer_of_thinking_only_is_empty_and_carries_its_thinking_as_billed(
+    canned: list[CannedProvider],
+) -> None:
     # Given: thinking used every output token; Google leaves candidatesTokenCount out
     url = _serve(
         canned,
@@ -129,9 +92,15 @@ def test_gemini_answer_of_thinking_only_counts_its_thinking(canned: list[CannedP
         },
     )
     adapter = gemini.GeminiProvider(ProviderEndpoint("gemini", url, timeout_s=5))
-    completion = adapter.complete(HELLO, "gemini-2.5-flash")
+    # When
+    with pytest.raises(EmptyAnswer) as raised:
+        adapter.complete(HELLO, "gemini-2.5-flash")
     adapter.close()
-    assert (completion.input_tokens, completion.output_tokens) == (11, 1000)
+    # Then: nothing to answer with, and every billed token of it is carried to be booked
+    billed = raised.value.billed
+    assert billed is not None
+    assert (billed.input_tokens, billed.output_tokens, billed.thinking_tokens) == (11, 1000, 1000)
+    assert "thinking used 1000" in str(raised.value)
 
 
 def test_claude_cache_writes_reads_and_thinking_are_counted(canned: list[CannedProvider]) -> None:

@@ -365,3 +365,40 @@ def test_complexity_is_read_where_a_level_moves_the_tier(
 def test_the_scorers_correlation_floor_holds_whatever_the_head_says() -> None:
     chosen = choose_complexity(_request(CORRELATE), _Shares(0.9, 0.1, 0.0, 0.0, 0.0))  # type: ignore[arg-type]
     assert chosen.level >= 4
+
+
+def test_a_tool_chain_ends_on_a_refusal_and_its_models_do_not_think() -> None:
+    route = decide(_request("restart payment-api", tools=(TOOL,)))
+    assert (route.refusal_ends, route.thinking) == (True, 0.0)
+
+
+def test_a_cloud_route_goes_on_after_a_refusal_and_may_think_half_its_output() -> None:
+    route = decide(_request(CORRELATE))
+    assert route.tier == "cloud"
+    assert (route.refusal_ends, route.thinking) == (False, 0.5)
+    assert route.thinking_budget(1000) == 500
+
+
+def test_a_local_route_falling_back_to_the_cloud_does_not_think() -> None:
+    route = decide(_request("What is a pod?"))
+    assert route.tier == "local-small" and route.thinking == 0.0
+    assert route.thinking_budget(1000) == 0
+
+
+def test_a_rule_sets_its_own_thinking_share_and_refusal() -> None:
+    table = parse_table(
+        {
+            "rules": [
+                {
+                    "name": "all_gemini",
+                    "provider": "gemini",
+                    "thinking": 0.25,
+                    "on_refusal": "end",
+                }
+            ]
+        }
+    )
+    route = decide(_request("What is a pod?"), table)
+    assert (route.thinking, route.refusal_ends) == (0.25, True)
+    # and both travel with the route
+    assert Route.from_dict(json.loads(json.dumps(route.to_dict()))) == route

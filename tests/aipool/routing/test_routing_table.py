@@ -90,3 +90,18 @@ def test_missing_file_is_refused(tmp_path: Path) -> None:
     # Given a path with no file, When loaded, Then RouteTableError
     with pytest.raises(RouteTableError, match="cannot read"):
         load_table(tmp_path / "nope.toml")
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "said"),
+    [
+        ("thinking", 1.5, "'thinking' must be the share of max_tokens"),
+        ("thinking", -0.1, "'thinking' must be the share of max_tokens"),
+        ("thinking", True, "'thinking' must be the share of max_tokens"),
+        ("on_refusal", "maybe", "'on_refusal' must be one of end, next"),
+    ],
+)
+def test_a_rules_thinking_share_and_refusal_are_checked(key: str, value: object, said: str) -> None:
+    rule = {"name": "r", "provider": "gemini", key: value}
+    with pytest.raises(RouteTableError, match=said):
+        parse_table({"rules": [rule]})

@@ -1,0 +1,98 @@
+"""How long a rate-limited provider asked to be left alone, wherever it said so.
+
+Each provider declares the delay of a 429 its own way, and only one of them in the header HTTP
+defines for it:
+
+- ``Retry-After`` (seconds; Anthropic, Ollama behind a proxy, most gateways), and the OpenAI SDK's
+  ``retry-after-ms``;
+- OpenAI-compatible APIs: ``x-ratelimit-reset-requests`` / ``x-ratelimit-reset-tokens``, durations
+  written like Go's (``1s``, ``6m0s``, ``20ms``), beside ``x-ratelimit-remaining-*``: the limit
+  whose remaining count is 0 is the one that was hit;
+- Gemini: no header at all, but the body's ``error.details[]`` holds a
+  ``type.googleapis.com/google.rpc.RetryInfo`` with ``retryDelay`` (a protobuf ``Duration`` in
+  JSON: ``"58s"``, ``"1.203608125s"``).
+
+:func:`declared_delay` reads them all and answers the delay in seconds, or ``None`` when the
+provider declared none (a 429 without a delay counts against the provider's breaker; one with a
+delay pauses it, :mod:`aipool.attempt.runner`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
+_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, "us": 0.000001, "µs": 0.000001}
+_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|us|µs|h|m|s)")
+_RESETS = ("requests", "tokens")
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """A ``Retry-After`` header in seconds (the HTTP-date form is not used by these providers)."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return _seconds(seconds)
+
+
+def parse_duration(value: Any) -> float | None:
+    """A duration as providers write one: ``58s``, ``1.5s``, ``6m0s``, ``1h2m3.5s``, ``20ms``
+    (Go's and protobuf's JSON forms), in seconds; ``None`` for anything else."""
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if not text or _PART.sub("", text):
+        return None  # something besides number-unit pairs: not a duration
+    return _seconds(sum(float(n) * _UNITS[unit] for n, unit in _PART.findall(text)))
+
+
+def declared_delay(headers: Mapping[str, str] | None, body: Any = None) -> float | None:
+    """The delay a rate-limited answer declared, in seconds: its headers first, then a Google
+    ``RetryInfo`` in its body; ``None`` when it declared none. ``headers`` is any mapping whose
+    ``get`` ignores case (httpx's)."""
+    if headers is not None:
+        ms = parse_retry_after(headers.get("retry-after-ms"))
+        if ms is not None:
+            return ms / 1000
+        seconds = parse_retry_after(headers.get("retry-after"))
+        if seconds is not None:
+            return seconds
+        reset = _openai_reset(headers)
+        if reset is not None:
+            return reset
+    return _retry_info(body)
+
+
+def _openai_reset(headers: Mapping[str, str]) -> float | None:
+    resets = {kind: parse_duration(headers.get(f"x-ratelimit-reset-{kind}")) for kind in _RESETS}
+    known = {kind: delay for kind, delay in resets.items() if delay is not None}
+    if not known:
+        return None
+    spent = [
+        delay
+        for kind, delay in known.items()
+        if headers.get(f"x-ratelimit-remaining-{kind}") == "0"
+    ]
+    # The limit with nothing left is the one that was hit; not knowing which, wait for both.
+    return max(spent or known.values())
+
+
+def _retry_info(body: Any) -> float | None:
+    error = body.get("error", body) if isinstance(body, Mapping) else None
+    details = error.get("details") if isinstance(error, Mapping) else None
+    if not isinstance(details, list):
+        return None
+    for detail in details:
+        if isinstance(detail, Mapping) and detail.get("@type") == RETRY_INFO:
+            return parse_duration(detail.get("retryDelay"))
+    return None
+
+
+def _seconds(value: float) -> float | None:
+    return value if math.isfinite(value) and value >= 0 else None

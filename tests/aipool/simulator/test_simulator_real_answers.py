@@ -1,0 +1,154 @@
+"""The simulator speaks what real providers send besides a clean answer (``safety``, ``refusal``,
+``thinking_exhausted``, ``prompt_blocked``, ``rate_limited``, ``model_missing``, ``cache_1h``), each
+in its provider's shape: every fault is read here through the provider's real adapter, as the pool
+meets it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from aipool.chains import default_model
+from aipool.contract.request import parse_request
+from aipool.errors import (
+    ContentBlocked,
+    EmptyAnswer,
+    ModelRefused,
+    PromptBlocked,
+    ProviderError,
+    ProviderModelMissing,
+    ProviderRateLimited,
+    ProviderRejected,
+    UnusableAnswer,
+)
+from aipool.prices.table import completion_cost
+from aipool.providers import claude, gemini, nemotron, ollama
+from aipool.providers.endpoint import ProviderEndpoint
+from aipool.simulator import InvalidFault, Simulator
+
+ADAPTERS: dict[str, tuple[Any, str]] = {
+    "ollama": (ollama.OllamaProvider, "ollama"),
+    "gemini": (gemini.GeminiProvider, "gemini"),
+    "claude": (claude.ClaudeProvider, "anthropic"),
+    "nemotron": (nemotron.NemotronProvider, "openai"),
+}
+REQUEST = parse_request({"prompt": "Why is the api slow?", "max_tokens": 200})
+
+
+@pytest.fixture
+def call(sim: Simulator) -> Iterator[Any]:
+    """Call ``provider`` through its adapter against the simulator, with fault ``kind`` set."""
+    built: list[Any] = []
+
+    def make(provider: str, kind: str, request: Any = REQUEST, **options: Any) -> Any:
+        cls, wire = ADAPTERS[provider]
+        adapter = cls(ProviderEndpoint(provider, sim.base_urls[wire], timeout_s=5))
+        built.append(adapter)
+        sim.set_fault(provider, kind, **options)
+        return adapter.complete(request, default_model(provider))
+
+    yield make
+    for adapter in built:
+        adapter.close()
+
+
+def _raises(call: Any, provider: str, kind: str, **options: Any) -> ProviderError:
+    with pytest.raises(ProviderError) as raised:
+        call(provider, kind, **options)
+    return raised.value
+
+
+@pytest.mark.parametrize(
+    ("provider", "kind", "error"),
+    [
+        ("gemini", "safety", ContentBlocked),
+        ("claude", "safety", ModelRefused),
+        ("nemotron", "safety", ContentBlocked),
+        ("ollama", "safety", EmptyAnswer),
+        ("gemini", "refusal", ContentBlocked),
+        ("claude", "refusal", ModelRefused),
+        ("nemotron", "refusal", ModelRefused),
+        ("ollama", "refusal", EmptyAnswer),
+    ],
+)
+def test_a_withheld_or_refused_answer_is_unusable_and_billed(
+    call: Any, provider: str, kind: str, error: type[UnusableAnswer]
+) -> None:
+    raised = _raises(call, provider, kind)
+    assert type(raised) is error
+    assert isinstance(raised, UnusableAnswer) and raised.billed is not None
+    # the simulated model generated its answer, and the provider billed it
+    assert raised.billed.input_tokens > 0 and raised.billed.output_tokens > 0
+    assert not raised.counts_against_provider
+
+
+@pytest.mark.parametrize("provider", list(ADAPTERS))
+def test_thinking_that_used_the_output_budget_is_an_empty_answer_billed_in_full(
+    call: Any, provider: str
+) -> None:
+    raised = _raises(call, provider, "thinking_exhausted")
+    assert isinstance(raised, EmptyAnswer) and raised.billed is not None
+    assert raised.billed.output_tokens == REQUEST.max_tokens
+
+
+def test_gemini_blocks_the_prompt_with_prompt_feedback(call: Any) -> None:
+    raised = _raises(call, "gemini", "prompt_blocked")
+    assert isinstance(raised, PromptBlocked) and raised.billed is not None
+    assert raised.billed.input_tokens > 0 and raised.billed.output_tokens == 0
+
+
+@pytest.mark.parametrize("provider", ["claude", "nemotron", "ollama"])
+def test_the_others_refuse_a_blocked_prompt_with_a_400(call: Any, provider: str) -> None:
+    assert isinstance(_raises(call, provider, "prompt_blocked"), ProviderRejected)
+
+
+@pytest.mark.parametrize("provider", list(ADAPTERS))
+def test_a_429_declares_its_delay_as_the_provider_does(call: Any, provider: str) -> None:
+    raised = _raises(call, provider, "rate_limited", retry_delay=20)
+    assert isinstance(raised, ProviderRateLimited)
+    assert raised.retry_after == 20.0
+
+
+@pytest.mark.parametrize("provider", list(ADAPTERS))
+def test_a_missing_model_is_said_in_the_providers_words(call: Any, provider: str) -> None:
+    raised = _raises(call, provider, "model_missing")
+    assert isinstance(raised, ProviderModelMissing)
+    assert default_model(provider) in str(raised)
+
+
+def test_claude_writes_the_prompt_to_its_one_hour_cache(call: Any) -> None:
+    # Given a conversation whose earlier turns Anthropic writes to its 1-hour cache
+    request = parse_request(
+        {
+            "messages": [
+                {"role": "user", "content": "Here is the runbook. " * 40},
+                {"role": "assistant", "content": "Read it."},
+                {"role": "user", "content": "Why is the api slow?"},
+            ]
+        }
+    )
+    # When Claude answers it
+    completion = call("claude", "cache_1h", request)
+    # Then the writes are read as 1-hour writes, each at 2x the input price
+    assert completion.cache_write_tokens > 100
+    assert completion.cache_write_1h_tokens == completion.cache_write_tokens
+    plain = completion.input_tokens - completion.cache_write_tokens
+    expected = (
+        Decimal("0.016") * completion.cache_write_tokens
+        + Decimal("0.008") * (plain + completion.output_tokens)
+    ) / 1000
+    assert completion_cost("claude", completion) == expected
+
+
+@pytest.mark.parametrize("provider", ["gemini", "nemotron", "ollama"])
+def test_providers_without_a_one_hour_cache_answer_as_usual(call: Any, provider: str) -> None:
+    completion = call(provider, "cache_1h")
+    assert completion.text and completion.cache_write_1h_tokens == 0
+
+
+def test_a_delay_must_be_a_number_of_seconds(sim: Simulator) -> None:
+    with pytest.raises(InvalidFault, match="retry_delay must be a non-negative number"):
+        sim.set_fault("gemini", "rate_limited", retry_delay="soon")
