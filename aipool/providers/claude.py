@@ -72,12 +72,10 @@ _THINKING_MODELS = ("claude-3-7-", "claude-sonnet-4", "claude-opus-4", "claude-h
 def thinking_param(model: str, request: Request, budget: int | None) -> dict[str, Any] | None:
     """Extended thinking for ``model``, or ``None`` to send nothing (thinking stays off).
 
-    Only models that take it get it, only from Anthropic's minimum budget and below
-    ``max_tokens`` (the budget is part of it), and never beside a temperature the request set
-    (Anthropic refuses any but 1 with thinking on: the producer's setting wins)."""
+    Only models that take it get it, and only from Anthropic's minimum budget and below
+    ``max_tokens`` (the budget is part of it). Claude is sent no temperature (see
+    :meth:`ClaudeProvider.complete`), so a request's temperature does not hold thinking off."""
     if not budget or budget < MIN_THINKING_BUDGET or budget >= request.max_tokens:
-        return None
-    if request.temperature is not None:
         return None
     name = model.lower()
     if not (
@@ -135,8 +133,9 @@ class ClaudeProvider:
                     kwargs["system"] = request.system
                 if request.tools:
                     kwargs["tools"] = to_claude_tools(request)
-                if request.temperature is not None:
-                    kwargs["temperature"] = request.temperature
+                # No temperature: API version 2026-10-21 (the SDK's default) refuses temperature,
+                # top_p and top_k with a 400 even at their defaults, and the SDK no longer takes
+                # them. A request's temperature applies to the providers that take one.
                 thinking = thinking_param(model, request, thinking_budget)
                 if thinking is not None:
                     kwargs["thinking"] = thinking

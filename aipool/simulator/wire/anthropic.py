@@ -56,6 +56,11 @@ class AnthropicWire(WireProtocol):
         messages = require_list(request.get("messages"), "messages")
         if not messages:
             raise BadRequest("messages: at least one message is required")
+        for sampling in _SAMPLING:
+            # API version 2026-10-21, which the anthropic SDK 2.x sends, refuses them all, even
+            # at their defaults.
+            if sampling in request:
+                raise BadRequest(f"{sampling}: Extra inputs are not permitted")
         texts: list[str] = []
         breakpoint_at: int | None = None
         system = request.get("system")
@@ -169,6 +174,10 @@ class AnthropicWire(WireProtocol):
 
     def error_body(self, kind: ErrorKind, status: int, message: str) -> Any:
         return {"type": "error", "error": {"type": _ERROR_TYPES[kind], "message": message}}
+
+
+#: The sampling parameters the Messages API no longer takes (API version 2026-10-21).
+_SAMPLING = ("temperature", "top_p", "top_k")
 
 
 def _thinking_budget(raw: Any) -> int | None:

@@ -387,10 +387,30 @@ def test_claude_is_sent_extended_thinking_where_the_model_and_request_allow(
     assert server.requests[0].get("thinking") == sent
 
 
-def test_claude_thinking_is_not_asked_beside_a_temperature_the_request_set() -> None:
-    # Anthropic refuses any temperature but 1 with thinking on: the producer's setting wins.
+def test_a_request_with_a_temperature_is_answered_by_claude_which_is_sent_none(
+    canned: Any,
+) -> None:
+    # Given a request that sets a temperature (the others honour it). API version 2026-10-21,
+    # which the anthropic SDK 2.x sends, refuses temperature, top_p and top_k with a 400 even at
+    # their defaults, and the SDK's create() no longer takes them: on the adapter that passed it,
+    # every such request raised TypeError, was classed a bad response and counted against
+    # Claude's breaker.
+    body = _message(
+        content=[{"type": "text", "text": "Because."}],
+        stop_reason="end_turn",
+        usage={"input_tokens": 10, "output_tokens": 3},
+    )
+    server = serve(canned, body)
+    adapter = _adapter("claude", server.url)
     request = parse_request({"prompt": "Why?", "max_tokens": 4096, "temperature": 0.2})
-    assert claude.thinking_param(CLAUDE, request, 2048) is None
+    # When Claude is called, with a thinking budget
+    completion = adapter.complete(request, CLAUDE, thinking_budget=2048)
+    adapter.close()
+    # Then it answers: no temperature is sent, and thinking is asked as for any request
+    assert completion.text == "Because."
+    sent = server.requests[0]
+    assert "temperature" not in sent
+    assert sent.get("thinking") == {"type": "enabled", "budget_tokens": 2048}
 
 
 # -- OpenAI-compatible chat completions (NVIDIA) -----------------------------------------------

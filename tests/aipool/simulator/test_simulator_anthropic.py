@@ -233,3 +233,21 @@ def test_malformed_body_cannot_be_decoded(sim: Simulator, client: anthropic.Anth
     sim.set_fault("anthropic", "malformed")
     with pytest.raises(ValueError):
         ask(client)
+
+
+@pytest.mark.parametrize("sampling", ["temperature", "top_p", "top_k"])
+def test_sampling_parameters_are_refused_as_api_version_2026_10_21_does(
+    client: anthropic.Anthropic, sampling: str
+) -> None:
+    # Given a request body that carries a sampling parameter, even at its default
+    # When it is sent (the SDK 2.x no longer takes them: only extra_body can)
+    with pytest.raises(anthropic.BadRequestError) as raised:
+        client.messages.create(
+            model=MODEL,
+            max_tokens=64,
+            messages=[{"role": "user", "content": "Hello"}],
+            extra_body={sampling: 1.0},
+        )
+    # Then the simulator answers the API's 400, naming it
+    assert raised.value.status_code == 400
+    assert f"{sampling}: Extra inputs are not permitted" in str(raised.value)
