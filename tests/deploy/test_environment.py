@@ -77,6 +77,8 @@ DEFAULT_OK: dict[str, str] = {
     "AIPOOL_RESULT_EXPIRES": "an hour",
     "AIPOOL_REDIS_CONNECT_TIMEOUT": "5 s",
     "AIPOOL_REDIS_SOCKET_TIMEOUT": "5 s",
+    "AIPOOL_REDIS_SENTINEL_MASTER": "only with a sentinel:// REDIS_URL (the redis-sentinel component)",
+    "AIPOOL_REDIS_SENTINEL_PASSWORD": "only for sentinels that ask for a password of their own",
     "AIPOOL_LIMITS_FILE": "ADR-006 limits",
     "AIPOOL_PRICES_FILE": "the packaged price table",
     "AIPOOL_ROUTES_FILE": "the packaged route table",
