@@ -164,6 +164,14 @@ class Settings(BaseSettings):
     redis_sentinel_master: str | None = Field(default=None, min_length=1, validate_default=True)
     #: The sentinels' own password (their ``requirepass``), when they ask for one.
     redis_sentinel_password: SecretStr | None = None
+    #: How many replicas must hold a write that decides a paid call before the pool goes on
+    #: (Redis's ``WAIT``; :mod:`aipool.redis.durability`). 0: none, the writes replicate
+    #: asynchronously as any other.
+    redis_replica_acks: int = Field(default=0, ge=0)
+    #: How long the pool waits for those replicas (``WAIT``'s timeout; never 0, which is forever).
+    redis_replica_ack_timeout_s: Seconds = 0.1
+    #: Fewer replicas in time: go on and say so (off), or refuse the paid call (on).
+    redis_replica_ack_required: bool = False
     redis_connect_timeout_s: Seconds = 5.0
     redis_socket_timeout_s: Seconds = 5.0
     timezone: str = DEFAULT_TIMEZONE
