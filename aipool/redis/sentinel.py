@@ -60,7 +60,7 @@ def parse(url: str) -> Sentinels:
             port = parts.port or DEFAULT_PORT
         except ValueError as exc:
             raise ValueError(
-                f"{chunk!r} is not a sentinel address ({exc}); write {SENTINEL_URL_FORM}"
+                f"{_hidden(chunk)!r} is not a sentinel address ({exc}); write {SENTINEL_URL_FORM}"
             ) from None
         if parts.scheme.lower() != SCHEME or not parts.hostname:
             raise ValueError(
@@ -95,7 +95,10 @@ def shown(url: str) -> str:
 
 
 def _hidden(chunk: str) -> str:
-    parts = urlsplit(chunk)
+    try:
+        parts = urlsplit(chunk)
+    except ValueError:  # unreadable: say only what follows any credentials
+        return chunk.rpartition("@")[2]
     if parts.password is None:
         return chunk
     user = parts.username or ""

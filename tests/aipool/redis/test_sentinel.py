@@ -41,7 +41,7 @@ def test_a_sentinel_url_names_every_sentinel_and_takes_database_and_password_fro
         ("sentinel://:x@a:26379/0;sentinel://:y@b:26379/0", "another database or password"),
         ("sentinel://a:26379/0;redis://b:6379/0", "'redis://b:6379/0' is not a sentinel address"),
         ("sentinel://a:26379/cache", "names database 'cache', not a number"),
-        ("sentinel://a:2637x/0", "is not a sentinel address"),
+        ("sentinel://:s3cret@a:2637x/0", "'sentinel://:**@a:2637x/0' is not a sentinel address"),
         ("sentinel://;", "'sentinel://' is not a sentinel address"),
     ],
 )
@@ -54,6 +54,7 @@ def test_a_sentinel_url_kombu_or_celery_would_misread_is_refused_in_one_line(
     # Then the settings are refused, naming the variable and what is wrong, in one line
     assert len(problems) == 1 and problems[0].startswith("REDIS_URL="), problems
     assert problem in problems[0] and "\n" not in problems[0]
+    assert "s3cret" not in problems[0]
 
 
 def test_sentinels_without_the_masters_name_are_refused_naming_the_setting() -> None:
