@@ -6,7 +6,9 @@ lost worker's message, prefetch 1 (so queue length is what KEDA scales on), even
 
 The broker is Redis (``REDIS_URL``) unless ``CELERY_BROKER_URL`` names another, such as RabbitMQ
 (``amqp://``). Results, breakers and quotas stay in Redis whatever the broker: a result backend is
-never derived from an AMQP broker URL (Celery has no ``amqp`` result backend any more).
+never derived from an AMQP broker URL (Celery has no ``amqp`` result backend any more). A Redis
+behind Sentinel (``sentinel://``, aipool/redis/sentinel.py) is kombu's Sentinel transport and
+Celery's Sentinel result backend, told the master's name: both follow the master across a failover.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from urllib.parse import urlsplit
 from kombu.entity import Exchange, Queue
 
 from aipool.lanes import QUEUES as LANE_QUEUES
-from aipool.redis.url import celery_url
+from aipool.redis.sentinel import is_sentinel
+from aipool.redis.url import celery_url, sentinel_transport_options
 from aipool.settings import settings
 from schedules.beat import beat_schedule as beat_schedule
 from schedules.beat import task_routes as _maintenance_routes
@@ -66,6 +69,7 @@ def transport_options(url: str) -> dict[str, Any]:
         # holds its next message.
         return {"confirm_publish": True}
     return {
+        **(sentinel_transport_options() if is_sentinel(url) else {}),
         "visibility_timeout": visibility_timeout,
         # kombu looks for such messages only every interval × throttle seconds (10 × 10 by
         # default), which would add up to 100 s to the visibility timeout: every tenth of it.
@@ -81,7 +85,10 @@ def transport_options(url: str) -> dict[str, Any]:
 
 
 broker_transport_options = transport_options(broker_url)
-result_backend_transport_options = {"retry_policy": {"timeout": _settings.redis_socket_timeout_s}}
+result_backend_transport_options = {
+    "retry_policy": {"timeout": _settings.redis_socket_timeout_s},
+    **(sentinel_transport_options() if is_sentinel(result_backend) else {}),
+}
 # A hop that answered while Redis was restarting keeps trying to store its answer (about 40 s)
 # rather than failing the producer with a ConnectionError after the provider was paid.
 result_backend_always_retry = True
@@ -95,6 +102,19 @@ redis_socket_connect_timeout = _settings.redis_connect_timeout_s
 result_expires = _settings.result_expires_s
 result_extended = False
 broker_connection_retry_on_startup = True
+# A worker that lost its broker tries it again every second (workers/edge/consumer.py) for as long
+# as it takes: it can do nothing else, and restarting it reaches the same URL. Its probes say
+# whether it lives (k8s/), and `aipool worker` relays the outage once.
+broker_connection_max_retries = None
+# A Redis that fails over (Sentinel) or restarts is away for seconds. A hop forwarding a request,
+# and a producer sending one, keep trying about as long as a result's write does (above: about
+# 40 s) instead of Celery's 0.6 s, after which the request would end in dispatch_failed.
+task_publish_retry_policy = {
+    "max_retries": 40,
+    "interval_start": 0,
+    "interval_step": 0.25,
+    "interval_max": 1,
+}
 
 # Only Flower reads task events (the metrics are written by the hops themselves). They cost every
 # hop two or three publishes (docs/benchmarks.md); AIPOOL_TASK_EVENTS=0 leaves them off until a

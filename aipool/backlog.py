@@ -94,7 +94,7 @@ def broker_client() -> Any:
     broker = settings().celery_broker_url
     if not broker:
         return connect()
-    if broker.startswith(("redis://", "rediss://")):
+    if broker.startswith(("redis://", "rediss://", "sentinel://")):
         return connect(broker)
     if broker.startswith("redis+socket://"):
         return connect("unix://" + broker[len("redis+socket://") :])

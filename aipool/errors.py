@@ -30,6 +30,8 @@ Every failure the pool can meet is one of these, so deciding what to do next is 
     │   ├── QuotaExceeded       the quota had no room for the reservation
     │   ├── DeadlineExceeded    the request's latency budget ran out while it waited
     │   └── GuardUnavailable    breaker or quota could not be read (Redis down): no call unguarded
+    │       └── ReplicasBehind  no replica acknowledged the write that decides a paid call, and
+    │                           AIPOOL_REDIS_REPLICA_ACK_REQUIRED=1 says not to call without one
     ├── InvalidJourney          a message's journey is not one the pool could have produced
     ├── SettingsError           the settings are refused (unknown names, bad values): nothing starts
     ├── NoLogin                 a server would show the pool to anyone: it has no login, and
@@ -211,6 +213,12 @@ class DeadlineExceeded(HopSkipped):
 
 class GuardUnavailable(HopSkipped):
     code = "guard_unavailable"
+
+
+class ReplicasBehind(GuardUnavailable):
+    """Fewer replicas than ``AIPOOL_REDIS_REPLICA_ACKS`` acknowledged a write within the timeout
+    (:mod:`aipool.redis.durability`): the write stands on the master, but a failover now could
+    lose it. Raised only when ``AIPOOL_REDIS_REPLICA_ACK_REQUIRED=1``."""
 
 
 class InvalidJourney(AipoolError):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlparse
 
@@ -46,6 +46,7 @@ from tests.support.rabbitmq import (  # noqa: E402
     fresh_vhost,
     vhost_name,
 )
+from tests.support.services import SentinelSet  # noqa: E402
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 _ENV_FOR = {
@@ -95,6 +96,22 @@ def clean_redis(redis_client: redis.Redis) -> redis.Redis:
         for key in redis_client.scan_iter(pattern):
             redis_client.delete(key)
     return redis_client
+
+
+@pytest.fixture()
+def sentinel_set() -> Iterator[Callable[..., SentinelSet]]:
+    """Start private Sentinel sets (a master, a replica, three sentinels: real processes on
+    loopback ports of their own); every one is stopped afterwards."""
+    started: list[SentinelSet] = []
+
+    def start(**options: int) -> SentinelSet:
+        made = SentinelSet(**options)
+        started.append(made)
+        return made.start()
+
+    yield start
+    for made in started:
+        made.stop()
 
 
 def worker_env(**extra: str) -> dict[str, str]:

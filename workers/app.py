@@ -60,10 +60,18 @@ if flower.running_flower():
 # No message kills a worker: every task message is checked at the edge before Celery acts on it
 # (workers/edge/). The Redis channel also checks the envelope, which fails before any consumer
 # code runs; AMQP has no such envelope. The embedded broker (redis+socket://) is named by its URL
-# prefix, which kombu resolves itself, so it keeps kombu's own channel.
+# prefix, which kombu resolves itself, so it keeps kombu's own channel. So does Flower, which
+# consumes no task: its broker view recognises a broker only by kombu's scheme (redis://,
+# sentinel://), never by the pool's transport class.
 app.conf.worker_consumer = "workers.edge.consumer:EdgeConsumer"
-if urlsplit(_broker_url).scheme in ("redis", "rediss") and not app.conf.broker_transport:
-    app.conf.broker_transport = "workers.edge.transport:RedisTransport"
+_TRANSPORTS = {
+    "redis": "workers.edge.transport:RedisTransport",
+    "rediss": "workers.edge.transport:RedisTransport",
+    "sentinel": "workers.edge.transport:SentinelTransport",
+}
+_scheme = urlsplit(_broker_url).scheme
+if _scheme in _TRANSPORTS and not app.conf.broker_transport and not flower.running_flower():
+    app.conf.broker_transport = _TRANSPORTS[_scheme]
 
 # The worker's and beat's life-cycle hooks, registered here and nowhere else: settings checked and
 # logs scrubbed before anything starts, the metrics server, the ledger schema (workers/signals.py);

@@ -51,7 +51,7 @@ def withhold_answers(app: Celery) -> None:
     if not settings().flower_shows_answers:
         app.loader.override_backends = {
             **app.loader.override_backends,
-            **dict.fromkeys(("redis", "rediss"), DISABLED_BACKEND),
+            **dict.fromkeys(("redis", "rediss", "sentinel"), DISABLED_BACKEND),
         }
 
 

@@ -10,6 +10,9 @@ backend is the Redis that holds the ledger's spool (same server, same database);
 points ``CELERY_RESULT_BACKEND`` elsewhere gets the script without records, and each record is
 pushed on its own when the task ends. Everything else (groups, chords, reads) is Celery's.
 
+A Redis behind Sentinel (``sentinel://``) gets the same writes on Celery's Sentinel backend, whose
+client follows the master across a failover (:mod:`aipool.redis.sentinel`).
+
 Installed on the pool's app by :func:`install`.
 """
 
@@ -25,13 +28,15 @@ from kombu.utils.encoding import bytes_to_str
 from aipool.ledger.outbox import OUTBOX
 from aipool.ledger.record import UsageRecord
 from aipool.redis.lua import LuaScripts
+from aipool.redis.sentinel import pool_place
 from workers.runtime import shared_redis, usage_log
 
 _SCRIPTS = LuaScripts("workers", "store_result")
 
 
-class RedisBackend(celery_redis.RedisBackend):
-    """A Redis result backend whose result writes are one script, held usage records included."""
+class OneWriteResults(celery_redis.RedisBackend):
+    """Celery's Redis result backend with a result's writes in one script, held usage records
+    included; :class:`RedisBackend` and :class:`SentinelBackend` are it on either client."""
 
     _rides: bool | None = None
 
@@ -77,22 +82,31 @@ class RedisBackend(celery_redis.RedisBackend):
     def _shares_ledger(self) -> bool:
         """Whether this backend's Redis is the one the ledger's spool is in."""
         if self._rides is None:
-            mine = self.client.connection_pool.connection_kwargs
-            ledger = shared_redis().connection_pool.connection_kwargs
-            self._rides = all(
-                mine.get(name) == ledger.get(name) for name in ("host", "port", "db", "path")
-            )
+            mine = pool_place(self.client.connection_pool)
+            self._rides = mine == pool_place(shared_redis().connection_pool)
         return self._rides
 
 
+class RedisBackend(OneWriteResults):
+    """The pool's result backend on one Redis server (``redis://``, ``rediss://``)."""
+
+
+class SentinelBackend(OneWriteResults, celery_redis.SentinelBackend):
+    """The pool's result backend on the master a set of sentinels names (``sentinel://``)."""
+
+
+#: The result backends of the pool, by the URL scheme Celery resolves them from.
+BACKENDS = {
+    "redis": f"{__name__}:RedisBackend",
+    "rediss": f"{__name__}:RedisBackend",
+    "sentinel": f"{__name__}:SentinelBackend",
+}
+
+
 def install(app: Celery) -> None:
-    """Make ``redis://`` and ``rediss://`` result backends of ``app`` this class.
+    """Make ``redis://``, ``rediss://`` and ``sentinel://`` result backends of ``app`` the pool's.
 
     Through the loader's aliases rather than the ``result_backend`` URL, because the ``celery``
     command sets that URL from ``CELERY_RESULT_BACKEND`` over whatever the settings say.
     """
-    app.loader.override_backends = {
-        **app.loader.override_backends,
-        "redis": f"{__name__}:RedisBackend",
-        "rediss": f"{__name__}:RedisBackend",
-    }
+    app.loader.override_backends = {**app.loader.override_backends, **BACKENDS}

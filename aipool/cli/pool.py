@@ -13,7 +13,7 @@ from rich.console import Console
 
 from aipool.errors import NoRedis
 from aipool.ledger.db import DEFAULT_SQLITE_PATH, database_url
-from aipool.redis.url import adopt_embedded, connect, ping
+from aipool.redis.url import adopt_embedded, close, connect, ping
 from aipool.redis.url import redis_url as pool_redis_url
 from aipool.settings import settings
 from aipool.views.pool_location import describe_database, describe_redis
@@ -87,7 +87,7 @@ def pending_records(redis: str | None) -> int | None:
     try:
         return waiting(client)
     finally:
-        client.close()
+        close(client)
 
 
 def say_pending(console: Console, pending: int | None, lang: str = "en") -> None:

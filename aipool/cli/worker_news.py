@@ -112,5 +112,7 @@ def _message(line: str) -> str:
 
 
 def _url(logged: str) -> str:
-    # The pool's Redis channel logs as "workers.edge.transport:RedisTransport://...": say redis.
+    # The pool's Redis channel logs as "workers.edge.transport:RedisTransport://...": say redis
+    # (sentinel for its Sentinel transport).
+    logged = re.sub(r"^[\w.]+:SentinelTransport://", "sentinel://", logged)
     return re.sub(r"^[\w.]+:RedisTransport://", "redis://", logged).rstrip(".:")

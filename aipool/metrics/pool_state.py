@@ -41,7 +41,7 @@ from aipool.ledger.spend import service_month_cost
 from aipool.ledger.usage_log import UsageLog
 from aipool.periods import local_day, pool_zone
 from aipool.quota import Quota
-from aipool.redis.url import redis_url
+from aipool.redis.url import client_for, redis_url
 from aipool.routing.table import OTHER_SERVICE, load_table
 from aipool.settings import settings
 from aipool.settings.provider_limits import ProviderLimits
@@ -350,11 +350,10 @@ def state_redis(url: str | None = None) -> Any:
     A scrape must answer within Prometheus's timeout even with Redis down; redis-py's default
     retries with backoff would take longer than that.
     """
-    import redis
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 
-    return redis.Redis.from_url(
+    return client_for(
         url or redis_url(),
         socket_connect_timeout=1.0,
         socket_timeout=2.0,

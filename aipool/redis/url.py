@@ -5,7 +5,8 @@ Redis (``aipool demo``, ``aipool redis``; see :mod:`aipool.redis.embedded`) anno
 other process finds it here. Nothing here starts a Redis: a producer must enqueue where the
 workers listen, so without either it gets :class:`~aipool.errors.NoRedis` saying what to do.
 redis-py and kombu spell a Unix socket differently (``unix://`` and ``redis+socket://``), so each
-gets its own accessor.
+gets its own accessor. A Redis behind Sentinel is spelled the same for all (``sentinel://``, see
+:mod:`aipool.redis.sentinel`): every client built here follows its master across a failover.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from aipool.errors import NoRedis, PoolUnavailable
+from aipool.errors import NoRedis, PoolUnavailable, SettingsError
+from aipool.redis import sentinel
 from aipool.redis.embedded import RunningRedis, find_running
 from aipool.settings import settings
 from aipool.views.pool_location import describe_redis
@@ -53,15 +55,53 @@ def adopt_embedded() -> RunningRedis | None:
     return running
 
 
+def client_for(url: str, **options: Any) -> Any:
+    """A redis-py client for ``url`` with ``options``: one server's, or, for a ``sentinel://``
+    URL, the master the sentinels name (``AIPOOL_REDIS_SENTINEL_MASTER``), followed across
+    failovers. Every Redis client of the pool is built here."""
+    if sentinel.is_sentinel(url):
+        s = settings()
+        return sentinel.master_client(
+            url, _master_name(), sentinel_password=s.secret("AIPOOL_REDIS_SENTINEL_PASSWORD"),
+            **options,
+        )  # fmt: skip
+    import redis
+
+    return redis.Redis.from_url(url, **options)
+
+
+def _master_name() -> str:
+    master = settings().redis_sentinel_master
+    if not master:
+        # The settings refuse a sentinel:// REDIS_URL without it; a URL from elsewhere lands here.
+        raise SettingsError(
+            [
+                "a sentinel:// URL needs AIPOOL_REDIS_SENTINEL_MASTER, the name the sentinels "
+                "monitor the master by"
+            ]
+        )
+    return master
+
+
+def sentinel_transport_options() -> dict[str, Any]:
+    """What kombu (broker) and Celery (results) need beside a ``sentinel://`` URL: the master's
+    name, and how to reach the sentinels (their password, the pool's timeouts)."""
+    s = settings()
+    return sentinel.transport_options(
+        _master_name(),
+        s.secret("AIPOOL_REDIS_SENTINEL_PASSWORD"),
+        socket_connect_timeout=s.redis_connect_timeout_s,
+        socket_timeout=s.redis_socket_timeout_s,
+    )
+
+
 def connect(url: str | None = None) -> Any:
     """A redis-py client for ``url`` (default: :func:`redis_url`) with connect and socket timeouts.
 
     A hung Redis must fail a step quickly (the hop then answers or moves on) instead of holding it
     until the task's soft time limit (``AIPOOL_REDIS_CONNECT_TIMEOUT``, ``..._SOCKET_TIMEOUT``)."""
-    import redis
-
     s = settings()
-    return redis.Redis.from_url(
+    return client_for(
         url or redis_url(),
         socket_connect_timeout=s.redis_connect_timeout_s,
         socket_timeout=s.redis_socket_timeout_s,
@@ -90,7 +130,7 @@ def ping(url: str) -> None:
     from redis.retry import Retry
 
     s = settings()
-    client = redis.Redis.from_url(
+    client = client_for(
         url,
         socket_connect_timeout=s.redis_connect_timeout_s,
         socket_timeout=s.redis_socket_timeout_s,
@@ -108,4 +148,12 @@ def ping(url: str) -> None:
         why = " ".join(str(exc).split()).rstrip(".") or type(exc).__name__
         raise PoolUnavailable(f"cannot reach Redis at {describe_redis(url)}: {why}") from None
     finally:
-        client.close()
+        close(client)
+
+
+def close(client: Any) -> None:
+    """Close ``client``'s connections, and those it holds to the sentinels, if any."""
+    client.close()
+    manager = getattr(client.connection_pool, "sentinel_manager", None)
+    if manager is not None:
+        manager.close()

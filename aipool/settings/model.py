@@ -47,7 +47,10 @@ VISIBILITY_MARGIN_S = 60
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 #: How a Redis URL is written, for messages.
-REDIS_URL_FORMS = "redis://[:password@]host:6379/0, rediss://… (TLS) or unix:///path/to/redis.sock"
+REDIS_URL_FORMS = (
+    "redis://[:password@]host:6379/0, rediss://… (TLS), unix:///path/to/redis.sock "
+    "or sentinel://host1:26379/0;sentinel://host2:26379/0;… (Redis Sentinel)"
+)
 
 
 def check_redis_url(value: str) -> str:
@@ -56,6 +59,12 @@ def check_redis_url(value: str) -> str:
 
     from redis.connection import parse_url
 
+    # deferred: aipool.redis is above the settings; this module must not import it at load
+    from aipool.redis.sentinel import is_sentinel, parse
+
+    if is_sentinel(value):
+        parse(value)
+        return value
     if value.startswith("redis+socket://"):
         raise ValueError(
             "redis+socket:// is how Celery producers spell a socket; write unix:// here"
@@ -150,6 +159,19 @@ class Settings(BaseSettings):
     database_url: str | None = None
     celery_broker_url: str | None = None
     celery_result_backend: str | None = None
+    #: The name the sentinels know the master by, when a URL is ``sentinel://``
+    #: (:mod:`aipool.redis.sentinel`).
+    redis_sentinel_master: str | None = Field(default=None, min_length=1, validate_default=True)
+    #: The sentinels' own password (their ``requirepass``), when they ask for one.
+    redis_sentinel_password: SecretStr | None = None
+    #: How many replicas must hold a write that decides a paid call before the pool goes on
+    #: (Redis's ``WAIT``; :mod:`aipool.redis.durability`). 0: none, the writes replicate
+    #: asynchronously as any other.
+    redis_replica_acks: int = Field(default=0, ge=0)
+    #: How long the pool waits for those replicas (``WAIT``'s timeout; never 0, which is forever).
+    redis_replica_ack_timeout_s: Seconds = 0.1
+    #: Fewer replicas in time: go on and say so (off), or refuse the paid call (on).
+    redis_replica_ack_required: bool = False
     redis_connect_timeout_s: Seconds = 5.0
     redis_socket_timeout_s: Seconds = 5.0
     timezone: str = DEFAULT_TIMEZONE
@@ -273,6 +295,27 @@ class Settings(BaseSettings):
         if value is None:
             return value
         return check_redis_url(value)
+
+    @field_validator("redis_sentinel_master")
+    @classmethod
+    def _named_with_sentinels(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # kombu, Celery and redis-py all need the master's name beside a sentinel:// URL; without
+        # it every worker would fail at its first connection instead of here, in one line.
+        from aipool.redis.sentinel import is_sentinel
+
+        named = {
+            "REDIS_URL": info.data.get("redis_url"),
+            "CELERY_BROKER_URL": info.data.get("celery_broker_url"),
+            "CELERY_RESULT_BACKEND": info.data.get("celery_result_backend"),
+        }
+        sentinel = [name for name, url in named.items() if url and is_sentinel(url)]
+        if sentinel and not value:
+            verb = "names" if len(sentinel) == 1 else "name"
+            raise ValueError(
+                f"must be set when {' and '.join(sentinel)} {verb} Redis Sentinels (sentinel://): "
+                "the name they monitor the master by (their `sentinel monitor <name> ...`)"
+            )
+        return value
 
     @field_validator("database_url")
     @classmethod

@@ -28,6 +28,7 @@ SECRETS: dict[str, Path] = {
     "AIPOOL_SLACK_WEBHOOK_URL": ("alerts", "slack_webhook_url"),
     "AIPOOL_ALERT_WEBHOOK_URL": ("alerts", "webhook_url"),
     "AIPOOL_HEALTH_TOKEN": ("health_token",),
+    "AIPOOL_REDIS_SENTINEL_PASSWORD": ("redis_sentinel_password",),
 }
 
 _POOL: dict[str, Path] = {
@@ -35,6 +36,10 @@ _POOL: dict[str, Path] = {
     "DATABASE_URL": ("database_url",),
     "CELERY_BROKER_URL": ("celery_broker_url",),
     "CELERY_RESULT_BACKEND": ("celery_result_backend",),
+    "AIPOOL_REDIS_SENTINEL_MASTER": ("redis_sentinel_master",),
+    "AIPOOL_REDIS_REPLICA_ACKS": ("redis_replica_acks",),
+    "AIPOOL_REDIS_REPLICA_ACK_TIMEOUT": ("redis_replica_ack_timeout_s",),
+    "AIPOOL_REDIS_REPLICA_ACK_REQUIRED": ("redis_replica_ack_required",),
     "AIPOOL_REDIS_CONNECT_TIMEOUT": ("redis_connect_timeout_s",),
     "AIPOOL_REDIS_SOCKET_TIMEOUT": ("redis_socket_timeout_s",),
     "AIPOOL_TIMEZONE": ("timezone",),

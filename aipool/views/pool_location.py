@@ -6,11 +6,15 @@ so nobody reads zeros from the wrong place without knowing it.
 
 from __future__ import annotations
 
+from aipool.redis.sentinel import is_sentinel, shown
+
 
 def shown_url(url: str) -> str:
     """``url`` with any password hidden, fit for logs and terminals."""
     from kombu.utils.url import maybe_sanitize_url
 
+    if is_sentinel(url):  # one address per sentinel: kombu's sanitizer hides the first only
+        return shown(url)
     return str(maybe_sanitize_url(url))
 
 

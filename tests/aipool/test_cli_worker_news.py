@@ -86,3 +86,24 @@ def test_a_log_kept_from_an_earlier_run_is_not_relayed_again(tmp_path) -> None:
     _append(path, CANNOT)
     news.skip_existing()
     assert news.read() == []
+
+
+def test_a_sentinel_broker_is_said_in_the_pools_spelling(tmp_path) -> None:
+    # Given a worker on sentinels whose master is gone (lines as a failover test's worker wrote)
+    news, path = _log(tmp_path)
+    _append(
+        path,
+        "[2026-12-06 04:42:51,091: ERROR/MainProcess] consumer: Cannot connect to "
+        "workers.edge.transport:SentinelTransport://:[REDACTED]@127.0.0.1:54617/0: Error 111 "
+        "connecting to 127.0.0.1:40869. Connection refused..\nWill retry using next failover.\n"
+        "[2026-12-06 04:42:53,151: ERROR/MainProcess] consumer: Cannot connect to "
+        "sentinel://:[REDACTED]@127.0.0.1:54617/0: No master found for 'aipool'.\n"
+        "[2026-12-06 04:42:54,198: INFO/MainProcess] Connected to "
+        "sentinel://:[REDACTED]@127.0.0.1:54617/0\n",
+    )
+    # Then the terminal hears the sentinel it tried, as REDIS_URL spells it, and when it is back
+    assert news.read() == [
+        "routing: cannot reach the broker at sentinel://:[REDACTED]@127.0.0.1:54617/0: Error 111 "
+        "connecting to 127.0.0.1:40869. Connection refused; retrying",
+        "routing: connected again to sentinel://:[REDACTED]@127.0.0.1:54617/0",
+    ]

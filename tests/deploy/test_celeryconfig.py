@@ -23,6 +23,7 @@ def _settings(**env: str) -> dict[str, Any]:
         "import json, celeryconfig as c\n"
         "print(json.dumps({'broker_url': c.broker_url, 'result_backend': c.result_backend,\n"
         "  'transport': c.broker_transport_options,\n"
+        "  'result_transport': c.result_backend_transport_options,\n"
         "  'queues': {q.name: q.queue_arguments for q in c.task_queues}}))\n"
     )
     clean = {k: v for k, v in os.environ.items() if not k.startswith("CELERY_")}
@@ -63,6 +64,28 @@ def test_given_the_redis_broker_when_loaded_then_priorities_are_off_and_lost_wor
     assert transport["visibility_timeout"] == 180
     assert transport["unacked_restore_interval"] == 18
     assert settings["broker_url"] == settings["result_backend"].split("+", 1)[-1] == REDIS
+
+
+def test_given_sentinels_when_loaded_then_broker_and_results_follow_the_master_they_name() -> None:
+    # Given REDIS_URL naming three sentinels, the master's name, and the sentinels' own password
+    sentinels = "sentinel://:pw@s1:26379/4;sentinel://s2:26379/4;sentinel://s3:26379/4"
+    settings = _settings(
+        REDIS_URL=sentinels,
+        AIPOOL_REDIS_SENTINEL_MASTER="aipool",
+        AIPOOL_REDIS_SENTINEL_PASSWORD="sentinel-pw",
+    )
+    # Then broker and result backend are kombu's and Celery's Sentinel ones on that URL, told
+    # the master's name and how to reach the sentinels
+    assert settings["broker_url"] == settings["result_backend"] == sentinels
+    for options in (settings["transport"], settings["result_transport"]):
+        assert options["master_name"] == "aipool"
+        assert options["sentinel_kwargs"] == {
+            "password": "sentinel-pw",
+            "socket_connect_timeout": 5.0,
+            "socket_timeout": 5.0,
+        }
+    # and the broker keeps the Redis broker's own options
+    assert settings["transport"]["priority_steps"] == [0]
 
 
 def test_given_task_events_off_when_a_flower_asks_for_them_then_the_worker_sends_them() -> None:

@@ -34,6 +34,9 @@ ALERT_RULES = ROOT / "k8s/monitoring/prometheusrule.yaml"
 OWN_KEY = {"gemini": "gemini_api_key", "claude": "anthropic_api_key", "nemotron": "nvidia_api_key"}
 #: Services that run the pool's own image (every one but the stores, Ollama and monitoring).
 THIRD_PARTY = {"redis", "postgres", "ollama", "ollama-pull", "prometheus", "grafana"}
+#: The sentinel profile: a replica of ``redis`` and three sentinels (Redis's own image).
+SENTINEL_PROFILE = {"redis-replica", "sentinel-1", "sentinel-2", "sentinel-3"}
+THIRD_PARTY |= SENTINEL_PROFILE
 
 KEY_LOOKING = re.compile(
     r"AIza[0-9A-Za-z_\-]{20,}|sk-ant-[0-9A-Za-z_\-]{8,}|sk-[0-9A-Za-z]{20,}|nvapi-[0-9A-Za-z_\-]{8,}"
@@ -101,8 +104,9 @@ def _docker_compose(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
         ((), {}),
         (("--profile", "simulator"), {"OLLAMA_REPLICAS": "0", "OLLAMA_MODELS": ""}),
         ((), {"OLLAMA_BASE_URL": "http://host.docker.internal:11434", "OLLAMA_REPLICAS": "0"}),
+        (("--profile", "sentinel"), {}),
     ],
-    ids=["default", "simulator", "host-ollama"],
+    ids=["default", "simulator", "host-ollama", "sentinel"],
 )
 def test_given_the_compose_file_when_docker_compose_checks_it_then_it_is_valid(
     profile: tuple[str, ...], env: dict[str, str]
@@ -432,6 +436,33 @@ def test_given_the_health_service_when_started_then_it_serves_the_usage_endpoint
     assert "/healthz" in " ".join(health["healthcheck"]["test"])
     # and the report's bearer token is a secret file, never a value in the file
     assert "aipool_health_token" in health["secrets"]
+
+
+def test_given_the_sentinel_profile_when_read_then_one_master_one_replica_and_three_sentinels_agree() -> (
+    None
+):
+    # Given the services of the sentinel profile
+    profiled = {n for n, s in SERVICES.items() if "sentinel" in s.get("profiles", [])}
+    # Then it is a replica and three sentinels, and a plain `up` starts none of them
+    assert profiled == SENTINEL_PROFILE
+    assert "profiles" not in SERVICES["redis"]
+    # And the replica replicates `redis`, with its password, persisting and refusing eviction
+    replica = " ".join(_argv(SERVICES["redis-replica"]))
+    assert "--replicaof redis 6379" in replica and "masterauth" in replica
+    assert "--appendonly yes" in replica and "--maxmemory-policy noeviction" in replica
+    # and `redis` can follow the promoted replica after a failover (it knows the password)
+    assert "masterauth" in " ".join(_argv(SERVICES["redis"]))
+    # And each sentinel watches `redis` under the name the pool's processes are told, with a
+    # quorum of two of the three, and the master's password from the secret file
+    master = SERVICES["flower"]["environment"]["AIPOOL_REDIS_SENTINEL_MASTER"]
+    assert master == SERVICES["beat"]["environment"]["AIPOOL_REDIS_SENTINEL_MASTER"]
+    for name in ("sentinel-1", "sentinel-2", "sentinel-3"):
+        sentinel = SERVICES[name]
+        command = " ".join(_argv(sentinel))
+        assert sentinel["environment"]["MASTER"] == master
+        assert "sentinel monitor $$MASTER redis 6379 2" in command
+        assert "sentinel auth-pass $$MASTER $$pw" in command
+        assert "--sentinel" in command and "redis_password" in sentinel["secrets"]
 
 
 def test_given_the_simulator_when_inspected_then_it_runs_only_in_its_profile() -> None:

@@ -36,6 +36,8 @@ K8S = ROOT / "k8s"
 OVERLAY = ROOT / "deploy/overlays/production"
 #: Every environment's overlay (deploy/overlays/production is the example).
 OVERLAYS = sorted(p.parent for p in (ROOT / "deploy/overlays").glob("*/kustomization.yaml"))
+#: The example overlay of a Redis behind Sentinel (k8s/components/redis-sentinel).
+SENTINEL = ROOT / "deploy/overlays/sentinel"
 SCHEMAS = Path(__file__).with_name("schemas")
 #: API groups of the custom resources the manifests use (KEDA, Prometheus Operator).
 CRD_GROUPS = {"keda.sh", "monitoring.coreos.com"}
@@ -161,8 +163,8 @@ def effective_env(container: dict[str, Any], root: Path = K8S) -> dict[str, str]
             env.setdefault(name.removesuffix("_FILE"), f"<file:{value}>")
     if "REDIS_PASSWORD_FILE" in env and "REDIS_URL" not in env:
         env["REDIS_URL"] = (
-            f"<entrypoint:redis://:<file:{env['REDIS_PASSWORD_FILE']}>"
-            "@$(REDIS_HOST):$(REDIS_PORT)/$(REDIS_DB)>"
+            f"<entrypoint:{env.get('REDIS_SCHEME', 'redis')}://"
+            f":<file:{env['REDIS_PASSWORD_FILE']}>@$(REDIS_HOST):$(REDIS_PORT)/$(REDIS_DB)>"
         )
     return env
 
@@ -181,7 +183,9 @@ def _validate(path: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("root", [K8S, OVERLAY], ids=["base", "production-overlay"])
+@pytest.mark.parametrize(
+    "root", [K8S, OVERLAY, SENTINEL], ids=["base", "production-overlay", "sentinel-overlay"]
+)
 def test_given_the_kustomization_when_rendered_then_every_object_is_valid(
     root: Path, tmp_path: Path
 ) -> None:
@@ -325,11 +329,11 @@ def test_given_the_scaled_deployments_when_rendered_then_they_spread_over_nodes(
             assert constraint["labelSelector"]["matchLabels"].items() <= _pod_labels(deployment)
 
 
-def _policies_for(workload: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+def _policies_for(workload: dict[str, Any], kind: str, root: Path = K8S) -> list[dict[str, Any]]:
     """The NetworkPolicies of type ``kind`` (Ingress/Egress) selecting the workload's pods."""
     labels = dict(_pod_labels(workload))
     found = []
-    for policy in _of_kind("NetworkPolicy"):
+    for policy in _of_kind("NetworkPolicy", root):
         spec = policy["spec"]
         if kind not in spec["policyTypes"]:
             continue
@@ -344,11 +348,11 @@ def _policies_for(workload: dict[str, Any], kind: str) -> list[dict[str, Any]]:
     return found
 
 
-def _allowed_ports(workload: dict[str, Any], kind: str) -> set[int]:
+def _allowed_ports(workload: dict[str, Any], kind: str, root: Path = K8S) -> set[int]:
     rules = "ingress" if kind == "Ingress" else "egress"
     return {
         port["port"]
-        for policy in _policies_for(workload, kind)
+        for policy in _policies_for(workload, kind, root)
         for rule in policy["spec"].get(rules, [])
         for port in rule.get("ports", [])
     }
@@ -463,9 +467,15 @@ def test_given_a_manifest_when_scanned_then_it_holds_no_key_or_site_address(path
     assert SITE_ADDRESS not in text
 
 
-@pytest.mark.parametrize("root", [K8S, OVERLAY], ids=["base", "production-overlay"])
-def test_given_the_redis_when_configured_then_it_is_named_in_one_place(root: Path) -> None:
-    # Given the one ConfigMap naming the Redis
+@pytest.mark.parametrize(
+    ("root", "scheme"),
+    [(K8S, "redis"), (OVERLAY, "redis"), (SENTINEL, "sentinel")],
+    ids=["base", "production-overlay", "sentinel-overlay"],
+)
+def test_given_the_redis_when_configured_then_it_is_named_in_one_place(
+    root: Path, scheme: str
+) -> None:
+    # Given the one ConfigMap naming the Redis (or, with Sentinel, its sentinels)
     config = _named("ConfigMap", "aipool-config", root)
     data = config["data"]
     # Then no pod spec names a Redis URL: the entrypoint builds every pod's from it and the
@@ -479,12 +489,86 @@ def test_given_the_redis_when_configured_then_it_is_named_in_one_place(root: Pat
             password = env["REDIS_PASSWORD_FILE"]["value"]
             assert secret_files(workload, container)[password] == "aipool-redis/password"
             assert {"REDIS_HOST", "REDIS_PORT", "REDIS_DB"} <= set(data)
+    # with the scheme the entrypoint puts REDIS_URL together with
+    assert data.get("REDIS_SCHEME", "redis") == scheme
     # and KEDA reads host and port from the same variables, and the database from the ConfigMap
+    host_port = ("hostFromEnv", "portFromEnv") if scheme == "redis" else SENTINEL_HOST_PORT
     for scaled in _of_kind("ScaledObject", root):
         meta = scaled["spec"]["triggers"][0]["metadata"]
-        assert (meta["hostFromEnv"], meta["portFromEnv"]) == ("REDIS_HOST", "REDIS_PORT")
+        assert (meta[host_port[0]], meta[host_port[1]]) == ("REDIS_HOST", "REDIS_PORT")
         assert meta["databaseIndex"] == data["REDIS_DB"]
         assert "address" not in meta and "addressFromEnv" not in meta
+
+
+#: Where KEDA's Redis Sentinel scaler reads the sentinels' hosts and ports from.
+SENTINEL_HOST_PORT = ("hostsFromEnv", "portsFromEnv")
+
+
+@pytest.mark.parametrize(
+    "root", [K8S, OVERLAY, SENTINEL], ids=["base", "production-overlay", "sentinel-overlay"]
+)
+def test_given_a_variable_made_of_others_when_rendered_then_they_are_defined_before_it(
+    root: Path,
+) -> None:
+    # Kubernetes expands $(NAME) only with variables defined before it (envFrom, or earlier in
+    # env); a later one stays the literal "$(NAME)", and REDIS_URL would carry it as a password.
+    for workload in _workloads(root):
+        for container in _pod(workload)["containers"]:
+            defined = set()
+            for source in container.get("envFrom", []):
+                if "configMapRef" in source:
+                    defined |= set(
+                        _named("ConfigMap", source["configMapRef"]["name"], root)["data"]
+                    )
+            for entry in container.get("env", []):
+                used = set(re.findall(r"\$\((\w+)\)", entry.get("value", "")))
+                assert used <= defined, (
+                    workload["metadata"]["name"],
+                    entry["name"],
+                    used - defined,
+                )
+                defined.add(entry["name"])
+
+
+def test_given_the_sentinel_component_when_rendered_then_pods_and_keda_follow_the_master(
+    tmp_path: Path,
+) -> None:
+    data = _named("ConfigMap", "aipool-config", SENTINEL)["data"]
+    # Given the sentinel overlay: the sentinels' Service and port, and the master's name
+    assert data["REDIS_PORT"] == "26379" and data["AIPOOL_REDIS_SENTINEL_MASTER"]
+    # Then each pod's REDIS_URL, as the image's entrypoint puts it together from the ConfigMap and
+    # the mounted password, names the sentinels, and the pool takes its settings
+    from aipool.settings import read_settings
+
+    password = tmp_path / "redis_password"
+    password.write_text("pw\n")
+    for workload in _workloads(SENTINEL):
+        for container in _pod(workload)["containers"]:
+            env = effective_env(container, SENTINEL)
+            if "REDIS_PASSWORD_FILE" not in env:
+                continue
+            parts = {k: env[k] for k in ("REDIS_SCHEME", "REDIS_HOST", "REDIS_PORT", "REDIS_DB")}
+            shown = subprocess.run(
+                [str(ROOT / "deploy/entrypoint.sh"), "sh", "-c", 'printf %s "$REDIS_URL"'],
+                env={"PATH": os.environ["PATH"], **parts, "REDIS_PASSWORD_FILE": str(password)},
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            url = shown.stdout
+            assert url.startswith("sentinel://:pw@"), url
+            master = env["AIPOOL_REDIS_SENTINEL_MASTER"]
+            reading = read_settings({"REDIS_URL": url, "AIPOOL_REDIS_SENTINEL_MASTER": master})
+            assert reading.problems == [], workload["metadata"]["name"]
+    # And KEDA measures every list on the master the same sentinels name
+    for scaled in _of_kind("ScaledObject", SENTINEL):
+        (trigger,) = scaled["spec"]["triggers"]
+        assert trigger["type"] == "redis-sentinel"
+        assert trigger["metadata"]["sentinelMasterFromEnv"] == "AIPOOL_REDIS_SENTINEL_MASTER"
+        assert "hostFromEnv" not in trigger["metadata"]
+    # And every pool pod may reach the sentinels as well as the master
+    for workload in _workloads(SENTINEL):
+        assert {6379, 26379} <= _allowed_ports(workload, "Egress", SENTINEL)
 
 
 def test_given_the_scaled_objects_when_rendered_then_each_scales_a_provider_on_its_whole_list() -> (

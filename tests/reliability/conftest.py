@@ -7,10 +7,14 @@ flush without touching the session's Redis database or worker:
   (calls held by a ``hang`` fault are let go).
 - ``redis_server``: ``redis_server(appendonly=False)`` starts a private ``redis-server``.
 - ``postgres_server``: a private PostgreSQL cluster, started.
-- ``producer``: ``producer(redis_url)`` builds a plain Celery producer on that Redis.
+- ``sentinel_set`` (tests/conftest.py): ``sentinel_set()`` starts a private master, replica and
+  three sentinels.
+- ``producer``: ``producer(redis_url, master=None)`` builds a plain Celery producer on that Redis
+  (``master``: the sentinels' name for it, with a ``sentinel://`` URL).
 - ``spawn_worker``: ``spawn_worker(redis_url, queues=..., concurrency=..., loglevel=..., **env)``
   starts a real worker on that Redis (ledger on the session's PostgreSQL unless ``DATABASE_URL``
-  is given) and waits until it answers a ping.
+  is given; ``AIPOOL_REDIS_SENTINEL_MASTER`` with a ``sentinel://`` URL) and waits until it
+  answers a ping.
 - ``ledger``: an engine on the session's ledger database.
 """
 
@@ -26,7 +30,7 @@ from aipool.simulator import Simulator
 from tests.conftest import worker_env
 from tests.support.pool import ALL_QUEUES, Worker
 from tests.support.producer import Producer
-from tests.support.services import PostgresServer, RedisServer
+from tests.support.services import PostgresServer, RedisServer, SentinelSet
 
 
 @pytest.fixture()
@@ -62,12 +66,12 @@ def postgres_server() -> Iterator[PostgresServer]:
 
 
 @pytest.fixture()
-def producer() -> Iterator[Callable[[str], Producer]]:
+def producer() -> Iterator[Callable[..., Producer]]:
     """Build producers on a given Redis URL; each is closed afterwards."""
     made: list[Producer] = []
 
-    def make(redis_url: str) -> Producer:
-        built = Producer(redis_url)
+    def make(redis_url: str, master: str | None = None) -> Producer:
+        built = Producer(redis_url, master)
         made.append(built)
         return built
 
@@ -81,11 +85,12 @@ def spawn_worker(
     simulator: Simulator,
     ledger_url: str,
     redis_server: Callable[..., RedisServer],
+    sentinel_set: Callable[..., SentinelSet],
 ) -> Iterator[Callable[..., Worker]]:
     """Start real workers on a given Redis; every one is stopped (or reaped) afterwards.
 
-    Depends on ``redis_server`` so that private Redis servers outlive the workers using them: a
-    worker's warm shutdown talks to its broker.
+    Depends on ``redis_server`` and ``sentinel_set`` so that private Redis servers outlive the
+    workers using them: a worker's warm shutdown talks to its broker.
     """
     started: list[Worker] = []
 
@@ -104,7 +109,7 @@ def spawn_worker(
         )
         started.append(worker)
         if wait:
-            with Producer(redis_url) as probe:
+            with Producer(redis_url, env.get("AIPOOL_REDIS_SENTINEL_MASTER")) as probe:
                 worker.wait_ready(probe.app)
         return worker
 

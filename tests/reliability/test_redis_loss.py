@@ -29,7 +29,7 @@ from tests.support.accounting import (
 from tests.support.broker import leftover_messages
 from tests.support.figures import record_figure
 from tests.support.pool import Worker
-from tests.support.producer import Outcome, Producer
+from tests.support.producer import Producer
 from tests.support.requests import CRITICAL, QUESTION
 from tests.support.services import RedisServer
 from tests.support.waiting import eventually
@@ -54,12 +54,6 @@ DOWN_S = 4.0
 PATIENCE_S = 25
 
 
-def _status(outcome: Outcome) -> str:
-    if outcome.answered and outcome.answer is not None:
-        return str(outcome.answer["status"])
-    return type(outcome.error).__name__
-
-
 @pytest.mark.parametrize("appendonly", [False, True], ids=["nothing-on-disk", "appendonly"])
 def test_redis_restarted_under_load_workers_reconnect_and_nothing_hangs(
     appendonly: bool,
@@ -79,7 +73,7 @@ def test_redis_restarted_under_load_workers_reconnect_and_nothing_hangs(
     spawn_worker(server.url, concurrency=2, **WORKER_ENV)
     send = producer(server.url)
     before = send.collect([send.send(CRITICAL) for _ in range(4)], timeout=60)
-    assert [_status(o) for o in before] == ["ok"] * 4
+    assert [o.status for o in before] == ["ok"] * 4
     drain_everything(client, ledger)
     charged_before = quota_charges(client)
     # And, accepted when Redis dies, two requests in a slow Claude call and six in the queue
@@ -99,15 +93,15 @@ def test_redis_restarted_under_load_workers_reconnect_and_nothing_hangs(
     accepted = send.collect(in_flight + queued, timeout=left)
     # Then nothing hangs: each request accepted before the restart is answered or its producer's
     # get raises within the wait
-    statuses = [_status(o) for o in accepted]
+    statuses = [o.status for o in accepted]
     lost = [s for s in statuses if s != "ok"]
     record_figure(scenario, "calls in flight answered", f"{statuses[:2].count('ok')}/2")
     record_figure(scenario, "queued requests answered", f"{statuses[2:].count('ok')}/6")
     failures = ", ".join(sorted(set(lost))) or "-"
     record_figure(scenario, "accepted requests failing clearly", f"{len(lost)} ({failures})")
     # And workers reconnect and answer the requests sent once Redis was back
-    record_figure(scenario, "new requests answered", f"{[_status(o) for o in after].count('ok')}/3")
-    assert [_status(o) for o in after] == ["ok"] * 3
+    record_figure(scenario, "new requests answered", f"{[o.status for o in after].count('ok')}/3")
+    assert [o.status for o in after] == ["ok"] * 3
     serving = max(o.at for o in after) - restarted_at
     record_figure(scenario, "restart to new requests answered", round(serving, 1), "s")
     # And breakers work: Ollama failing opens its breaker after its threshold of three calls

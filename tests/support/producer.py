@@ -34,14 +34,34 @@ class Outcome:
         """A contract result arrived (whatever its status)."""
         return isinstance(self.answer, dict) and "status" in self.answer
 
+    @property
+    def status(self) -> str:
+        """The answer's status, or the name of the exception ``get`` raised."""
+        if self.answered and self.answer is not None:
+            return str(self.answer["status"])
+        return type(self.error).__name__
+
 
 class Producer:
-    """A Celery app on ``redis_url`` that sends requests to the ``router`` queue."""
+    """A Celery app on ``redis_url`` that sends requests to the ``router`` queue.
 
-    def __init__(self, redis_url: str) -> None:
+    A ``sentinel://`` URL needs ``master``, the name the sentinels know the master by: a plain
+    Celery producer gives it to kombu and Celery as their ``master_name`` transport option.
+    """
+
+    def __init__(self, redis_url: str, master: str | None = None) -> None:
         self.app = Celery("aipool-test-producer", set_as_current=False)
         self.app.config_from_object("celeryconfig")
         self.app.conf.update(broker_url=redis_url, result_backend=redis_url)
+        if master is not None:
+            conf = self.app.conf
+            conf.update(
+                broker_transport_options={**conf.broker_transport_options, "master_name": master},
+                result_backend_transport_options={
+                    **conf.result_backend_transport_options,
+                    "master_name": master,
+                },
+            )
 
     def send(self, request: dict[str, Any], **options: Any) -> AsyncResult:
         """Enqueue ``request`` exactly as the README's non-Python producer does."""

@@ -5,16 +5,19 @@ unless an address is given, and the address it serves said at start."""
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.conftest import TEST_DATABASE_URL, worker_env
 from tests.support.flower import flower_process, serving
 from tests.support.listening import listening_addresses
-from tests.support.services import free_port
+from tests.support.pool import Worker
+from tests.support.producer import Producer
+from tests.support.services import SentinelSet, free_port
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
@@ -108,3 +111,51 @@ def test_given_anonymity_asked_for_when_flower_starts_then_it_serves_anyone_and_
         assert httpx.get(f"http://127.0.0.1:{port}/tasks", timeout=5).status_code == 200
         assert listening_addresses(port) == {"127.0.0.1"}
         assert "WITHOUT a login (AIPOOL_ALLOW_ANONYMOUS=1)" in log.read_text()
+
+
+def test_given_a_redis_behind_sentinel_when_flower_shows_queues_then_it_reads_them_from_the_master(
+    tmp_path: Path, sentinel_set: Callable[..., SentinelSet]
+) -> None:
+    # Given the pool on a master with a replica and three sentinels, and a worker on router and
+    # claude
+    redis = sentinel_set()
+    worker = Worker(
+        worker_env(**redis.env, **{"DATABASE_URL": TEST_DATABASE_URL}),
+        queues=("router", "claude"),
+        concurrency=1,
+    )
+    try:
+        with Producer(redis.url, redis.master) as probe:
+            worker.wait_ready(probe.app)
+        port = free_port()
+        with _flower(tmp_path, f"--port={port}", FLOWER_BASIC_AUTH="ops:pw", **redis.env) as (
+            process,
+            log,
+        ):
+            eventually(lambda: _serving(process, log, port), 30, "flower serving", interval=0.1)
+
+            def lengths() -> dict[str, int]:
+                response = httpx.get(
+                    f"http://127.0.0.1:{port}/api/queues/length", auth=("ops", "pw"), timeout=10
+                )
+                assert response.status_code == 200, response.text
+                queues = response.json()["active_queues"]
+                return {q["name"]: q["messages"] for q in queues}
+
+            # (once Flower has heard which queues the worker consumes; then the worker stops, so
+            # that what waits stays waiting)
+            eventually(lambda: {"router", "claude"} <= set(lengths()), 30, "queues heard of")
+            worker.stop()
+            redis.client().lpush("claude", "waiting-1", "waiting-2")
+            # When an operator asks Flower for the queues' lengths (its Broker view)
+            # Then it reads them through the sentinels from the master, not "broker is not
+            # supported"
+            shown = eventually(lambda: (q := lengths())["claude"] == 2 and q, 30, "claude's 2")
+            assert shown["router"] == 0
+            # And the answers stay withheld: Flower gets no result backend on sentinel:// either
+            withheld = httpx.get(
+                f"http://127.0.0.1:{port}/api/task/result/any", auth=("ops", "pw"), timeout=10
+            )
+            assert withheld.status_code == 503
+    finally:
+        worker.stop()

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
@@ -16,6 +20,7 @@ from tests.support.shared_servers import redis_db
 from workers.result_backend import RedisBackend, install
 
 OTHER_DB_URL = redis_db(13)
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _backend(url: str) -> RedisBackend:
@@ -47,6 +52,36 @@ def test_given_the_pool_app_when_its_backend_is_built_then_it_is_this_one() -> N
 
     assert isinstance(app.backend, RedisBackend)
     assert isinstance(_backend(TEST_REDIS_URL), RedisBackend)
+
+
+def test_given_sentinels_when_the_pool_app_loads_then_broker_and_results_are_the_pools_own_on_them() -> (
+    None
+):
+    # Given REDIS_URL naming sentinels (nothing listens there: nothing here connects)
+    script = (
+        "from workers.app import app\n"
+        "print(app.conf.broker_transport, type(app.backend).__name__, "
+        "app.backend._shares_ledger())\n"
+    )
+    env = {
+        **os.environ,
+        "REDIS_URL": "sentinel://127.0.0.1:1/3;sentinel://127.0.0.1:2/3",
+        "AIPOOL_REDIS_SENTINEL_MASTER": "aipool",
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    # Then the broker is the pool's Sentinel transport (envelopes checked at the edge), results are
+    # the pool's one-write backend on the same master, and the usage records ride with them
+    transport, backend, rides = out.stdout.split()
+    assert transport == "workers.edge.transport:SentinelTransport"
+    assert (backend, rides) == ("SentinelBackend", "True")
 
 
 @pytest.mark.usefixtures("held")

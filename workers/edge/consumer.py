@@ -21,6 +21,11 @@ from workers.edge.withholding import withhold_prompt
 
 log = logging.getLogger("aipool.edge")
 
+#: Seconds between a worker's tries to reach a broker it lost. Celery's own schedule waits 2, 4,
+#: 6... up to 30 s between tries, so a worker came back up to that long after its Redis had
+#: failed over (or restarted); trying every second serves within a second of the new master.
+RECONNECT_EVERY_S = 1.0
+
 
 def guarded(
     handle: Callable[[Any], Any],
@@ -90,6 +95,21 @@ class EdgeConsumer(Consumer):
         """
         reason = f"message could not be decoded ({type(exc).__name__})"
         self.refuse(refusal_of(message, "malformed_message", reason), message)
+
+    def ensure_connected(self, conn: Any) -> Any:
+        """Celery's connection retries (its log lines, its count) at a steady
+        :data:`RECONNECT_EVERY_S` instead of kombu's growing intervals."""
+        ensure = conn.ensure_connection
+
+        def steadily(*args: Any, **kwargs: Any) -> Any:
+            steady = dict.fromkeys(("interval_start", "interval_max"), RECONNECT_EVERY_S)
+            return ensure(*args, **steady, interval_step=0, **kwargs)
+
+        conn.ensure_connection = steadily
+        try:
+            return super().ensure_connected(conn)
+        finally:
+            del conn.ensure_connection  # the connection's own method again
 
     def connect(self) -> Any:
         connection = super().connect()

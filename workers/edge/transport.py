@@ -134,3 +134,16 @@ class RedisTransport(kombu_redis.Transport):
         #: Called with each envelope the channel drops. It only logs; the worker's consumer
         #: replaces it with one that also answers the producer.
         self.on_refused: Callable[[Refusal], None] = log_refusal
+
+
+class SentinelChannel(RedisChannel, kombu_redis.SentinelChannel):
+    """:class:`RedisChannel` on a Redis behind Sentinel: kombu's Sentinel channel finds the
+    master (its connection pool asks the sentinels at each connection), this one checks the
+    envelopes and reuses its publishing client (a new pool after a failover gets a new one)."""
+
+
+class SentinelTransport(RedisTransport):
+    """kombu's Sentinel transport (``sentinel://``) with :class:`SentinelChannel`."""
+
+    Channel = SentinelChannel
+    default_port = kombu_redis.SentinelTransport.default_port  # type: ignore[assignment]  # kombu's stub says None
