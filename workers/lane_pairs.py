@@ -60,7 +60,13 @@ def warning(lane: str, other: str) -> str:
 def check(app: Any, mine: Iterable[str]) -> None:
     """Ask the running workers what they consume, and warn for each unserved sibling lane."""
     try:
-        replies = app.control.inspect(timeout=ASK_TIMEOUT_S).active_queues() or {}
+        # A connection of its own, closed here: one borrowed from the app's pool would stay in
+        # it, idle, in this (parent) process, and every pool child forked later (after one
+        # died) inherited it and hung closing it at start ("Timed out waiting for UP message",
+        # every child after a SIGKILLed one; tests/reliability/test_crash_recovery.py).
+        with app.connection_for_write() as connection:
+            inspector = app.control.inspect(timeout=ASK_TIMEOUT_S, connection=connection)
+            replies = inspector.active_queues() or {}
     except Exception:  # the broker is away: aipool status and the alerts say what is unserved
         log.debug("could not ask the workers which queues they consume", exc_info=True)
         return

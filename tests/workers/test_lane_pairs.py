@@ -54,3 +54,22 @@ def test_a_worker_on_every_lane_warns_of_none() -> None:
         # Once it has asked, it says every lane is served, and warns of none
         eventually(lambda: SERVED in log.read_text(errors="replace"), 30, "the lanes checked")
         assert "no running worker consumes" not in log.read_text(errors="replace")
+
+
+@pytest.mark.integration
+def test_a_pool_child_killed_after_the_check_is_replaced_by_one_that_serves(healthy) -> None:  # type: ignore[no-untyped-def]
+    # Given a worker whose lanes check has run (in its parent process, before any child is
+    # forked again)
+    with private_pool(13, app="workers.app", queues=QUEUES, concurrency=1) as pool:
+        log = pool.worker.log_path
+        eventually(lambda: SERVED in log.read_text(errors="replace"), 30, "the lanes checked")
+        # When its one pool child is SIGKILLed, and a request arrives
+        pool.worker.kill_child()
+        sent = pool.app.send_task(
+            "ai.generate", kwargs={"request": {"prompt": "What is a pod?"}}, queue="router"
+        )
+        # Then the child that replaces it starts and answers (with the check borrowing a
+        # connection from the app's pool, every child forked after it hung at start:
+        # "Timed out waiting for UP message")
+        assert sent.get(timeout=60)["status"] == "ok"
+        assert "Timed out waiting for UP message" not in log.read_text(errors="replace")
