@@ -84,7 +84,12 @@ class Snapshot:
             else {
                 "day": self.today[0],
                 "providers": [
-                    {**asdict(s), "failed": s.failed, "cost_usd": str(s.cost_usd)}
+                    {
+                        **asdict(s),
+                        "failed": s.failed,
+                        "cost_usd": str(s.cost_usd),
+                        "saved_usd": str(s.saved_usd),
+                    }
                     for s in self.today[1]
                 ],
                 "cost_usd": str(sum((s.cost_usd for s in self.today[1]), Decimal(0))),
