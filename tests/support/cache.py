@@ -1,5 +1,6 @@
 """A route table with the response cache on: QUERY answered by Gemini (so a hit saves money),
-kept a day, for services that turn the cache on."""
+kept a day, for services that turn the cache on. The rule names ALERT_TRIAGE too, so the table's
+``never_intents`` (not the rule) is what keeps an alert's triage out of the cache."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ CACHED_RULE = """
 [[rules]]
 name = "cached_query"
 tier = "cloud"
-intents = ["QUERY"]
+intents = ["QUERY", "ALERT_TRIAGE"]
 provider = "gemini"
 cache_ttl_s = 86400
 """
