@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from aipool import lanes
+from aipool import lanes, tracing
 from aipool.attempt.event import AttemptEvent
 from aipool.attempt.runner import Done, Drop, Forward, HopRunner
 from aipool.cache.policy import Cacheable, cacheable
@@ -78,7 +78,40 @@ class CacheFront:
         seen_at: Callable[[], float | None] | None = None,
     ) -> Done | Forward | Recheck:
         """:meth:`HopRunner.dispatch`, unless the cache answers ``request`` or an identical
-        request is fetching its answer (see the module docstring)."""
+        request is fetching its answer (see the module docstring). When the pool traces, this is
+        the ``aipool.route`` span: the decision, and what the cache found."""
+        decided = {
+            "aipool.intent": route.intent,
+            "aipool.complexity": route.complexity,
+            "aipool.tier": route.tier,
+            "aipool.rule": route.rule,
+            "aipool.service": route.service,
+            "aipool.provider": route.first.provider,
+            "aipool.model": route.first.model,
+        }
+        with tracing.span("aipool.route", decided) as made:
+            step = self._dispatch(
+                request,
+                request_id,
+                journey_id,
+                route,
+                answer_terminal=answer_terminal,
+                seen_at=seen_at,
+            )
+            if made is not None:
+                made.set_attribute("aipool.step", type(step).__name__.lower())
+            return step
+
+    def _dispatch(
+        self,
+        request: Request,
+        request_id: str,
+        journey_id: str,
+        route: Route,
+        *,
+        answer_terminal: bool,
+        seen_at: Callable[[], float | None] | None,
+    ) -> Done | Forward | Recheck:
         admitted = cacheable(request, route)
         if admitted is None:
             return self.runner.dispatch(
@@ -91,7 +124,9 @@ class CacheFront:
             )
         seen = seen_at() if seen_at is not None else None
         looked = self._store().lookup(admitted.key, journey_id)
-        observe_lookup(type(looked).__name__.lower(), route.service)
+        found = type(looked).__name__.lower()
+        observe_lookup(found, route.service)
+        tracing.note("aipool.cache", found)
         if isinstance(looked, Hit):
             return self._hit(request, request_id, journey_id, route, looked.entry, seen)
         if isinstance(looked, Wait):

@@ -78,6 +78,12 @@ def span(name: str, attributes: Mapping[str, Any] | None = None) -> Iterator[Any
         yield made
 
 
+def note(key: str, value: Any) -> None:
+    """Set attribute ``key`` on the span this code runs in, when this process traces."""
+    if _enabled and value is not None:
+        trace.get_current_span().set_attributes(attributes_of({key: value}))
+
+
 def attributes_of(values: Mapping[str, Any]) -> dict[str, AttributeValue]:
     """``values`` as span attributes: None dropped, decimals as floats, the rest as given."""
     shown: dict[str, AttributeValue] = {}
