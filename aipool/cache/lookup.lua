@@ -2,6 +2,7 @@
 -- answer (it leads; this one waits), else this request leads. One step, so two identical requests
 -- never both lead while the entry is missing.
 --   KEYS[1] the entry            KEYS[2] the lead              KEYS[3] the LRU index
+--   KEYS[4] the use counter (the index's order: each keep or read takes the next number)
 --   ARGV[1] the entry's name in the index   ARGV[2] this request's journey id
 --   ARGV[3] how long a lead holds (ms)
 -- Returns {'hit', entry} | {'wait', ms the lead has held, ms it holds yet} | {'lead'}
@@ -10,7 +11,7 @@ local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local entry = redis.call('GET', KEYS[1])
 if entry then
   -- Recently used: the last to be evicted.
-  redis.call('ZADD', KEYS[3], now_ms, ARGV[1])
+  redis.call('ZADD', KEYS[3], redis.call('INCR', KEYS[4]), ARGV[1])
   return {'hit', entry}
 end
 local lead = redis.call('GET', KEYS[2])

@@ -4,7 +4,8 @@ Layout (every key under ``aipool:cache:``)::
 
     e:<name>      an entry: the answer and what it cost (JSON), expiring after its rule's TTL
     lead:<name>   "<journey id>|<ms>": a request fetching this answer now (identical requests wait)
-    lru           sorted set: entry name -> when it was last kept or read (ms, Redis's clock)
+    lru           sorted set: entry name -> the number of its last keep or read (``uses``)
+    uses          a counter: each keep or read takes the next number (no two alike, no clock)
     sizes         hash: entry name -> the bytes it is counted for
     bytes         the total counted
 
@@ -41,6 +42,7 @@ ENTRY_PREFIX = f"{PREFIX}e:"
 LRU_KEY = f"{PREFIX}lru"
 SIZES_KEY = f"{PREFIX}sizes"
 BYTES_KEY = f"{PREFIX}bytes"
+USES_KEY = f"{PREFIX}uses"
 #: What an entry costs beyond its own bytes: its key, its member in the index and in the sizes.
 ENTRY_OVERHEAD = 256
 #: The longest answer kept (bytes of its entry): a longer one is served once and forgotten.
@@ -154,7 +156,7 @@ class ResponseStore:
         A Redis that does not answer: lead (no one waits on a lead nobody can see)."""
         try:
             reply = self._scripts()["lookup"](
-                keys=[ENTRY_PREFIX + name, f"{PREFIX}lead:{name}", LRU_KEY],
+                keys=[ENTRY_PREFIX + name, f"{PREFIX}lead:{name}", LRU_KEY, USES_KEY],
                 args=[name, journey_id, self.lead_ms],
             )
         except RedisError:
@@ -180,7 +182,14 @@ class ResponseStore:
             return False
         try:
             self._scripts()["keep"](
-                keys=[ENTRY_PREFIX + name, f"{PREFIX}lead:{name}", LRU_KEY, SIZES_KEY, BYTES_KEY],
+                keys=[
+                    ENTRY_PREFIX + name,
+                    f"{PREFIX}lead:{name}",
+                    LRU_KEY,
+                    SIZES_KEY,
+                    BYTES_KEY,
+                    USES_KEY,
+                ],
                 args=[
                     name,
                     payload,

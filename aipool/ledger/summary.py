@@ -14,9 +14,10 @@ from __future__ import annotations
 import re
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, tzinfo
 from decimal import Decimal
+from typing import Any
 
 from sqlalchemy import Engine, func, select
 
@@ -57,6 +58,15 @@ class ProviderSummary:
     @property
     def tokens(self) -> int:
         return self.input_tokens + self.output_tokens
+
+    def to_json(self) -> dict[str, Any]:
+        """Every count as JSON: amounts as strings, exact, and ``failed`` beside its reasons."""
+        return {
+            **asdict(self),
+            "failed": self.failed,
+            "cost_usd": str(self.cost_usd),
+            "saved_usd": str(self.saved_usd),
+        }
 
 
 def failure_reason(error_message: str | None) -> str:

@@ -3,6 +3,7 @@ $0 with what they saved, and what must never be replayed never is (issue #45).""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -14,7 +15,7 @@ from aipool.ledger.db import make_engine
 from aipool.ledger.models import UsageLogRow
 from aipool.ledger.usage_log import drain
 from tests.support.cache import SECRET, cached_routes
-from tests.support.private_pool import PrivatePool, private_pool, send
+from tests.support.private_pool import PrivatePool, importing_producer, private_pool, send
 
 pytestmark = pytest.mark.integration
 TIMEOUT = 90
@@ -22,10 +23,12 @@ QUESTION = {"prompt": "What is a pod?", "service": "faq", "user_id": "u-7"}
 
 
 @pytest.fixture(scope="module")
-def cached_pool(
-    simulator, ledger_url: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[PrivatePool]:  # type: ignore[no-untyped-def]
-    routes = cached_routes(Path(tmp_path_factory.mktemp("routes")))
+def routes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return cached_routes(Path(tmp_path_factory.mktemp("routes")))
+
+
+@pytest.fixture(scope="module")
+def cached_pool(simulator, ledger_url: str, routes: Path) -> Iterator[PrivatePool]:  # type: ignore[no-untyped-def]
     with private_pool(
         12, AIPOOL_ROUTES_FILE=str(routes), AIPOOL_CACHE_SECRET=SECRET, concurrency=2
     ) as pool:
@@ -130,3 +133,33 @@ def test_a_redis_flush_loses_the_hits_only(cached_pool, healthy) -> None:  # typ
     after = send(cached_pool, question).get(timeout=TIMEOUT)
     assert after["status"] == "ok" and not after["cached"]
     assert healthy.calls("gemini") == calls + 1
+
+
+PRODUCER = """
+import json, sys
+from tasks.client import submit
+request = json.loads(sys.argv[1])
+first = submit(request).get(timeout=60)
+burst = [submit({**request, "prompt": request["prompt"] + " (burst)"}) for _ in range(5)]
+print(json.dumps([first, submit(request).get(timeout=60), *(b.get(timeout=60) for b in burst)]))
+"""
+
+
+def test_submit_answers_a_kept_answer_itself_and_holds_identical_ones_back(
+    cached_pool, healthy, routes
+) -> None:  # type: ignore[no-untyped-def]
+    # Given a producer that imports the pool, with the same route table and secret as its workers
+    question = {"prompt": "What is a service mesh?", "service": "faq"}
+    # When it asks a question twice, then five identical ones at once
+    first, second, *burst = importing_producer(
+        cached_pool,
+        PRODUCER,
+        json.dumps(question),
+        AIPOOL_ROUTES_FILE=str(routes),
+        AIPOOL_CACHE_SECRET=SECRET,
+    )
+    # Then the second was answered from the cache, and the five cost one call
+    assert not first["cached"] and second["cached"]
+    assert second["content"] == first["content"] and second["saved_usd"] == first["cost_usd"]
+    assert [b["cached"] for b in burst].count(False) == 1
+    assert healthy.calls("gemini") == 2

@@ -4,8 +4,6 @@ exporter sending to a loopback receiver (issue #45)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 
@@ -15,10 +13,8 @@ from sqlalchemy import select
 from aipool.ledger.db import make_engine
 from aipool.ledger.models import UsageLogRow
 from aipool.ledger.usage_log import drain
-from tests.conftest import worker_env
 from tests.support.otlp import ReceivedSpan, Receiver
-from tests.support.pool import ROOT
-from tests.support.private_pool import PrivatePool, private_pool
+from tests.support.private_pool import PrivatePool, importing_producer, private_pool
 
 pytestmark = pytest.mark.integration
 PROMPT = "What is a pod? Tell me about kubelet-7341 please."
@@ -45,23 +41,9 @@ def traced_pool(simulator, ledger_url, receiver) -> Iterator[PrivatePool]:  # ty
 
 
 def _submit(pool: PrivatePool, receiver: Receiver, prompt: str) -> dict:  # type: ignore[type-arg]
-    env = worker_env(
-        REDIS_URL=pool.url,
-        CELERY_BROKER_URL=pool.url,
-        CELERY_RESULT_BACKEND=pool.url,
-        AIPOOL_OTLP_ENDPOINT=receiver.endpoint,
-        **BATCH_DELAY,
+    answer: dict = importing_producer(  # type: ignore[type-arg]
+        pool, PRODUCER, prompt, AIPOOL_OTLP_ENDPOINT=receiver.endpoint, **BATCH_DELAY
     )
-    done = subprocess.run(
-        [sys.executable, "-c", PRODUCER, prompt],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    answer: dict = json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[type-arg]
     return answer
 
 
