@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from aipool.attempt.event import AttemptEvent
 from aipool.ledger.record import UsageRecord
 from aipool.ledger.usage_log import UsageLog, storable
+from aipool.tracing import current_trace_id
 
 
 def usage_record(event: AttemptEvent) -> UsageRecord:
@@ -39,6 +40,8 @@ def usage_record(event: AttemptEvent) -> UsageRecord:
         cost_usd=event.cost_usd,
         estimated=event.estimated,
         service=event.route.service,
+        saved_usd=event.saved_usd,
+        trace_id=current_trace_id(),
         # A call belongs to the day it started: the day its quota was charged to.
         created_at=datetime.fromtimestamp(event.at, UTC),
     )

@@ -3,6 +3,9 @@
 Services that cannot import aipool send ``ai.generate`` by name to the ``router`` queue instead
 (see the README); both paths give the same route for the same request.
 
+With the response cache on for a request (:mod:`aipool.cache`), :func:`submit` answers a kept
+answer itself: the result is written where its ``AsyncResult`` reads it, and no message is sent.
+
 The producer must enqueue where the workers listen, so it never starts a Redis of its own: with
 ``REDIS_URL`` unset it uses the embedded Redis a running ``aipool demo`` or ``aipool redis``
 announced, and without one :func:`submit` raises :class:`~aipool.errors.NoRedis`.
@@ -17,13 +20,17 @@ from typing import Any
 from celery import Celery
 from celery.result import AsyncResult
 
+from aipool import tracing
 from aipool.attempt.identity import journey_id
-from aipool.attempt.runner import Forward
+from aipool.attempt.runner import Done
+from aipool.cache.front import Recheck
 from aipool.contract.request import parse_request
 from aipool.routing.router import decide
-from tasks.generate import TASK_NAME, describe
+from aipool.tracing.setup import configure as configure_tracing
+from aipool.tracing.setup import wanted as tracing_wanted
+from tasks.generate import TASK_NAME, WAITING_REPR, describe
 from workers.edge.withholding import described
-from workers.runtime import hop_runner
+from workers.runtime import cache_front, shared_redis
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,10 @@ class Dispatch:
     queue: str
     kwargs: dict[str, Any]
     kwargsrepr: str
+    #: An answer the response cache gave: :func:`send` writes it as the result, sends nothing.
+    answer: dict[str, Any] | None = None
+    #: Seconds before the message is to be taken (an identical request is being answered).
+    countdown: float | None = None
 
 
 def route(request: dict[str, Any], *, task_id: str | None = None) -> Dispatch:
@@ -47,11 +58,15 @@ def route(request: dict[str, Any], *, task_id: str | None = None) -> Dispatch:
     """
     parsed = parse_request(request)
     request_id = str(task_id or uuid.uuid4())
-    step = hop_runner().dispatch(
+    step = cache_front().dispatch(
         parsed, request_id, journey_id(request_id, request), decide(parsed)
     )
-    if not isinstance(step, Forward):  # a producer never answers: the terminal hop is forwarded
-        raise RuntimeError("routing answered a request in the producer")
+    if isinstance(step, Done):  # the response cache's answer
+        return Dispatch(request_id, "", {}, "", answer=step.result)
+    if isinstance(step, Recheck):  # by name to the router, once the identical one is answered
+        return Dispatch(
+            request_id, step.queue, {"request": request}, WAITING_REPR, countdown=step.delay_s
+        )
     return Dispatch(
         task_id=request_id,
         queue=step.queue,
@@ -63,8 +78,14 @@ def route(request: dict[str, Any], *, task_id: str | None = None) -> Dispatch:
 def send(dispatch: Dispatch, *, app: Celery | None = None, **options: Any) -> AsyncResult:
     """Enqueue a routed request; ``options`` go to Celery's ``send_task`` (``expires``,
     ``priority``...). Returns the ``AsyncResult`` that gets the final answer."""
+    app = app or _default_app()
+    if dispatch.answer is not None:
+        app.backend.store_result(dispatch.task_id, dispatch.answer, "SUCCESS")
+        return AsyncResult(dispatch.task_id, app=app)
+    if dispatch.countdown is not None:
+        options.setdefault("countdown", dispatch.countdown)
     headers = {**(options.pop("headers", None) or {}), **described()}
-    return (app or _default_app()).send_task(
+    return app.send_task(
         TASK_NAME,
         kwargs=dispatch.kwargs,
         kwargsrepr=dispatch.kwargsrepr,
@@ -84,9 +105,24 @@ def submit(request: dict[str, Any], *, app: Celery | None = None, **options: Any
     An invalid request raises :class:`~aipool.errors.InvalidRequest` at once, before anything is
     enqueued; no Redis to send to (``REDIS_URL`` unset and no embedded Redis running) raises
     :class:`~aipool.errors.NoRedis`. ``options`` are passed to Celery's ``send_task``
-    (``task_id``, ``expires``, ``priority``...).
+    (``task_id``, ``expires``, ``priority``...). When the pool traces, the send is the first span
+    of the request's trace (:mod:`aipool.tracing`).
     """
-    return send(route(request, task_id=options.pop("task_id", None)), app=app, **options)
+    _trace_producer()
+    with tracing.span("aipool.submit"):
+        return send(route(request, task_id=options.pop("task_id", None)), app=app, **options)
+
+
+_traced = False
+
+
+def _trace_producer() -> None:
+    # Once per producer process: a producer that traces (AIPOOL_OTLP_ENDPOINT) starts the trace.
+    global _traced
+    if not _traced:
+        _traced = True
+        if tracing_wanted():
+            configure_tracing("producer", redis_client=shared_redis())
 
 
 def _default_app() -> Celery:

@@ -20,6 +20,7 @@ from aipool import lanes
 from aipool.attempt.identity import journey_id
 from aipool.attempt.runner import Done, Drop, Forward
 from aipool.backlog import broker_client, first_seen
+from aipool.cache.front import Recheck
 from aipool.contract import result
 from aipool.contract.journey import Journey
 from aipool.contract.request import Request, parse_request
@@ -28,7 +29,7 @@ from aipool.routing.router import Route, decide, routed_priority
 from aipool.settings import settings
 from workers.edge.withholding import GENERATE, described
 from workers.messages import AnswerWithheldRequest
-from workers.runtime import hop_runner
+from workers.runtime import cache_front
 
 log = logging.getLogger("aipool.tasks")
 
@@ -148,14 +149,14 @@ def generate(self: Task, *args: Any, request: Any = None, journey: Any = None, *
 
 def _hop(
     request_id: str, parsed: Request, name: str, journey: Any, queue: str | None
-) -> Done | Forward | Drop:
-    runner = hop_runner()
+) -> Done | Forward | Drop | Recheck:
+    front = cache_front()
     # The route is this worker's own: what a message says of it decides nothing.
     route = decide(parsed)
     if journey is None:
         # Sent by name: a deadline counts from when the pool first saw it waiting, so time in the
         # router's queue counts against it (issue #29); without one it may go straight on.
-        return runner.dispatch(
+        return front.dispatch(
             parsed,
             request_id,
             name,
@@ -172,8 +173,8 @@ def _hop(
     if received.hop.terminal:
         # A message positioned at the terminal answer: the route record (made when the pool first
         # saw the request) says whether every provider was passed over; a forged one is routed.
-        return runner.start(parsed, request_id, name, route)
-    return runner.run(parsed, request_id, received)
+        return front.runner.start(parsed, request_id, name, route)
+    return front.run(parsed, request_id, received)
 
 
 def _first_seen(queue: str | None, request_id: str) -> float | None:
@@ -196,17 +197,24 @@ def _check_lane(parsed: Request, route: Route, queue: str | None) -> None:
         raise InvalidJourney(f"a routine request arrived on the urgent lane {queue}")
 
 
-def _forward(task: Task, request: Any, step: Forward) -> Any:
+def _forward(task: Task, request: Any, step: Forward | Recheck) -> Any:
     """Same task id on the next queue: the producer's AsyncResult resolves to the last hop's
-    result. The message keeps what its producer asked of it (priority, expiry, time limits)."""
+    result. The message keeps what its producer asked of it (priority, expiry, time limits).
+
+    A :class:`Recheck` goes back by name to the router, without a journey (an identical request
+    is fetching its answer: it looks in the response cache again when it arrives)."""
     options = carried_options(task.request)
     if step.delay_s:
         options["countdown"] = step.delay_s
+    journey = step.journey if isinstance(step, Forward) else None
+    kwargs: dict[str, Any] = {"request": request}
+    if journey is not None:
+        kwargs["journey"] = journey.to_dict()
     signature = task.signature(
-        kwargs={"request": request, "journey": step.journey.to_dict()},
+        kwargs=kwargs,
         queue=step.queue,
         routing_key=step.queue,
-        kwargsrepr=describe(step),
+        kwargsrepr=describe(step) if isinstance(step, Forward) else WAITING_REPR,
         headers=described(),
         **options,
     )
@@ -220,8 +228,12 @@ def _forward(task: Task, request: Any, step: Forward) -> Any:
             str(task.request.id),
             "dispatch_failed",
             f"the request could not be queued for {step.queue}",
-            step.journey,
+            journey,
         )
+
+
+#: What Flower shows of a request waiting for an identical one's answer.
+WAITING_REPR = "{'cache': 'waiting for an identical request'}"
 
 
 def describe(step: Forward) -> str:

@@ -15,6 +15,8 @@ from aipool.backlog import oldest_ages
 from aipool.breaker import breakers_for
 from aipool.breaker.listeners import log_transition
 from aipool.breaker.state import BreakerTransition
+from aipool.cache.front import CacheFront
+from aipool.cache.store import ResponseStore
 from aipool.ledger.db import make_engine
 from aipool.ledger.outbox import OUTBOX
 from aipool.ledger.record import UsageRecord
@@ -24,6 +26,8 @@ from aipool.observers import LedgerObserver
 from aipool.prices.table import completion_cost, cost_usd
 from aipool.quota import quotas_for
 from aipool.redis.url import connect
+from aipool.settings import settings
+from aipool.tracing.setup import wanted as tracing_wanted
 
 
 @cache
@@ -101,11 +105,33 @@ def attempt_book() -> AttemptBook:
 
 @cache
 def hop_runner() -> HopRunner:
-    """The process-wide :class:`HopRunner` (SDK clients and Redis scripts are built once)."""
-    return HopRunner(
+    """The process-wide :class:`HopRunner` (SDK clients and Redis scripts are built once); its
+    steps are spans when the pool traces (:mod:`aipool.tracing.hops`)."""
+    runner = HopRunner(
         attempt_book(),
         observers=[LedgerObserver(usage_log()), observe_attempt, alert_on_missing_model],
         pricing=cost_usd,
         price_completion=completion_cost,
         lane_waits=oldest_ages,
     )
+    if tracing_wanted():
+        # deferred: only a pool that traces loads the tracing wrappers
+        from aipool.tracing.hops import trace_hops
+
+        trace_hops(runner)
+    return runner
+
+
+@cache
+def response_store() -> ResponseStore:
+    """The response cache's entries on the shared Redis (:mod:`aipool.cache`)."""
+    current = settings()
+    return ResponseStore(
+        shared_redis(), max_bytes=current.cache_max_bytes, lead_s=current.cache_wait_s
+    )
+
+
+@cache
+def cache_front() -> CacheFront:
+    """The hop runner with the response cache in front: what the tasks and ``submit()`` call."""
+    return CacheFront(hop_runner(), response_store)

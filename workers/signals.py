@@ -18,6 +18,7 @@ from celery.signals import (
     task_postrun,
     task_prerun,
     worker_init,
+    worker_process_init,
     worker_process_shutdown,
     worker_ready,
 )
@@ -31,6 +32,7 @@ from aipool.redis.persistence import persistence_warning
 from aipool.redis.url import redis_url
 from aipool.settings import settings
 from aipool.settings.startup import below_adr_notes, check_at_start
+from aipool.tracing import setup as tracing_setup
 from aipool.views.pool_location import shown_url
 from workers.runtime import shared_redis, usage_log
 
@@ -56,6 +58,7 @@ def _refuse_invalid_settings(**_: Any) -> None:
     # instead of serving with a limit that does not apply.
     try:
         check_at_start()
+        tracing_setup.check_installed()
     except SettingsError as exc:
         print(f"aipool: {exc}", file=sys.stderr, flush=True)
         raise SystemExit(1) from None
@@ -133,6 +136,23 @@ def _forget_process_metrics(pid: int | None = None, **_: Any) -> None:
         multiprocess.mark_process_dead(pid or os.getpid())
 
 
+def _start_tracing(**_: Any) -> None:
+    # In each pool process, after the fork: a span exporter's thread does not survive one. Off
+    # (no AIPOOL_OTLP_ENDPOINT, no AIPOOL_TRACE_FILE), nothing is loaded (aipool/tracing).
+    try:
+        tracing_setup.configure("worker", redis_client=shared_redis())
+    except Exception:
+        log.exception("tracing not started in this process; it serves untraced")
+
+
+def _flush_spans(**_: Any) -> None:
+    # The process's last spans go before it ends (the exporter's batch would be lost).
+    try:
+        tracing_setup.flush()
+    except Exception:
+        log.debug("spans not flushed", exc_info=True)
+
+
 def _migrate_ledger(**_: Any) -> None:
     # Every worker may try: migrations run under an advisory lock and are a no-op when current.
     # A database that is down must not keep a worker from serving: usage waits in Redis.
@@ -168,6 +188,8 @@ def connect() -> None:
     worker_init.connect(_import_provider_sdks)
     worker_init.connect(_start_metrics_server)
     worker_process_shutdown.connect(_forget_process_metrics)
+    worker_process_init.connect(_start_tracing)
+    worker_process_shutdown.connect(_flush_spans)
     worker_ready.connect(_migrate_ledger)
     task_prerun.connect(_hold_usage_records)
     task_postrun.connect(_push_held_usage_records)

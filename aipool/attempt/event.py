@@ -18,7 +18,8 @@ class AttemptEvent:
     ``booked``: the attempt script already booked this row in the ledger (a call's outcome), so
     the ledger observer leaves it alone. ``replayed``: an earlier delivery already reported this
     attempt (metrics do not count it twice). ``estimated``: the tokens are the estimate of a call
-    that may have been billed without a usage report.
+    that may have been billed without a usage report. ``saved_usd``: of an answer from the
+    response cache (outcome ``cached``), what the answer cost when a provider gave it.
     """
 
     request_id: str
@@ -36,6 +37,7 @@ class AttemptEvent:
     booked: bool = False
     replayed: bool = False
     estimated: bool = False
+    saved_usd: Decimal = Decimal(0)
 
 
 Observer = Callable[[AttemptEvent], None]

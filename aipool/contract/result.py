@@ -8,6 +8,7 @@ from typing import Any
 from aipool.contract.journey import Journey
 from aipool.contract.request import Completion
 from aipool.contract.vocabulary import ErrorCode
+from aipool.tracing import current_trace_id
 
 CONTRACT_VERSION = 1
 
@@ -19,6 +20,9 @@ def _base(request_id: str, journey: Journey | None, now: float | None = None) ->
         "route": journey.route.to_dict() if journey else None,
         "attempts": [a.to_dict() for a in journey.attempts] if journey else [],
         "latency_ms": round(journey.elapsed_s(now) * 1000, 2) if journey else 0.0,
+        "cached": False,
+        "saved_usd": 0.0,
+        "trace_id": current_trace_id(),
     }
 
 
@@ -29,10 +33,14 @@ def answered(
     completion: Completion,
     cost_usd: Decimal,
     now: float | None = None,
+    *,
+    saved_usd: Decimal | None = None,
 ) -> dict[str, Any]:
     """A model answered: ``status`` ``ok``. ``now`` is the pool's time (latency is measured
-    from when the pool first saw the request, on the same clock)."""
-    return {
+    from when the pool first saw the request, on the same clock). With ``saved_usd`` the answer
+    came from the response cache: ``cached`` true, nothing billed, ``saved_usd`` what it cost
+    when a provider gave it."""
+    answer = {
         **_base(request_id, journey, now),
         "status": "ok",
         "content": completion.text,
@@ -50,6 +58,10 @@ def answered(
         "cost_usd": float(cost_usd),
         "error": None,
     }
+    if saved_usd is not None:
+        answer["cached"] = True
+        answer["saved_usd"] = float(saved_usd)
+    return answer
 
 
 def terminal(

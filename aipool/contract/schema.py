@@ -402,6 +402,17 @@ class Result(BaseModel):
     route: Route | None
     attempts: list[Attempt]
     error: ResultError | None
+    cached: bool = Field(
+        default=False,
+        description="answered from the response cache: no provider called, cost_usd 0",
+    )
+    saved_usd: float = Field(
+        default=0.0, ge=0, description="of a cached answer: what it cost when a provider gave it"
+    )
+    trace_id: str | None = Field(
+        default=None,
+        description="the request's OpenTelemetry trace (32 hex digits) when the pool traces",
+    )
 
 
 def contract_schema() -> dict[str, Any]:

@@ -33,6 +33,7 @@ Outcome = Literal[
     "guard_unavailable",
     "rate_limited",
     "skipped",
+    "cached",
 ]
 
 
@@ -109,6 +110,12 @@ OUTCOME_TERMS: dict[Outcome, Term] = {
         "限流暫停",
     ),
     "skipped": Term("skipped for a reason older records did not name", "other", "其他"),
+    "cached": Term(
+        "answered from the response cache: the same question's earlier answer, no provider "
+        "called, $0 (aipool.cache)",
+        "cached",
+        "快取回答",
+    ),
 }
 
 #: Each outcome's meaning (the JSON Schema's descriptions).
@@ -118,9 +125,13 @@ OUTCOME_MEANINGS: dict[Outcome, str] = {name: t.meaning for name, t in OUTCOME_T
 CALLED_OUTCOMES: tuple[Outcome, ...] = ("ok", "error", "abandoned")
 #: The chain's terminal hop: it answers, it calls nobody.
 TERMINAL_OUTCOMES: tuple[Outcome, ...] = ("fallback", "refused")
+#: Answers the response cache gave: no call, no charge; the ledger keeps what each saved.
+CACHED_OUTCOMES: tuple[Outcome, ...] = ("cached",)
 #: Hops passed over without a call: reports count each under its outcome's word.
 SKIP_OUTCOMES: tuple[Outcome, ...] = tuple(
-    name for name in OUTCOME_TERMS if name not in (*CALLED_OUTCOMES, *TERMINAL_OUTCOMES)
+    name
+    for name in OUTCOME_TERMS
+    if name not in (*CALLED_OUTCOMES, *TERMINAL_OUTCOMES, *CACHED_OUTCOMES)
 )
 
 #: How a call to a provider failed (``Attempt.code``, the reason ``aipool report`` counts a

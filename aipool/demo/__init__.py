@@ -4,7 +4,10 @@ It starts, in a fresh data directory of its own: an embedded Redis, the loopback
 simulators, a loopback alert channel and a real ``celery worker`` serving every queue. Then it
 tells the story (:mod:`aipool.demo.story`): routing, an Ollama outage with its breaker opening
 and closing, Gemini's quota running out, tool calls and their refusal, the static answer, the
-budget alert firing once. At the end it drains the ledger, checks that it adds up, writes a
+budget alert firing once, a repeated question answered from the response cache with what it
+saved. Every process traces into ``trace-all.jsonl`` (the console exporter, one span a line), and
+the trace of the first request that failed over is written to ``failover-trace.jsonl`` beside the
+report. At the end it drains the ledger, checks that it adds up, writes a
 Markdown and JSON report and a PNG chart to the folder it names, and stops everything it started,
 also on Ctrl-C, SIGTERM or a failed step. Exit code 0 when every step behaved as the story says,
 1 otherwise. It never talks to a real provider and never touches a Redis or database of the
@@ -14,6 +17,7 @@ caller's: ``REDIS_URL`` and ``DATABASE_URL`` are ignored.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import tempfile
@@ -27,7 +31,15 @@ from rich.table import Table
 
 from aipool.children import Child, signals_end_the_command, wait_until
 from aipool.cli.worker import worker_argv
-from aipool.demo.settings import BASE_URL_ENV, KEYS, SHORTENED, inherited
+from aipool.demo.settings import (
+    BASE_URL_ENV,
+    CACHE_SECRET,
+    KEYS,
+    SHORTENED,
+    TRACE_BATCH_MS,
+    cached_routes,
+    inherited,
+)
 from aipool.redis.embedded import EmbeddedRedis
 
 #: Seconds the worker has to answer a ping after it was started (importing the SDKs is slow).
@@ -38,13 +50,22 @@ ALERT_DELIVERY_S = 10.0
 DEMO_DIR_ENV = "AIPOOL_DEMO_DIR"
 
 
-def _environment(data_dir: Path) -> None:
+def _environment(data_dir: Path, out: Path) -> None:
     for name in [n for n in os.environ if not inherited(n)]:
         del os.environ[name]
     for s in SHORTENED:
         os.environ[s.env] = s.value
     os.environ.update(KEYS)
     os.environ[DEMO_DIR_ENV] = str(data_dir)
+    # The response cache on for one service, and every process tracing into one file.
+    from aipool.routing.table import DEFAULT_ROUTES_FILE
+
+    routes = data_dir / "routes.toml"
+    routes.write_text(cached_routes(DEFAULT_ROUTES_FILE.read_text(encoding="utf-8")), "utf-8")
+    os.environ["AIPOOL_ROUTES_FILE"] = str(routes)
+    os.environ["AIPOOL_CACHE_SECRET"] = CACHE_SECRET
+    os.environ["AIPOOL_TRACE_FILE"] = str(out / "trace-all.jsonl")
+    os.environ["OTEL_BSP_SCHEDULE_DELAY"] = TRACE_BATCH_MS
 
 
 def _worker(data_dir: Path) -> Child:
@@ -105,6 +126,30 @@ def _tell(stage: Any, console: Console) -> None:
                 )
                 return
             progress.advance(task)
+
+
+def _keep_failover_trace(stage: Any, out: Path, console: Console) -> None:
+    """Write the spans of the first request that failed over to ``failover-trace.jsonl`` and
+    print its timeline (a check of the story: the trace covers every hop)."""
+    from aipool.demo.traces import failover_trace, timeline
+    from aipool.tracing.setup import flush
+
+    flush()
+    spans = failover_trace(stage.failover_trace_id, out / "trace-all.jsonl", wait_s=10.0)
+    path = out / "failover-trace.jsonl"
+    path.write_text("".join(json.dumps(s, ensure_ascii=False) + "\n" for s in spans), "utf-8")
+    console.rule("The trace of a request that failed over (Ollama down, Gemini answered)")
+    for line in timeline(spans):
+        console.print(f"  {line}", highlight=False)
+    names = {s["name"] for s in spans}
+    stage.check(
+        "tracing",
+        "one trace covers the send, the routing, both hops with their queue waits, and the result",
+        {"aipool.submit", "aipool.route", "aipool.queue_wait", "aipool.call", "aipool.result"}
+        <= names
+        and sum(s["name"] == "run/ai.generate" for s in spans) == 2,
+        f"{len(spans)} spans in {path.name}",
+    )
 
 
 def _findings(stage: Any, sink: Any, worker: Child, processes: dict[str, int]) -> Any:
@@ -176,7 +221,9 @@ def run_demo(
     with signals_end_the_command(), contextlib.ExitStack() as cleanup:
         if not keep:
             cleanup.callback(shutil.rmtree, data_dir, ignore_errors=True)
-        _environment(data_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "trace-all.jsonl").unlink(missing_ok=True)
+        _environment(data_dir, out)
 
         ledger = f"sqlite:///{data_dir / 'aipool.db'}"
         redis_server = EmbeddedRedis(data_dir, owner="aipool demo", database_url=ledger)
@@ -216,6 +263,7 @@ def run_demo(
 
         stage = Stage(console=console, sim=sim, redis=connect(running.redis_url))
         _tell(stage, console)
+        _keep_failover_trace(stage, out, console)
         console.rule("The ledger, the breakers, the alerts")
         findings = _findings(stage, sink, worker, started)
         closing_checks(stage, findings)

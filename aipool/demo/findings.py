@@ -176,9 +176,7 @@ def as_json(f: Findings) -> dict[str, Any]:
         "hops": f.attempts,
         "pending": f.pending,
         "cost_usd": str(f.cost),
-        "providers": [
-            {**asdict(s), "failed": s.failed, "cost_usd": str(s.cost_usd)} for s in f.summaries
-        ],
+        "providers": [s.to_json() for s in f.summaries],
         "transitions": [asdict(t) for t in f.transitions],
         "alerts": [asdict(a) for a in f.alerts],
         "checks": [asdict(c) for c in f.checks],
@@ -191,6 +189,8 @@ def as_json(f: Findings) -> dict[str, Any]:
                 "status": s.answer.get("status"),
                 "provider": s.answer.get("provider"),
                 "cost_usd": s.answer.get("cost_usd"),
+                "cached": bool(s.answer.get("cached")),
+                "saved_usd": s.answer.get("saved_usd", 0.0),
             }
             for s in f.sent
         ],

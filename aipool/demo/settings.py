@@ -38,6 +38,25 @@ SHORTENED = (
     Shortened("AIPOOL_TIMEOUT_NEMOTRON", "3", "60 s", ""),
 )
 
+#: The response cache's key in the demo (a real pool reads its own from a secret).
+CACHE_SECRET = "demo-cache-secret"
+#: The service whose questions the demo's cache answers (its route table turns the cache on for
+#: it alone, and for the complexity_high rule: questions Gemini answers, so a hit saves money).
+CACHED_SERVICE = "faq"
+#: Spans are batched: the demo's processes write theirs to the trace file this often (ms).
+TRACE_BATCH_MS = "500"
+
+
+def cached_routes(packaged: str) -> str:
+    """The packaged route table with the response cache on for the ``complexity_high`` rule and
+    the :data:`CACHED_SERVICE`."""
+    rule = 'name = "complexity_high"\n'
+    if rule not in packaged:
+        raise ValueError("the packaged route table has no complexity_high rule")
+    cached = packaged.replace(rule, rule + "cache_ttl_s = 86400\n", 1)
+    return cached + f'\n[services.{CACHED_SERVICE}]\nname = "FAQ"\ncache = true\n'
+
+
 #: Variables of the caller's shell the demo must not inherit: it runs on its own embedded Redis
 #: and ledger and exports no metrics port. Every ``AIPOOL_`` setting is dropped too (limits,
 #: routes, prices, alert channels), but for these two.

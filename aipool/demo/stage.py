@@ -61,6 +61,8 @@ class Stage:
     sent: list[Sent] = field(default_factory=list)
     checks: list[Check] = field(default_factory=list)
     marks: list[tuple[float, str]] = field(default_factory=list)
+    #: The trace of the first request that failed over (the outage scene's first question).
+    failover_trace_id: str | None = None
 
     def now(self) -> float:
         """Seconds since the demo started."""

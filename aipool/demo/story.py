@@ -89,6 +89,8 @@ def outage(stage: Stage) -> None:
     stage.mark("Ollama down")
     for i in range(1, 4):
         answer = stage.send(scene, f"question {i} while Ollama is down", SIMPLE_EN)
+        if i == 1:
+            stage.failover_trace_id = answer.get("trace_id")
         first = _first(answer)
         stage.check(
             scene,
@@ -117,6 +119,40 @@ def outage(stage: Stage) -> None:
     stage.check(scene, "the trial call went to Ollama", answer.get("provider") == "ollama")
     stage.check(
         scene, "Ollama's breaker closed again", stage.breaker("ollama")["state"] == "closed"
+    )
+
+
+#: A question Gemini answers first (QUERY, complexity 4: the complexity_high rule, which the
+#: demo's route table keeps answers of for the faq service).
+FAQ = {
+    "prompt": (
+        "What are the trade-offs between running PostgreSQL on Kubernetes with StatefulSets and "
+        "using a managed database, considering failover, backups, storage performance and "
+        "upgrade strategy across three regions?"
+    ),
+    "service": "faq",
+}
+
+
+def cache(stage: Stage) -> None:
+    """The same question twice from a service with the response cache on: one call, one hit."""
+    scene = "response cache"
+    first = stage.send(scene, "a question from the FAQ service", FAQ)
+    again = stage.send(scene, "the same question again", FAQ)
+    stage.check(
+        scene,
+        "a provider answered it the first time, at a cost",
+        first.get("status") == "ok" and not first.get("cached") and first.get("cost_usd", 0) > 0,
+        f"{first.get('provider')}, ${first.get('cost_usd', 0):.6f}",
+    )
+    stage.check(
+        scene,
+        "the second came from the cache: no provider asked, $0, saving what the first cost",
+        bool(again.get("cached"))
+        and again.get("cost_usd") == 0
+        and again.get("saved_usd") == first.get("cost_usd")
+        and again.get("content") == first.get("content"),
+        f"saved ${again.get('saved_usd', 0):.6f}, {again.get('latency_ms', 0):.0f} ms",
     )
 
 
@@ -194,6 +230,7 @@ def budget(stage: Stage) -> None:
 
 SCENES: tuple[tuple[str, Callable[[Stage], None]], ...] = (
     ("Routing by intent and complexity", routing),
+    ("A repeated question from the cache", cache),
     ("Ollama goes down and comes back", outage),
     ("Gemini's quota runs out", quota),
     ("Tool calls", tools),

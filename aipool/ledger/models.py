@@ -143,6 +143,11 @@ class UsageLogRow(Base):
     estimated: Mapped[bool] = mapped_column(Boolean, default=False)
     # The service that sent the request, as the route table declares it, else "other".
     service: Mapped[str] = mapped_column(String(64), default="other")
+    # An answer from the response cache (outcome "cached") costs $0: what it cost when a
+    # provider gave it, which this hit saved.
+    saved_usd: Mapped[Decimal] = mapped_column(Money, default=Decimal(0))
+    # The request's trace when the pool traces (aipool.tracing): from a row to its trace.
+    trace_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
     # When the call started (aipool.ledger.spend: a call belongs to the day it started).
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     # Arrival, not the call: the ledger clock's number of the write that stored the row (NULL

@@ -67,6 +67,11 @@ class UsageRecord:
     estimated: bool = False
     #: The service that sent the request (declared in the route table, else ``other``).
     service: str = "other"
+    #: Of an answer from the response cache (outcome ``cached``, $0): what it cost when a
+    #: provider gave it, so what this hit saved.
+    saved_usd: Decimal = Decimal(0)
+    #: The request's trace (32 hex digits) when the pool traces (:mod:`aipool.tracing`).
+    trace_id: str | None = None
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
@@ -81,6 +86,7 @@ class UsageRecord:
         # A shallow copy: every field is a scalar (asdict's deep copy costs a hop ~0.1 ms).
         data: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
         data["cost_usd"] = str(self.cost_usd)
+        data["saved_usd"] = str(self.saved_usd)
         data["created_at"] = self.created_at.astimezone(UTC).isoformat()
         data["id"] = str(self.id)
         return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
@@ -92,6 +98,7 @@ class UsageRecord:
         known = set(cls.__dataclass_fields__)
         data = {k: v for k, v in data.items() if k in known}
         data["cost_usd"] = Decimal(str(data.get("cost_usd", "0")))
+        data["saved_usd"] = Decimal(str(data.get("saved_usd", "0")))
         data["created_at"] = datetime.fromisoformat(data["created_at"]).astimezone(UTC)
         if "id" in data:
             data["id"] = uuid.UUID(data["id"])

@@ -15,7 +15,7 @@ from decimal import Decimal
 
 from sqlalchemy import Engine, case, func, select
 
-from aipool.contract.vocabulary import CALLED_OUTCOMES
+from aipool.contract.vocabulary import CACHED_OUTCOMES, CALLED_OUTCOMES
 from aipool.ledger.models import usage_logs
 from aipool.ledger.spend import Spend
 from aipool.periods import day_range, month_range
@@ -28,6 +28,9 @@ class ServiceUsage:
     service: str
     requests: int = 0
     providers: dict[str, Spend] = field(default_factory=dict)
+    #: Requests the response cache answered ($0 each), and what those answers had cost.
+    cached: int = 0
+    saved_usd: Decimal = Decimal(0)
 
     def of(self, provider: str) -> Spend:
         """What this service used of ``provider`` (zero when it did not reach it)."""
@@ -77,6 +80,11 @@ def service_usage(engine: Engine, start: datetime, end: datetime) -> dict[str, S
         .where(*in_range)
         .group_by(t.service)
     )
+    hits = (
+        select(t.service, func.count(), func.coalesce(func.sum(t.saved_usd), 0))
+        .where(*in_range, t.outcome.in_(CACHED_OUTCOMES))
+        .group_by(t.service)
+    )
     providers: dict[str, dict[str, Spend]] = {}
     with engine.connect() as conn:
         for service, provider, calls, tokens_in, tokens_out, cost in conn.execute(by_provider):
@@ -84,8 +92,14 @@ def service_usage(engine: Engine, start: datetime, end: datetime) -> dict[str, S
                 int(calls or 0), int(tokens_in), int(tokens_out), _money(cost)
             )
         counted = {service: int(n) for service, n in conn.execute(requests)}
+        saved = {service: (int(n), _money(usd)) for service, n, usd in conn.execute(hits)}
     return {
-        service: ServiceUsage(service, counted.get(service, 0), providers.get(service, {}))
+        service: ServiceUsage(
+            service,
+            counted.get(service, 0),
+            providers.get(service, {}),
+            *saved.get(service, (0, Decimal(0))),
+        )
         for service in sorted(set(providers) | set(counted))
     }
 

@@ -14,13 +14,14 @@ from __future__ import annotations
 import re
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, tzinfo
 from decimal import Decimal
+from typing import Any
 
 from sqlalchemy import Engine, func, select
 
-from aipool.contract.vocabulary import TERMINAL_OUTCOMES, outcome_named
+from aipool.contract.vocabulary import CACHED_OUTCOMES, TERMINAL_OUTCOMES, outcome_named
 from aipool.ledger.models import UsageLogRow
 from aipool.periods import day_range, month_range, pool_zone
 
@@ -44,6 +45,10 @@ class ProviderSummary:
     cost_usd: Decimal = Decimal(0)
     p50_ms: float | None = None
     p95_ms: float | None = None
+    #: Requests the response cache answered with this provider's earlier answer ($0 each).
+    cached: int = 0
+    #: What those answers cost when the provider gave them: what the cache saved.
+    saved_usd: Decimal = Decimal(0)
 
     @property
     def failed(self) -> int:
@@ -53,6 +58,15 @@ class ProviderSummary:
     @property
     def tokens(self) -> int:
         return self.input_tokens + self.output_tokens
+
+    def to_json(self) -> dict[str, Any]:
+        """Every count as JSON: amounts as strings, exact, and ``failed`` beside its reasons."""
+        return {
+            **asdict(self),
+            "failed": self.failed,
+            "cost_usd": str(self.cost_usd),
+            "saved_usd": str(self.saved_usd),
+        }
 
 
 def failure_reason(error_message: str | None) -> str:
@@ -87,16 +101,18 @@ def summarize(engine: Engine, start: datetime, end: datetime) -> list[ProviderSu
                 func.coalesce(func.sum(t.input_tokens), 0),
                 func.coalesce(func.sum(t.output_tokens), 0),
                 func.coalesce(func.sum(t.cost_usd), 0),
+                func.coalesce(func.sum(t.saved_usd), 0),
             )
             .where(*in_range)
             .group_by(t.provider, t.outcome, t.error_message)
         )
-        for provider, outcome, error, count, tokens_in, tokens_out, cost in grouped:
+        for provider, outcome, error, count, tokens_in, tokens_out, cost, saved in grouped:
             s = summaries.setdefault(provider, ProviderSummary(provider))
             _count(s, outcome, error, int(count))
             s.input_tokens += int(tokens_in)
             s.output_tokens += int(tokens_out)
             s.cost_usd += Decimal(cost)
+            s.saved_usd += Decimal(saved)
         for provider, latency in conn.execute(
             select(t.provider, t.latency_ms).where(
                 *in_range, t.outcome.in_(("ok", "error")), t.latency_ms.is_not(None)
@@ -109,6 +125,7 @@ def summarize(engine: Engine, start: datetime, end: datetime) -> list[ProviderSu
         summaries[provider].p95_ms = percentile(values, 0.95)
     for s in summaries.values():
         s.cost_usd = s.cost_usd.quantize(Decimal("0.000001"))
+        s.saved_usd = s.saved_usd.quantize(Decimal("0.000001"))
     return [summaries[p] for p in sorted(summaries)]
 
 
@@ -126,6 +143,9 @@ def _count(s: ProviderSummary, outcome: str, error: str | None, count: int) -> N
         s.calls += count
         s.failures["abandoned"] = s.failures.get("abandoned", 0) + count
     elif outcome in TERMINAL_OUTCOMES:
+        s.answered += count
+    elif outcome in CACHED_OUTCOMES:
+        s.cached += count
         s.answered += count
     else:
         # Counted by its outcome; the views give each its word (aipool.contract.vocabulary).

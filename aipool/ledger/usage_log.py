@@ -201,6 +201,8 @@ def _row(record: UsageRecord) -> dict[str, Any]:
         "cost_usd": rec.cost_usd,
         "estimated": rec.estimated,
         "service": rec.service,
+        "saved_usd": rec.saved_usd,
+        "trace_id": rec.trace_id,
         "created_at": rec.created_at,
     }
 

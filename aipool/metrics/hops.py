@@ -61,6 +61,13 @@ COST = Counter(
     "Cost of answered calls in USD, by provider and service.",
     ["provider", "service"],
 )
+#: What answers from the response cache saved: each hit's answer's cost when a provider gave it.
+SAVED = Counter(
+    "aipool_cache_saved_usd",
+    "What answers from the response cache saved, in USD, by the provider whose answer was kept "
+    "and the service.",
+    ["provider", "service"],
+)
 LATENCY = Histogram(
     "aipool_call_latency_seconds",
     "Latency of model calls that reached the provider.",
@@ -91,6 +98,8 @@ def observe_attempt(event: AttemptEvent) -> None:
     code = failure_code(event.attempt)
     if code is not None:
         FAILURES.labels(provider, code).inc()
+    if event.saved_usd:
+        SAVED.labels(provider, service).inc(float(event.saved_usd))
     if event.attempt.outcome in ("ok", "error") and event.attempt.latency_ms:
         LATENCY.labels(provider).observe(event.attempt.latency_ms / 1000)
     completion = event.completion

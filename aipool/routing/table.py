@@ -10,6 +10,8 @@ on the next decision, an unchanged one is not parsed again.
 from __future__ import annotations
 
 import difflib
+import hashlib
+import json
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -31,7 +33,9 @@ CHAIN_KINDS = ("general", "tools")
 TOOL_CAPABLE = frozenset(name for name, facts in CATALOG.items() if facts.tools)
 
 _CONDITION_KEYS = frozenset({"intents", "min_complexity", "max_complexity", "priorities", "tools"})
-_ACTION_KEYS = frozenset({"provider", "model", "chain", "tier", "thinking", "on_refusal"})
+_ACTION_KEYS = frozenset(
+    {"provider", "model", "chain", "tier", "thinking", "on_refusal", "cache_ttl_s"}
+)
 #: What a rule may say a model's refusal does: end the chain, or ask the next provider.
 REFUSAL_ACTIONS = ("end", "next")
 _KEYS = _CONDITION_KEYS | _ACTION_KEYS | {"name"}
@@ -61,6 +65,9 @@ class Rule:
     #: ``end``: a model's refusal ends the chain; ``next``: the next provider is asked; None:
     #: the chain's default (:data:`aipool.chains.REFUSAL_ENDS`).
     on_refusal: str | None = None
+    #: How long an answer to a request this rule routes is kept in the response cache (s);
+    #: None: never cached (:mod:`aipool.cache`).
+    cache_ttl_s: int | None = None
 
     def matches(self, *, intent: str, complexity: int, priority: str, has_tools: bool) -> bool:
         """Whether every condition of this rule holds."""
@@ -86,7 +93,19 @@ class Rule:
 OTHER_SERVICE = "other"
 #: The per-provider daily limits a service may be given a share of.
 SHARE_KEYS = ("daily_tokens", "daily_requests")
-_SERVICE_KEYS = ("name", "owner", "monthly_budget_usd", "max_priority", "shares")
+_SERVICE_KEYS = (
+    "name",
+    "owner",
+    "monthly_budget_usd",
+    "max_priority",
+    "shares",
+    "cache",
+    "cache_scope",
+)
+#: Intents whose answers are never cached unless ``[cache] never_intents`` says otherwise: an
+#: alert's triage reads live data, and a tool call is an act to run, never a text to replay.
+NEVER_CACHED_INTENTS = ("ALERT_TRIAGE", "TOOL_CALL")
+_CACHE_KEYS = ("never_intents",)
 
 
 @dataclass(frozen=True)
@@ -97,7 +116,9 @@ class Service:
     ``shares``: per provider, the fraction of a daily limit it may use (``{"gemini":
     {"daily_tokens": 0.1}}``); ``max_priority``: the highest priority its requests are routed
     with (``normal``: its requests never start at Claude as ``critical`` would). ``owner`` is who
-    its budget alerts go to (an e-mail address or a webhook URL).
+    its budget alerts go to (an e-mail address or a webhook URL). ``cache``: whether its
+    requests may be answered from the response cache (off by default); ``cache_scope``: the
+    entries it reads and writes, its own (its name) unless services name the same scope to share.
     """
 
     key: str
@@ -106,6 +127,13 @@ class Service:
     monthly_budget_usd: Decimal | None = None
     max_priority: str | None = None
     shares: dict[str, dict[str, float]] = field(default_factory=dict)
+    cache: bool = False
+    cache_scope: str = ""
+
+    @property
+    def scope(self) -> str:
+        """The response cache's entries this service reads and writes."""
+        return self.cache_scope or self.key
 
 
 @dataclass(frozen=True)
@@ -118,6 +146,11 @@ class RouteTable:
     context_windows: dict[str, int] = field(default_factory=dict)
     #: The services that share the pool, by name (``[services.<name>]``).
     services: dict[str, Service] = field(default_factory=dict)
+    #: Intents never answered from the response cache, whatever their rule says.
+    never_cached: frozenset[str] = frozenset(NEVER_CACHED_INTENTS)
+    #: A digest of the table's content: the response cache keys entries by it, so an edited
+    #: table answers no request with what the old one routed.
+    version: str = ""
 
     def service_of(self, named: str | None) -> str:
         """What a request naming ``named`` is counted as: a declared service, else ``other``."""
@@ -188,6 +221,16 @@ def _rule(raw: Any, index: int) -> Rule:
     on_refusal = raw.get("on_refusal")
     if on_refusal is not None and on_refusal not in REFUSAL_ACTIONS:
         raise RouteTableError(f"{where}: 'on_refusal' must be one of {', '.join(REFUSAL_ACTIONS)}")
+    cache_ttl_s = raw.get("cache_ttl_s")
+    if cache_ttl_s is not None and (
+        isinstance(cache_ttl_s, bool) or not isinstance(cache_ttl_s, int) or cache_ttl_s < 1
+    ):
+        raise RouteTableError(f"{where}: 'cache_ttl_s' must be a whole number of seconds, >= 1")
+    if cache_ttl_s is not None and (chain == "tools" or tools is True):
+        raise RouteTableError(
+            f"{where}: tool calls are never cached (an answer there is an act to run); remove "
+            "'cache_ttl_s'"
+        )
     return Rule(
         name=name,
         provider=provider,
@@ -201,6 +244,7 @@ def _rule(raw: Any, index: int) -> Rule:
         tier=tier,
         thinking=None if thinking is None else float(thinking),
         on_refusal=on_refusal,
+        cache_ttl_s=cache_ttl_s,
     )
 
 
@@ -218,7 +262,7 @@ def _not_a_key(key: str, valid: tuple[str, ...] = tuple(sorted(_KEYS))) -> str:
 
 def parse_table(data: dict[str, Any], source: str = "<data>") -> RouteTable:
     """Build a table from parsed TOML (``{"rules": [...]}``); raise :class:`RouteTableError`."""
-    sections = ("rules", "context_windows", "services")
+    sections = ("rules", "context_windows", "services", "cache")
     extra = sorted(set(data) - set(sections))
     if extra:
         raise RouteTableError(f"{source}: {'; '.join(_not_a_key(key, sections) for key in extra)}")
@@ -235,7 +279,32 @@ def parse_table(data: dict[str, Any], source: str = "<data>") -> RouteTable:
         source=source,
         context_windows=_windows(data.get("context_windows", {}), source),
         services=_services(data.get("services", {}), source),
+        never_cached=_never_cached(data.get("cache", {}), source),
+        version=hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[
+            :16
+        ],
     )
+
+
+def _never_cached(raw: Any, source: str) -> frozenset[str]:
+    """``[cache]``: the intents never answered from the response cache."""
+    if not isinstance(raw, dict):
+        raise RouteTableError(f"{source}: 'cache' must be a table")
+    unknown = sorted(set(raw) - set(_CACHE_KEYS))
+    if unknown:
+        raise RouteTableError(
+            f"{source}: cache: {'; '.join(_not_a_key(k, _CACHE_KEYS) for k in unknown)}"
+        )
+    intents = raw.get("never_intents", list(NEVER_CACHED_INTENTS))
+    known = {i.value for i in Intent}
+    if not isinstance(intents, list) or not all(
+        isinstance(i, str) and i.upper() in known for i in intents
+    ):
+        raise RouteTableError(
+            f"{source}: cache.never_intents must be a list of intents ({', '.join(sorted(known))})"
+        )
+    # A tool call is an act to run: never replayed, whatever the table says.
+    return frozenset(i.upper() for i in intents) | {"TOOL_CALL"}
 
 
 def _services(raw: Any, source: str) -> dict[str, Service]:
@@ -267,6 +336,14 @@ def _services(raw: Any, source: str) -> dict[str, Service]:
         ceiling = spec.get("max_priority")
         if ceiling is not None and ceiling not in PRIORITIES:
             raise RouteTableError(f"{where}: 'max_priority' must be one of {', '.join(PRIORITIES)}")
+        cache = spec.get("cache", False)
+        if not isinstance(cache, bool):
+            raise RouteTableError(f"{where}: 'cache' must be true or false")
+        scope = spec.get("cache_scope", "")
+        if scope != "" and (not isinstance(scope, str) or not SERVICE_NAME.fullmatch(scope)):
+            raise RouteTableError(
+                f"{where}: 'cache_scope' must be a name of letters, digits, '-', '_' or '.'"
+            )
         services[key] = Service(
             key=key,
             name=str(spec.get("name") or key),
@@ -274,6 +351,8 @@ def _services(raw: Any, source: str) -> dict[str, Service]:
             monthly_budget_usd=budget,
             max_priority=ceiling,
             shares=_shares(spec.get("shares", {}), where),
+            cache=cache,
+            cache_scope=scope,
         )
     return services
 

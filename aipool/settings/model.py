@@ -217,6 +217,22 @@ class Settings(BaseSettings):
     #: them; off, a running Flower still turns them on in every worker it reaches (its periodic
     #: ``enable_events``), and a pool without Flower saves their cost on every hop.
     task_events: bool = True
+    #: The key of the response cache's HMAC (``AIPOOL_CACHE_SECRET``): entries are named by a
+    #: keyed hash of what decides an answer, so reading Redis tells nothing of what was asked.
+    #: Unset, nothing is cached, whatever the route table says (:mod:`aipool.cache`).
+    cache_secret: SecretStr | None = None
+    #: The most the response cache holds in Redis, entries and their index (least recently used
+    #: entries go first beyond it).
+    cache_max_bytes: PositiveInt = 64 * 1024 * 1024
+    #: Requests asking for a higher temperature are never cached (each asks for a new answer).
+    cache_max_temperature: float = Field(default=0.5, ge=0, le=2)
+    #: How long identical requests wait for the first one's answer before they ask a provider.
+    cache_wait_s: Seconds = 30.0
+    #: Where spans go, OTLP over HTTP (``http://collector:4318``); unset with no
+    #: ``AIPOOL_TRACE_FILE``, nothing is traced (:mod:`aipool.tracing`).
+    otlp_endpoint: str | None = None
+    #: A file every span is written to as JSON, one object per span (the console exporter).
+    trace_file: Path | None = None
     metrics_port: int = Field(default=9808, ge=1, le=65535)
     prometheus_multiproc_dir: Path | None = None
     secrets_dir: Path = Path("/run/secrets")
@@ -333,6 +349,21 @@ class Settings(BaseSettings):
                 "or sqlite:///var/aipool.db)"
             ) from None
         return value
+
+    @field_validator("otlp_endpoint")
+    @classmethod
+    def _otlp_endpoint(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(value.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(
+                "is not an OTLP/HTTP endpoint (e.g. http://otel-collector:4318; spans are "
+                "posted to its /v1/traces)"
+            )
+        return value.strip().rstrip("/")
 
     @field_validator("timezone")
     @classmethod

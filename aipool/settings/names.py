@@ -29,6 +29,7 @@ SECRETS: dict[str, Path] = {
     "AIPOOL_ALERT_WEBHOOK_URL": ("alerts", "webhook_url"),
     "AIPOOL_HEALTH_TOKEN": ("health_token",),
     "AIPOOL_REDIS_SENTINEL_PASSWORD": ("redis_sentinel_password",),
+    "AIPOOL_CACHE_SECRET": ("cache_secret",),
 }
 
 _POOL: dict[str, Path] = {
@@ -61,6 +62,11 @@ _POOL: dict[str, Path] = {
     "AIPOOL_STATIC_ANSWER": ("static_answer",),
     "AIPOOL_REFUSAL_MESSAGE": ("refusal_message",),
     "AIPOOL_NEMOTRON_SYSTEM_PREFIX": ("nemotron_system_prefix",),
+    "AIPOOL_CACHE_MAX_BYTES": ("cache_max_bytes",),
+    "AIPOOL_CACHE_MAX_TEMPERATURE": ("cache_max_temperature",),
+    "AIPOOL_CACHE_WAIT_S": ("cache_wait_s",),
+    "AIPOOL_OTLP_ENDPOINT": ("otlp_endpoint",),
+    "AIPOOL_TRACE_FILE": ("trace_file",),
     "AIPOOL_METRICS_PORT": ("metrics_port",),
     "AIPOOL_ALLOW_ANONYMOUS": ("allow_anonymous",),
     "AIPOOL_FLOWER_SHOWS_ANSWERS": ("flower_shows_answers",),

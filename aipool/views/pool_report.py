@@ -10,7 +10,7 @@ drained into the ledger. It only reads: no breaker trial slot is taken, no quota
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -83,10 +83,7 @@ class Snapshot:
             if self.today is None
             else {
                 "day": self.today[0],
-                "providers": [
-                    {**asdict(s), "failed": s.failed, "cost_usd": str(s.cost_usd)}
-                    for s in self.today[1]
-                ],
+                "providers": [s.to_json() for s in self.today[1]],
                 "cost_usd": str(sum((s.cost_usd for s in self.today[1]), Decimal(0))),
             },
             "budget": None

@@ -71,6 +71,8 @@ class ServiceLine:
             "output_tokens": u.output_tokens,
             "tokens": u.tokens,
             "cost_usd": str(u.cost_usd),
+            "cached": u.cached,
+            "saved_usd": str(u.saved_usd),
             "month_cost_usd": str(self.month_cost_usd),
             "budget_usd": None if self.budget_usd is None else str(self.budget_usd),
             "budget_used": None if self.budget_used is None else round(self.budget_used, 6),

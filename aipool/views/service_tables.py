@@ -21,6 +21,7 @@ SERVICE_WORDS: dict[str, dict[str, str]] = {
         "calls": "Calls",
         "tokens": "Tokens",
         "cost": "Cost $",
+        "cached": "Cached (saved $)",
         "budget": "Month / budget",
         "shares": "Share used today",
         "no_budget": "no budget",
@@ -34,6 +35,7 @@ SERVICE_WORDS: dict[str, dict[str, str]] = {
         "calls": "呼叫",
         "tokens": "Tokens",
         "cost": "成本 $",
+        "cached": "快取（節省 $）",
         "budget": "本月 / 預算",
         "shares": "今日配額份額",
         "no_budget": "無預算",
@@ -80,13 +82,22 @@ def services_table(
     total = sum((line.usage.cost_usd for line in lines), Decimal(0))
     table = Table(title=f"{title}  ${total:.4f}")
     table.add_column(w["service"])
-    columns = ("requests", "calls", "tokens", "cost", "budget", *(("shares",) if shares else ()))
+    columns = (
+        "requests",
+        "calls",
+        "tokens",
+        "cost",
+        "cached",
+        "budget",
+        *(("shares",) if shares else ()),
+    )
     for key in columns:
         table.add_column(w[key], justify="right")
     for line in lines:
         u = line.usage
         label = line.service if line.name == line.service else f"{line.service} ({line.name})"
         cells = [f"{u.requests:,}", f"{u.calls:,}", f"{u.tokens:,}", f"{u.cost_usd:.6f}"]
+        cells.append(f"{u.cached:,} (${u.saved_usd:.6f})" if u.cached else "0")
         cells.append(budget_cell(line, lang))
         if shares:
             cells.append(share_cell(line.shares, lang))

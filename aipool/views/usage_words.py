@@ -26,6 +26,7 @@ WORDS: dict[str, dict[str, str]] = {
         "failed": "Failed (reason)",
         "skipped": "Skipped (breaker/quota/deadline)",
         "answered": "Answered",
+        "cached": "Cached (saved $)",
         "tokens": "Tokens",
         "cost": "Cost $",
         "p50": "p50 ms",
@@ -60,6 +61,7 @@ WORDS: dict[str, dict[str, str]] = {
         "failed": "失敗（原因）",
         "skipped": "略過（斷路器/配額/期限）",
         "answered": "回答",
+        "cached": "快取（節省 $）",
         "tokens": "Tokens",
         "cost": "成本 $",
         "p50": "p50 ms",
@@ -97,6 +99,7 @@ SUMMARY_COLUMNS = (
     "failed",
     "skipped",
     "answered",
+    "cached",
     "tokens",
     "cost",
     "p50",
@@ -129,6 +132,11 @@ def skipped_cell(s: ProviderSummary, lang: str) -> str:
     return ", ".join(parts) or "0"
 
 
+def cached_cell(s: ProviderSummary) -> str:
+    """``99 ($0.012345)``: answers the response cache gave, and what they saved; or ``0``."""
+    return f"{s.cached:,} (${s.saved_usd:.6f})" if s.cached else "0"
+
+
 def summary_cells(s: ProviderSummary, lang: str) -> list[str]:
     """One provider's cells, in :data:`SUMMARY_COLUMNS` order."""
     return [
@@ -137,6 +145,7 @@ def summary_cells(s: ProviderSummary, lang: str) -> list[str]:
         failed_cell(s, lang),
         skipped_cell(s, lang),
         f"{s.answered:,}",
+        cached_cell(s),
         f"{s.tokens:,}",
         f"{s.cost_usd:.6f}",
         _ms(s.p50_ms),

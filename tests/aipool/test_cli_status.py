@@ -95,7 +95,7 @@ def _claude_usage_row(out: str) -> list[str]:
     for line in out.splitlines():
         if re.match(r"^[│┃|]\s*claude\s", line):
             cells = [cell.strip() for cell in re.split(r"[│┃|]", line)[1:-1]]
-            if len(cells) == 9:
+            if len(cells) == 10:
                 return cells
     raise AssertionError(f"no usage row for claude in:\n{out}")
 
@@ -109,11 +109,12 @@ def test_report_and_status_count_calls_apart_from_skipped_hops_in_the_same_words
     report = capsys.readouterr().out
     assert run(["status", "--lang", "en"]) == 0
     status = capsys.readouterr().out
-    # Then both say 5 calls, 1 failed (timeout), 4 skipped by the breaker, 4 answered
+    # Then both say 5 calls, 1 failed (timeout), 4 skipped by the breaker, 4 answered, none
+    # from the response cache
     for out in (report, status):
         assert "Calls" in out and "Skipped (breaker/quota/deadline)" in out
         row = _claude_usage_row(out)
-        assert row[1:5] == ["5", "1 (timeout 1)", "breaker 4", "4"], row
+        assert row[1:6] == ["5", "1 (timeout 1)", "breaker 4", "4", "0"], row
     assert f"Ledger  {claude_day}" in report
 
 

@@ -45,7 +45,7 @@ def test_its_tables_do_not_wrap_when_printed_to_a_pipe(demo):
     # Each provider's row of the usage table is one line with every column (Rich assumed 80
     # columns outside a terminal and cut every cell)
     rows = [line for line in demo["done"].stdout.splitlines() if line.startswith("│ ollama ")]
-    assert rows and all(line.count("│") == 10 for line in rows), rows
+    assert rows and all(line.count("│") == 11 for line in rows), rows
     assert "…" not in demo["done"].stdout
 
 
@@ -69,6 +69,35 @@ def test_the_report_adds_up_to_the_requests_sent(demo):
     assert sum(float(p["cost_usd"]) for p in report["providers"]) == pytest.approx(
         sum(float(a["cost_usd"] or 0) for a in answers)
     )
+
+
+def test_a_repeated_question_is_answered_from_the_cache_with_its_saving(demo):
+    # Given the demo's FAQ question asked twice
+    cached = [a for a in demo["report"]["answers"] if a["scene"] == "response cache"]
+    first, again = cached
+    # Then the second was a hit at $0 saving what the first cost, and the ledger counts it
+    assert not first["cached"] and again["cached"]
+    assert again["cost_usd"] == 0 and again["saved_usd"] == first["cost_usd"] > 0
+    providers = {p["provider"]: p for p in demo["report"]["providers"]}
+    assert providers[again["provider"]]["cached"] == 1
+    assert float(providers[again["provider"]]["saved_usd"]) == pytest.approx(first["cost_usd"])
+
+
+def test_the_trace_of_a_request_that_failed_over_is_written_to_a_file(demo):
+    # Given the trace file the demo wrote for the first request answered while Ollama was down
+    lines = (demo["out"] / "failover-trace.jsonl").read_text().splitlines()
+    spans = [json.loads(line) for line in lines]
+    # Then it is one trace: the producer's send, both hops with their queue waits, the result
+    assert len({s["context"]["trace_id"] for s in spans}) == 1
+    names = [s["name"] for s in spans]
+    assert names.count("run/ai.generate") == 2 and names.count("aipool.queue_wait") == 2
+    assert {"aipool.submit", "aipool.route", "aipool.call", "aipool.result"} <= set(names)
+    outcomes = {
+        s["attributes"]["aipool.provider"]: s["attributes"]["aipool.outcome"]
+        for s in spans
+        if s["name"] == "aipool.attempt"
+    }
+    assert outcomes == {"ollama": "error", "gemini": "ok"}
 
 
 def test_the_story_shows_the_breaker_quota_refusal_static_answer_and_alert(demo):

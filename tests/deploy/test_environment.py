@@ -113,6 +113,12 @@ DEFAULT_OK: dict[str, str] = {
     "AIPOOL_ALLOW_ANONYMOUS": "off: Flower and the usage report refuse to start without a login",
     "AIPOOL_FLOWER_SHOWS_ANSWERS": "off: Flower shows no answers",
     "AIPOOL_TASK_EVENTS": "on, for Flower; off saves their cost, and a Flower turns them on",
+    "AIPOOL_CACHE_SECRET": "unset: the response cache is off (docs/operations.md, Response cache)",
+    "AIPOOL_CACHE_MAX_BYTES": "the response cache's cap; 64 MiB",
+    "AIPOOL_CACHE_MAX_TEMPERATURE": "the response cache's temperature limit; 0.5",
+    "AIPOOL_CACHE_WAIT_S": "how long identical requests wait on the first's answer; 30 s",
+    "AIPOOL_OTLP_ENDPOINT": "unset: no traces (the image does not ship the tracing extra)",
+    "AIPOOL_TRACE_FILE": "unset: no traces; the demo writes one",
 }
 #: Families of names the code builds from a prefix (``AIPOOL_TIMEOUT_<PROVIDER>``): all optional.
 OPTIONAL_PREFIXES = ("AIPOOL_TIMEOUT_", "AIPOOL_MODEL_", "AIPOOL_SMTP_")

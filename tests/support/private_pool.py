@@ -7,6 +7,9 @@ that worker on a database nobody else uses: every message of the test reaches it
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -16,7 +19,7 @@ import redis
 from celery import Celery
 
 from tests.conftest import TEST_REDIS_URL, worker_env
-from tests.support.pool import ALL_QUEUES, Worker
+from tests.support.pool import ALL_QUEUES, ROOT, Worker
 
 
 @dataclass
@@ -69,3 +72,20 @@ def private_pool(
 def send(pool: PrivatePool, request: dict[str, Any], **options: Any) -> Any:
     """``ai.generate`` sent by name to the router, as a producer without aipool does."""
     return pool.app.send_task("ai.generate", kwargs={"request": request}, queue="router", **options)
+
+
+def importing_producer(pool: PrivatePool, code: str, *args: str, **env: str) -> Any:
+    """Run ``code`` in a new Python process that imports the pool (``submit()``), on ``pool``'s
+    Redis with ``env``; the JSON it printed last."""
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        env=worker_env(
+            REDIS_URL=pool.url, CELERY_BROKER_URL=pool.url, CELERY_RESULT_BACKEND=pool.url, **env
+        ),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from aipool.contract.vocabulary import (
+    CACHED_OUTCOMES,
     CALLED_OUTCOMES,
     ERROR_CODES,
     ERROR_MEANINGS,
@@ -66,8 +67,13 @@ def test_a_name_outside_the_vocabulary_is_shown_as_it_is() -> None:
     assert error_word("deadline", "en") == "deadline passed"
 
 
-def test_every_outcome_is_called_terminal_or_a_counted_skip_and_only_one() -> None:
-    groups = [set(CALLED_OUTCOMES), set(TERMINAL_OUTCOMES), set(SKIP_OUTCOMES)]
+def test_every_outcome_is_called_terminal_cached_or_a_counted_skip_and_only_one() -> None:
+    groups = [
+        set(CALLED_OUTCOMES),
+        set(TERMINAL_OUTCOMES),
+        set(CACHED_OUTCOMES),
+        set(SKIP_OUTCOMES),
+    ]
     assert set().union(*groups) == set(OUTCOMES)
     assert sum(len(g) for g in groups) == len(OUTCOMES)
 

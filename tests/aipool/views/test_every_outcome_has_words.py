@@ -5,6 +5,7 @@ and the daily report for the rest of the day (a ``KeyError`` on a word the views
 ledger holds one hop of every name of the vocabulary, and every view reads it: ``status`` (text
 in both languages, ``--json``, ``--by service``), ``report`` (both languages, ``--by service``,
 ``--day``), the daily report and its notification, the served usage report, and the metrics.
+An answer from the response cache (``cached``) is counted apart, with what it saved (#45).
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ from tests.support.cli import fresh_env
 
 LANGS = ("en", "zh-TW")
 SERVICE = "payments"
+#: What the day's one answer from the response cache saved.
+SAVED = Decimal("0.0123")
 
 
 def _row(n: int, outcome: str, **fields: Any) -> UsageRecord:
@@ -69,8 +72,9 @@ def every_name(tmp_path, monkeypatch):
         if outcome == "error":
             continue  # a failed call: one of every failure code below
         n += 1
-        error = None if outcome in ("ok", "fallback", "refused") else f"{outcome}: why"
-        store_now(engine, _row(n, outcome, error_message=error, latency_ms=10.0))
+        error = None if outcome in ("ok", "fallback", "refused", "cached") else f"{outcome}: why"
+        saved = SAVED if outcome == "cached" else Decimal(0)
+        store_now(engine, _row(n, outcome, error_message=error, latency_ms=10.0, saved_usd=saved))
     for code in FAILURE_CODES:
         n += 1
         store_now(engine, _row(n, "error", error_message=f"{code}: no answer", latency_ms=20.0))
@@ -86,6 +90,8 @@ def _flat(text: str) -> str:
 
 def _says_every_word(text: str, lang: str) -> None:
     flat = _flat(text)
+    # the cache's one answer, and what it saved, in its own column
+    assert f"1 (${SAVED:.6f})" in flat, lang
     for outcome in SKIP_OUTCOMES:
         assert f"{outcome_word(outcome, lang)} 1" in flat, (outcome, lang)
     for code in FAILURE_CODES:
@@ -116,6 +122,7 @@ def test_the_json_views_count_every_outcome_by_its_name(every_name, capsys, redi
     assert gemini["skipped"] == dict.fromkeys(SKIP_OUTCOMES, 1)
     assert gemini["failures"] == {code: 2 if code == "abandoned" else 1 for code in FAILURE_CODES}
     assert gemini["calls"] == len(FAILURE_CODES) + len(CALLED_OUTCOMES) - 1
+    assert (gemini["cached"], gemini["saved_usd"]) == (1, f"{SAVED:.6f}")
 
 
 @pytest.mark.parametrize("lang", LANGS)
@@ -126,6 +133,7 @@ def test_the_per_service_views_count_every_hop(every_name, capsys, redis_client,
         assert re.search(rf"{SERVICE}\s*[│┃|]\s*{len(OUTCOMES) - 1 + len(FAILURE_CODES)}\b", out), (
             out
         )
+        assert f"1 (${SAVED:.6f})" in out, out
 
 
 @pytest.mark.parametrize("lang", LANGS)
@@ -200,10 +208,12 @@ def test_every_outcome_and_failure_code_is_a_metric_label() -> None:
     for outcome in OUTCOMES:
         code = "server_error" if outcome == "error" else None
         attempt = Attempt("gemini", hop.model, outcome, f"{outcome}: x", 1.0, code=code)
-        observe_attempt(AttemptEvent("r", "j", 0, hop, attempt, route, None))
+        saved = SAVED if outcome == "cached" else Decimal(0)
+        observe_attempt(AttemptEvent("r", "j", 0, hop, attempt, route, None, saved_usd=saved))
     scrape = generate_latest().decode()
     for outcome in OUTCOMES:
         assert f'outcome="{outcome}"' in scrape, outcome
+    assert 'aipool_cache_saved_usd_total{provider="gemini",service="other"}' in scrape
 
 
 def _today() -> str:
@@ -228,6 +238,8 @@ _summaries = st.lists(
         cost_usd=st.decimals(0, 10**6, places=6),
         p50_ms=st.none() | st.floats(0, 10**7),
         p95_ms=st.none() | st.floats(0, 10**7),
+        cached=st.integers(0, 10**9),
+        saved_usd=st.decimals(0, 10**6, places=6),
     ),
     max_size=6,
     unique_by=lambda s: s.provider,
@@ -251,6 +263,8 @@ def test_any_usage_summary_renders_in_every_table_and_report(day, month, lang) -
             assert _flat(f"{outcome_word(outcome, lang)} {n}") in text
         for reason, n in s.failures.items():
             assert _flat(f"{failure_word(reason, lang)} {n}") in text
+        if s.cached:
+            assert _flat(f"{s.cached:,} (${s.saved_usd:.6f})") in text
     assert sum((s.cost_usd for s in month), Decimal(0)) == report.month_cost
 
 
