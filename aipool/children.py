@@ -91,11 +91,33 @@ def _exit_on(signum: int, _frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
 
 
+#: Whether Ctrl-C reached the command (within :func:`signals_end_the_command`).
+_interrupted = False
+
+
+def _interrupt(_signum: int, _frame: FrameType | None) -> None:
+    global _interrupted
+    _interrupted = True
+    raise KeyboardInterrupt
+
+
+def raise_if_interrupted() -> None:
+    """Raise ``KeyboardInterrupt`` if Ctrl-C came and was swallowed: Python drops an exception
+    raised inside a weakref callback or a ``__del__`` (an import's module lock, a closing client),
+    so a command that does much would go on after the Ctrl-C. Call it between steps."""
+    if _interrupted:
+        raise KeyboardInterrupt
+
+
 @contextlib.contextmanager
 def signals_end_the_command() -> Iterator[None]:
     """Within the block, SIGTERM and SIGHUP raise ``SystemExit`` (128 + signal) like Ctrl-C raises
-    ``KeyboardInterrupt``, so cleanup code runs; the previous handlers come back afterwards."""
+    ``KeyboardInterrupt``, so cleanup code runs; Ctrl-C is also remembered, for
+    :func:`raise_if_interrupted`. The previous handlers come back afterwards."""
+    global _interrupted
+    _interrupted = False
     previous = {sig: signal.signal(sig, _exit_on) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    previous[signal.SIGINT] = signal.signal(signal.SIGINT, _interrupt)
     try:
         yield
     finally:

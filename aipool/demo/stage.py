@@ -13,6 +13,7 @@ from typing import Any
 
 from rich.console import Console
 
+from aipool.children import raise_if_interrupted
 from aipool.simulator import Simulator
 
 #: Seconds one request may take end to end in the demo (calls time out after 3 s each).
@@ -74,6 +75,7 @@ class Stage:
 
     def send(self, scene: str, label: str, request: dict[str, Any]) -> dict[str, Any]:
         """Submit ``request``, wait for the answer, print it on one line, keep it."""
+        raise_if_interrupted()
         # deferred: loads celery, kombu, sqlalchemy (~1670 ms of start-up) only when this runs
         from tasks.client import submit
 
@@ -90,6 +92,7 @@ class Stage:
 
     def check(self, scene: str, what: str, ok: bool, detail: str = "") -> bool:
         """Record and print one expectation of the story."""
+        raise_if_interrupted()
         self.checks.append(Check(scene, what, ok, detail))
         mark = "[green]✓[/]" if ok else "[bold red]✗[/]"
         suffix = f"  [dim]({detail})[/]" if detail else ""

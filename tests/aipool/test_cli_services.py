@@ -96,11 +96,12 @@ def test_report_by_service_shows_each_services_use_budget_and_share(two_services
     # and its share of Gemini's day (1,500 of 2,000 tokens); triage is within no limit
     batch = _row(out, "batch (Nightly summaries)")
     assert batch[1:5] == ["4", "4", "1,900", "0.008000"], batch
-    assert batch[5] == "$0.0080 / $0.01 (80%)"
-    assert batch[6] == "gemini tokens 1,500 / 2,000 (75%)"
+    assert batch[5] == "0"  # no answer of its came from the cache
+    assert batch[6] == "$0.0080 / $0.01 (80%)"
+    assert batch[7] == "gemini tokens 1,500 / 2,000 (75%)"
     triage = _row(out, "triage (Alert triage)")
     assert triage[1:5] == ["2", "2", "700", "0.000000"], triage
-    assert triage[5:] == ["no budget", "-"]
+    assert triage[5:] == ["0", "no budget", "-"]
     assert _row(out, "other")[1:4] == ["1", "1", "10"]
     # And the month to date says the same (all of it happened today)
     assert out.count("batch (Nightly summaries)") == 2
