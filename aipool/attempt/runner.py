@@ -358,6 +358,12 @@ class HopRunner:
             return
         try:
             waits = self.lane_waits(sorted(set(candidates.values())))
+            if not self.book.clock.told_yet:
+                # A fresh process: no script has told it Redis's time yet, and its host's clock
+                # (90 s ahead, say) would make the deadline look spent and pass over every lane
+                # with a wait (issue #42). Asked once per process.
+                seconds, micros = self.book.client.time()
+                self.book.clock.told(float(seconds) + float(micros) / 1_000_000)
         except Exception:  # ages are advice: a Redis that does not answer decides nothing here
             log.debug("lane waits unreadable for request_id=%s", visit.request_id, exc_info=True)
             return
