@@ -15,9 +15,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
+from aipool.ledger.testing import empty_ledger
 from aipool.ledger.usage_log import UsageLog
+from aipool.routines import redis_now, routine_key
 from tests.conftest import worker_env
-from tests.support.accounting import ledger_rows, open_leases
+from tests.support.accounting import ledger_charges, ledger_rows, open_leases, quota_charges
 from tests.support.attempts import SimulatedPool, begin, header
 from tests.support.beat import Beat
 from tests.support.figures import record_figure
@@ -51,6 +53,7 @@ def test_a_beat_10_s_behind_and_a_maintenance_worker_90_s_ahead_still_sweep_and_
 ) -> None:
     # Given a call whose lease ended 70 s ago with no outcome (its worker died), on a pool whose
     # maintenance worker's clock is 90 s ahead and whose beat's clock is 10 s behind
+    empty_ledger(ledger)  # beat's quota restore reads it: only this test's rows
     server = redis_server()
     client = server.client()
     simulated = SimulatedPool(client, now=float(client.time()[0]) - 100)
@@ -80,4 +83,8 @@ def test_a_beat_10_s_behind_and_a_maintenance_worker_90_s_ahead_still_sweep_and_
     # Then the call is booked in the ledger at its estimate, by the routines beat sent
     rows = ledger_rows(ledger, [lost.request_id])
     assert [(r.provider, r.outcome, r.estimated) for r in rows] == [("gemini", "abandoned", True)]
+    assert quota_charges(client) == ledger_charges(rows)
     assert "aipool.sweep_attempts" in log
+    # And the drains that ran were beat's, stamped when sent (with Redis's time)
+    sent = client.hget(routine_key("aipool.drain_ledger"), "sent")
+    assert sent is not None and abs(float(sent) - redis_now(client)) < 30
