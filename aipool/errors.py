@@ -14,6 +14,8 @@ Every failure the pool can meet is one of these, so deciding what to do next is 
     │   │   ├── PromptBlocked   the prompt was refused before anything was generated
     │   │   ├── ModelRefused    the model declined (a refusal stop)
     │   │   └── EmptyAnswer     no text and no tool call (thinking used the output budget)
+    │   ├── DeadlineCut         the call was cut short by the request's deadline (or the share of
+    │   │                       it later providers leave this one): never the provider's fault
     │   └── ProviderFailure     counts against the provider's breaker
     │       ├── ProviderTimeout         no answer within the timeout
     │       ├── ProviderUnreachable     connection refused / reset / DNS
@@ -100,6 +102,16 @@ class ProviderRejected(ProviderError):
 
     code: FailureCode = "rejected"
     counts_against_provider = False
+
+
+class DeadlineCut(ProviderError):
+    """The call ran out of the time the request's deadline gave it (its share while later
+    providers remain, :mod:`aipool.attempt.timing`), short of the provider's own timeout: it says
+    nothing about the provider, and it may have been billed."""
+
+    code: FailureCode = "deadline"
+    counts_against_provider = False
+    billing_unknown = True
 
 
 class UnusableAnswer(ProviderError):

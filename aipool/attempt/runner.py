@@ -39,6 +39,7 @@ from aipool.attempt.layout import (
 )
 from aipool.attempt.lifecycle import AttemptBook, new_owner
 from aipool.attempt.money import micro
+from aipool.attempt.timing import recent_median, record_latency, share
 from aipool.backlog import QUEUE_WAIT
 from aipool.breaker import BreakerState
 from aipool.contract import result
@@ -46,6 +47,7 @@ from aipool.contract.journey import Attempt, Journey, Route
 from aipool.contract.request import Completion, Request, ToolCall
 from aipool.contract.vocabulary import Outcome, outcome_named
 from aipool.errors import (
+    DeadlineCut,
     InvalidJourney,
     ModelRefused,
     ProviderError,
@@ -314,7 +316,7 @@ class HopRunner:
                 visit.header,
                 position,
                 owner=owner,
-                bound_s=bound,
+                bound_s=min(bound, self._share(visit, position)),
                 abandoned_row=lambda start: self._abandoned_row(visit, position, start),
                 skips=visit.skips,
             )
@@ -368,6 +370,22 @@ class HopRunner:
                 visit.skips[position] = QUEUE_WAIT
                 visit.waits[chain[position].provider] = (lane, wait)
 
+    def _share(self, visit: Visit, position: int) -> float:
+        """How long this hop's call may take of what the deadline leaves, the providers after
+        it still to try (:mod:`aipool.attempt.timing`); unbounded without a deadline. ``begin``
+        still cuts it at the deadline itself, on Redis's clock."""
+        deadline = visit.request.deadline_s
+        if deadline is None:
+            return float("inf")
+        chain = visit.journey.route.chain
+        later = [
+            hop.provider
+            for at, hop in enumerate(chain[position + 1 :], start=position + 1)
+            if not hop.terminal and at not in visit.skips
+        ]
+        left = deadline - visit.journey.elapsed_s(self.now())
+        return share(left, later, lambda provider: recent_median(self.book.client, provider))
+
     # -- the call -------------------------------------------------------------------------------
 
     def _call(
@@ -390,7 +408,10 @@ class HopRunner:
             return self._failed(
                 visit, position, call, owner, bound, as_provider_error(exc), started
             )
-        return self._succeeded(visit, position, call, owner, completion)
+        answered = self._succeeded(visit, position, call, owner, completion)
+        # After finish: a sample costs the answer nothing, and holds only a duration.
+        record_latency(self.book.client, hop.provider, time.perf_counter() - started)
+        return answered
 
     def _succeeded(
         self, visit: Visit, position: int, call: Call, owner: str, completion: Completion
@@ -433,8 +454,11 @@ class HopRunner:
         started: float,
     ) -> Done | Forward:
         hop = visit.journey.route.chain[position]
-        # A timeout that only the request's deadline made short says nothing about the provider.
+        # A timeout that only the request's deadline made short (the deadline itself, or the
+        # share of it the later providers leave this one) says nothing about the provider.
         short = isinstance(error, ProviderTimeout) and call.limit_s < bound - 1e-6
+        if short:
+            error = DeadlineCut(f"cut at {call.limit_s:.3g} s of the request's deadline")
         verdict = "failure" if error.counts_against_provider and not short else "release"
         pause = rate_limit_pause(error)
         if pause:
@@ -628,19 +652,10 @@ class HopRunner:
         )
 
     def _terminal(self, visit: Visit, position: int) -> Done:
-        if any(a.outcome == "deadline" for a in visit.journey.attempts):
-            # The request's time ran out before a provider could answer: it asked for an answer
-            # within deadline_s, and the static apology late is not one (issue #29).
-            return Done(
-                result.error(
-                    visit.request_id,
-                    "deadline",
-                    f"no provider could answer within the deadline of "
-                    f"{visit.request.deadline_s:g}s (counted from when the pool first saw the "
-                    "request, time waiting in queues included)",
-                    visit.journey,
-                )
-            )
+        # A request whose deadline left no provider time to answer gets the chain's end too,
+        # its attempts saying so (``deadline``): a producer that gave a latency budget wants the
+        # best answer inside it, and ADR-006's chain ends in the static answer or the refusal,
+        # never in a bare error (issue #42).
         hop = visit.journey.route.chain[position]
         completion = self.providers(hop.provider).complete(visit.request, hop.model)
         outcome: Outcome = "refused" if hop.provider == "refuse" else "fallback"

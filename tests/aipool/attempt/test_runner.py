@@ -295,7 +295,7 @@ def test_urgent_requests_are_forwarded_to_urgent_lanes_at_every_hop(
     assert isinstance(fallback, Forward) and fallback.queue == queue
 
 
-def test_a_request_whose_deadline_passed_in_a_queue_gets_a_deadline_error(
+def test_a_request_whose_deadline_passed_in_a_queue_gets_the_chains_end(
     redis_client: FlakyRedis,
 ) -> None:
     # Given a request with a 2 s deadline the pool first saw waiting 5 s ago
@@ -307,10 +307,11 @@ def test_a_request_whose_deadline_passed_in_a_queue_gets_a_deadline_error(
     step = runner.start(
         parse_request(raw), "req-late", journey_id("req-late", raw), ROUTE, seen_at=seen
     )
-    # Then no provider is called and the producer gets `deadline`, not a late answer
+    # Then no provider is called and the producer gets the chain's end, its attempts saying
+    # `deadline` (issue #42: never a bare error)
     assert isinstance(step, Done)
-    assert step.result["status"] == "error" and step.result["error"]["code"] == "deadline"
-    assert [a["outcome"] for a in step.result["attempts"]] == ["deadline", "deadline"]
+    assert step.result["status"] == "fallback", step.result
+    assert [a["outcome"] for a in step.result["attempts"]] == ["deadline", "deadline", "fallback"]
     assert gemini.calls == 0
     assert step.result["latency_ms"] >= 5000
 
