@@ -48,6 +48,22 @@ class AnsweringRequest(AnswerWithheldRequest):
     ``status: "error"``, code ``time_limit``, and the message is acked as Celery would.
     """
 
+    @property
+    def time_limits(self) -> tuple[float | None, float | None]:
+        """The hop's (hard, soft) time limits: always the pool's (the task's, from
+        ``AIPOOL_TASK_TIME_LIMIT`` and ``AIPOOL_TASK_SOFT_TIME_LIMIT``), whatever the message
+        asks. A producer's ``soft_time_limit`` fired inside a provider's call and was booked as
+        that provider's timeout: five requests opened a healthy Gemini's breaker (issue #42).
+        A producer that wants an answer in time says ``deadline_s``, which the chain shares."""
+        return (None, None)
+
+    @time_limits.setter
+    def time_limits(self, asked: Any) -> None:
+        if asked and any(asked):
+            log.debug(
+                "request_id=%s: the message's time limits %s are not the hop's", self.id, asked
+            )
+
     def on_timeout(self, soft: bool, timeout: float) -> None:
         if soft:
             super().on_timeout(soft, timeout)
@@ -199,7 +215,8 @@ def _check_lane(parsed: Request, route: Route, queue: str | None) -> None:
 
 def _forward(task: Task, request: Any, step: Forward | Recheck) -> Any:
     """Same task id on the next queue: the producer's AsyncResult resolves to the last hop's
-    result. The message keeps what its producer asked of it (priority, expiry, time limits).
+    result. The message keeps what its producer asked of it (priority, expiry), not its time
+    limits: the pool's settings own every hop's.
 
     A :class:`Recheck` goes back by name to the router, without a journey (an identical request
     is fetching its answer: it looks in the response cache again when it arrives)."""
@@ -256,9 +273,6 @@ def carried_options(context: Any) -> dict[str, Any]:
     expires = getattr(context, "expires", None)
     if expires:
         options["expires"] = expires
-    hard, soft = getattr(context, "timelimit", None) or (None, None)
-    if hard:
-        options["time_limit"] = hard
-    if soft:
-        options["soft_time_limit"] = soft
+    # Not its time limits: every hop runs under the pool's own (AnsweringRequest), so a
+    # producer's limit cannot cut a provider's call short and be booked as the provider's fault.
     return options

@@ -140,6 +140,7 @@ SKIP_OUTCOMES: tuple[Outcome, ...] = tuple(
 FailureCode = Literal[
     "timeout",
     "deadline",
+    "time_limit",
     "unreachable",
     "rate_limited",
     "overloaded",
@@ -165,6 +166,12 @@ FAILURE_TERMS: dict[FailureCode, Term] = {
         "after this one leave it: no fault of the provider",
         "deadline cut",
         "期限截斷",
+    ),
+    "time_limit": Term(
+        "the hop's own time limit (the pool's soft time limit) fired during the call: no fault "
+        "of the provider",
+        "time limit cut",
+        "時間限制截斷",
     ),
     "unreachable": Term("connection refused, reset or not resolved", "unreachable", "無法連線"),
     "rate_limited": Term("the provider answered 429: too many requests", "rate limited", "限流"),

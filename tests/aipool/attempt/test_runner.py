@@ -774,3 +774,51 @@ def test_each_call_is_given_its_routes_share_of_max_tokens_to_think(
     raw = {"prompt": "What is a pod?", "max_tokens": 1024}
     runner.run(parse_request(raw), "req-t", Journey(route=route, id=journey_id("req-t", raw)))
     assert gemini.budgets == [budget]
+
+
+class SoftTimeLimitExceeded(Exception):
+    """Celery's soft time limit, by name (as aipool.errors recognises it)."""
+
+
+def test_the_soft_time_limit_firing_in_calls_never_opens_the_breaker(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given the hop's soft time limit firing inside five of Gemini's calls (issue #42, case 5)
+    runner = _runner(redis_client, {"gemini": Provider(SoftTimeLimitExceeded())}, [])
+    for i in range(5):
+        raw = {"prompt": f"question {i}"}
+        step = runner.run(
+            parse_request(raw), f"req-{i}", Journey(route=ROUTE, id=journey_id(f"req-{i}", raw))
+        )
+        # Then each moves on to Claude, its trail saying the time limit cut the call
+        assert isinstance(step, Forward) and step.queue == "claude"
+        (attempt,) = step.journey.attempts
+        assert (attempt.outcome, attempt.code) == ("error", "time_limit")
+    # And nothing counted against Gemini: the limit is the pool's, not the provider's fault
+    assert breakers_for(redis_client)["gemini"].snapshot()["state"] == "closed"
+    assert _failures(redis_client, "gemini") == 0
+
+
+def test_a_hop_with_later_providers_calls_for_its_share_of_the_deadline(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given a request with 3 s left and Claude after Gemini, no latency known yet
+    limits: list[float | None] = []
+
+    class Timed(Provider):
+        def complete(self, request: Request, model: str, **kwargs: Any) -> Completion:
+            limits.append(kwargs.get("timeout_s"))
+            return super().complete(request, model, **kwargs)
+
+    events: list[AttemptEvent] = []
+    book = AttemptBook(redis_client, breakers_for(redis_client), quotas_for(redis_client))
+    runner = HopRunner(book, observers=[events.append], providers=lambda name: Timed())
+    raw = {"prompt": "What is a pod?", "deadline_s": 3}
+    journey = Journey(route=ROUTE, id=journey_id("req-d", raw), received_at=runner.now())
+    # When Gemini's hop runs
+    step = runner.run(parse_request(raw), "req-d", journey)
+    # Then its call was bounded by half of what was left (an even split with Claude), not the
+    # whole deadline, and its latency is kept for the next requests
+    assert isinstance(step, Done)
+    assert limits[0] is not None and 1.2 < limits[0] <= 1.5
+    assert redis_client.llen("aipool:latency:gemini") == 1
