@@ -13,6 +13,7 @@ from typing import Any
 
 from celery import Task, shared_task
 from celery.exceptions import Ignore, SoftTimeLimitExceeded, TimeLimitExceeded
+from celery.signals import task_postrun
 from celery.worker.state import task_ready
 from redis.exceptions import RedisError
 
@@ -27,6 +28,7 @@ from aipool.contract.request import Request, parse_request
 from aipool.errors import InvalidJourney, InvalidRequest
 from aipool.routing.router import Route, decide, routed_priority
 from aipool.settings import settings
+from tasks import soft_limit
 from workers.edge.withholding import GENERATE, described
 from workers.messages import AnswerWithheldRequest
 from workers.runtime import cache_front
@@ -128,6 +130,7 @@ def generate(self: Task, *args: Any, request: Any = None, journey: Any = None, *
     journey points at, after checking that routing could have produced it.
     """
     request_id = str(self.request.id)
+    soft_limit.release()  # a hop before this one of this process may have held it
     if args:
         return result.error(
             request_id,
@@ -142,6 +145,9 @@ def generate(self: Task, *args: Any, request: Any = None, journey: Any = None, *
         parsed = parse_request(request)
         queue = (self.request.delivery_info or {}).get("routing_key")
         step = _hop(request_id, parsed, journey_id(request_id, request), journey, queue)
+        # The hop has its outcome: writing it (the result, or the next hop's message) must not
+        # be cut by a soft limit that arrives late (tasks/soft_limit.py).
+        soft_limit.hold()
     except InvalidRequest as exc:
         return result.error(request_id, exc.code, exc.message)
     except InvalidJourney as exc:
@@ -248,6 +254,9 @@ def _forward(task: Task, request: Any, step: Forward | Recheck) -> Any:
             journey,
         )
 
+
+# The soft limit is taken back once the task has ended, its result written.
+task_postrun.connect(soft_limit.release, weak=False)
 
 #: What Flower shows of a request waiting for an identical one's answer.
 WAITING_REPR = "{'cache': 'waiting for an identical request'}"

@@ -55,6 +55,7 @@ from aipool.errors import (
     ProviderTimeout,
     UnusableAnswer,
     as_provider_error,
+    task_time_limit,
 )
 from aipool.observers import usage_row
 from aipool.providers import get_provider
@@ -549,8 +550,15 @@ class HopRunner:
                     )
                     event = replace(event, booked=False)
                     break
-                time.sleep(pause)
+                _pause(pause, visit.request_id)
                 pause = min(1.0, pause * 2)
+            except BaseException as exc:
+                if task_time_limit(exc) is None:
+                    raise
+                # The soft limit fired while a stalled Redis held the outcome: recording the
+                # call (a paid answer, maybe) is how the hop ends well, so it goes on, within the
+                # lease as before; the limit fires once, and the hard limit stays the backstop.
+                _soft_limit_passed(visit.request_id)
         self._observe(event, visit)
         return reply
 
@@ -790,6 +798,24 @@ class HopRunner:
             except Exception:
                 # An observer (ledger, metrics) failing must never fail the answer.
                 log.exception("observer %r failed for request_id=%s", observer, event.request_id)
+
+
+def _soft_limit_passed(request_id: str) -> None:
+    log.warning(
+        "soft time limit passed for request_id=%s while its call's outcome was being recorded; "
+        "still recording it",
+        request_id,
+    )
+
+
+def _pause(seconds: float, request_id: str) -> None:
+    """Sleep between tries of ``finish``; the soft limit firing meanwhile ends only the sleep."""
+    try:
+        time.sleep(seconds)
+    except BaseException as exc:
+        if task_time_limit(exc) is None:
+            raise
+        _soft_limit_passed(request_id)
 
 
 def rate_limit_pause(error: ProviderError) -> float:

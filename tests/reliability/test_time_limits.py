@@ -9,14 +9,28 @@ producer's limit cannot shorten a provider's call below its timeout.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import signal
+import time
+from collections.abc import Callable, Iterator
 
 import pytest
+from sqlalchemy import Engine
 
 from aipool.simulator import Simulator
-from tests.support.accounting import trail
+from tests.support.accounting import (
+    drain_everything,
+    ledger_charges,
+    ledger_rows,
+    open_leases,
+    quota_charges,
+    trail,
+)
+from tests.support.pool import Worker
 from tests.support.private_pool import PrivatePool, private_pool, send
-from tests.support.requests import CLOUD_TRIAGE
+from tests.support.producer import Producer
+from tests.support.requests import CLOUD_TRIAGE, CRITICAL
+from tests.support.services import RedisServer
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 TIMEOUT = 60
@@ -47,3 +61,44 @@ def test_a_producers_soft_time_limit_never_opens_a_healthy_providers_breaker(
     providers.heal("gemini")
     answer = send(patient, AT_GEMINI).get(timeout=TIMEOUT)
     assert trail(answer) == [("gemini", "ok")], answer
+
+
+def test_the_soft_time_limit_while_finish_waits_for_a_stalled_redis_loses_no_paid_answer(
+    providers: Simulator,
+    redis_server: Callable[..., RedisServer],
+    spawn_worker: Callable[..., Worker],
+    producer: Callable[[str], Producer],
+    ledger: Engine,
+) -> None:
+    # Given a worker whose hops have a soft limit of 6 s (Claude's timeout, 4 s, fits under it)
+    # and two critical requests in Claude calls that take 2 s
+    server = redis_server()
+    client = server.client()
+    spawn_worker(
+        server.url,
+        AIPOOL_TASK_SOFT_TIME_LIMIT="6",
+        AIPOOL_TASK_TIME_LIMIT="15",
+        AIPOOL_VISIBILITY_TIMEOUT="30",
+        AIPOOL_TIMEOUT_CLAUDE="4",
+        AIPOOL_CLAUDE_RPM="unlimited",
+    )
+    send_ = producer(server.url)
+    providers.set_fault("claude", "slow", ms=2000)
+    sent = [send_.send(CRITICAL) for _ in range(2)]
+    eventually(lambda: providers.calls("claude") >= 2, 60, "calls in flight")
+    # When Redis stops answering for 8 s while the calls end: each finish waits on it (a socket
+    # timeout of 5 s), and the soft limit fires while it does
+    server.process.send_signal(signal.SIGSTOP)  # type: ignore[union-attr]
+    time.sleep(8)
+    server.process.send_signal(signal.SIGCONT)  # type: ignore[union-attr]
+    outcomes = send_.collect(sent, timeout=90)
+    # Then each producer gets Claude's answer (not `time_limit`), paid once and booked as answered
+    assert [o.answer and (o.answer["status"], o.answer["provider"]) for o in outcomes] == [
+        ("ok", "claude")
+    ] * 2, [o.answer["error"] if o.answer else repr(o.error) for o in outcomes]
+    assert providers.calls("claude") == 2
+    drain_everything(client, ledger)
+    rows = ledger_rows(ledger, [o.task_id for o in outcomes])
+    assert [r.outcome for r in rows] == ["ok"] * 2
+    assert quota_charges(client) == ledger_charges(rows)
+    assert open_leases(client) == 0

@@ -822,3 +822,36 @@ def test_a_hop_with_later_providers_calls_for_its_share_of_the_deadline(
     assert isinstance(step, Done)
     assert limits[0] is not None and 1.2 < limits[0] <= 1.5
     assert redis_client.llen("aipool:latency:gemini") == 1
+
+
+def test_the_soft_time_limit_while_finish_records_a_paid_answer_does_not_lose_it(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given Gemini answering, and the hop's soft limit firing in the first try of its finish
+    # (a stalled Redis held it there: issue #42)
+    gemini, events = Provider(), []
+    runner = _runner(redis_client, {"gemini": gemini}, events)
+    original, fired = gemini.complete, []
+
+    def answer_then_interrupt(*args: Any, **kwargs: Any) -> Completion:
+        completion = original(*args, **kwargs)
+        real = redis_client.execute_command
+
+        def once(*command: Any, **options: Any) -> Any:
+            if not fired:
+                fired.append(command[0])
+                raise SoftTimeLimitExceeded()
+            return real(*command, **options)
+
+        redis_client.execute_command = once  # type: ignore[method-assign]
+        return completion
+
+    gemini.complete = answer_then_interrupt  # type: ignore[method-assign]
+    # When the hop runs
+    step = _run(runner)
+    # Then the finish was tried again: the producer gets the paid answer, recorded once
+    assert fired
+    assert isinstance(step, Done) and step.result["provider"] == "gemini"
+    assert [(e.attempt.outcome, e.booked) for e in events] == [("ok", True)]
+    (row,) = ledger(redis_client)
+    assert row.outcome == "ok"
