@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import statistics
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -38,6 +39,11 @@ MARGIN_S = 0.3
 FLOOR_S = 0.5
 #: A provider unused for this long has its samples forgotten (they describe another day's load).
 KEEP_S = 86_400
+#: A process keeps at most one sample per provider this often: under load, answers a few
+#: milliseconds apart tell the median nothing new, and each sample is a round trip to Redis.
+SAMPLE_EVERY_S = 0.2
+#: When this process last kept a sample, per provider (monotonic seconds).
+_last_sample: dict[str, float] = {}
 
 Median = Callable[[str], float | None]
 
@@ -47,8 +53,15 @@ def latency_key(provider: str) -> str:
     return f"aipool:latency:{provider}"
 
 
-def record_latency(client: Any, provider: str, seconds: float) -> None:
-    """Keep one answered call's latency; a Redis that does not answer keeps nothing."""
+def record_latency(
+    client: Any, provider: str, seconds: float, every_s: float = SAMPLE_EVERY_S
+) -> None:
+    """Keep one answered call's latency, unless this process kept one of ``provider``'s less
+    than ``every_s`` ago; a Redis that does not answer keeps nothing."""
+    now = time.monotonic()
+    if now - _last_sample.get(provider, -every_s) < every_s:
+        return
+    _last_sample[provider] = now
     key = latency_key(provider)
     try:
         pipe = client.pipeline(transaction=False)

@@ -141,7 +141,7 @@ def test_a_paid_answer_redelivered_past_its_deadline_is_the_answer(
     # pool knows Ollama, next on the chain, answers in 50 ms, so Claude's share of the deadline
     # is 2 - 0.05 - 0.3 s (aipool.attempt.timing; unknown, it would be a third)
     for _ in range(3):
-        record_latency(private.client, "ollama", 0.05)
+        record_latency(private.client, "ollama", 0.05, every_s=0)
     providers.set_fault("claude", "slow", ms=1000)
     result = send(private, {**CRITICAL, "deadline_s": 2})
     # When the message comes back and is served again

@@ -41,16 +41,25 @@ def test_a_share_is_never_below_the_floor_nor_above_what_is_left() -> None:
 
 def test_latencies_keep_the_last_samples_and_nothing_else() -> None:
     client = fakeredis.FakeRedis()
-    record_latency(client, "gemini", 0.1)
-    record_latency(client, "gemini", 0.3)
+    record_latency(client, "gemini", 0.1, every_s=0)
+    record_latency(client, "gemini", 0.3, every_s=0)
     # Below three samples the median says nothing
     assert recent_median(client, "gemini") is None
-    record_latency(client, "gemini", 0.2)
+    record_latency(client, "gemini", 0.2, every_s=0)
     assert recent_median(client, "gemini") == pytest.approx(0.2)
     for _ in range(2 * SAMPLES):
-        record_latency(client, "gemini", 1.0)
+        record_latency(client, "gemini", 1.0, every_s=0)
     assert client.llen(latency_key("gemini")) == SAMPLES
     assert recent_median(client, "gemini") == pytest.approx(1.0)
     # Only durations: no prompt, no request id
     assert all(float(v) == 1.0 for v in client.lrange(latency_key("gemini"), 0, -1))
     assert client.ttl(latency_key("gemini")) > 0
+
+
+def test_a_process_keeps_at_most_one_sample_per_provider_in_a_short_while() -> None:
+    client = fakeredis.FakeRedis()
+    for _ in range(5):
+        record_latency(client, "claude", 0.1, every_s=60)
+    record_latency(client, "ollama", 0.1, every_s=60)
+    assert client.llen(latency_key("claude")) == 1
+    assert client.llen(latency_key("ollama")) == 1
