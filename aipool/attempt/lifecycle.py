@@ -138,6 +138,7 @@ from aipool.attempt.money import MoneyRules
 from aipool.breaker import Breaker, BreakerState
 from aipool.errors import ReplicasBehind
 from aipool.ledger.usage_log import PENDING_KEY
+from aipool.metrics.replicas import expect_shortfalls
 from aipool.quota import Quota
 from aipool.quota.storage import ADJUST, ROOM
 from aipool.redis.durability import ReplicaAcks, run_acknowledged
@@ -222,6 +223,8 @@ class AttemptBook:
         self.configs = HopConfigs(breakers, quotas)
         self._script = _SCRIPTS.for_client(client)["attempt"]
         self.acks = acks if acks is not None else ReplicaAcks.from_settings()
+        if self.acks.on:
+            expect_shortfalls(quotas, (BEGIN, FINISH))
 
     # -- ops ----------------------------------------------------------------------------------
 

@@ -145,6 +145,14 @@ def test_given_an_acknowledgement_not_required_and_a_stalled_replica_then_the_ca
     assert isinstance(step, Done) and step.result["status"] == "ok"
     after = (_shortfalls("gemini", "begin"), _shortfalls("gemini", "finish"))
     assert after == (before[0] + 1, before[1] + 1)
+    # And every provider's series is exported from the start (0 where none fell short yet), so
+    # an alert's rate sees the first shortfall
+    for provider in quotas_for(master.client()):
+        for op in ("begin", "finish"):
+            labels = {"provider": provider, "op": op}
+            assert (
+                REGISTRY.get_sample_value("aipool_replica_ack_shortfalls_total", labels) is not None
+            )
 
 
 def test_given_a_live_replica_when_required_then_the_call_is_made_and_nothing_counted(
