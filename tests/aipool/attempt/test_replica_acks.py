@@ -6,8 +6,9 @@ shortfall counted."""
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
@@ -19,7 +20,7 @@ from aipool.attempt.runner import Done, Forward, HopRunner
 from aipool.breaker import breakers_for
 from aipool.chains import Hop
 from aipool.contract.journey import Journey
-from aipool.contract.request import parse_request
+from aipool.contract.request import Completion, parse_request
 from aipool.quota import quotas_for
 from aipool.redis.durability import ReplicaAcks
 from aipool.routing.router import Route
@@ -169,3 +170,69 @@ def test_given_a_live_replica_when_required_then_the_call_is_made_and_nothing_co
     # And the replica holds the answered record the moment the hop returned
     journey = journey_id("req-live", RAW)
     assert replica.client().hget(record_key(journey, "gemini"), "state") == b"answered"
+
+
+class FailsOverMidCall(Provider):
+    """A provider during whose first call the pool's Redis fails over: ``failover()`` runs, then
+    ``redeliver()`` (the message delivered again, on the new master), then the call answers."""
+
+    def __init__(self, failover: Callable[[], None]) -> None:
+        super().__init__()
+        self.failover = failover
+        self.redeliver: Callable[[], Done | Forward] | None = None
+        self.redelivered: Done | Forward | None = None
+
+    def complete(self, *args: Any, **kwargs: Any) -> Completion:
+        answer = super().complete(*args, **kwargs)
+        if self.calls == 1 and self.redeliver is not None:
+            self.failover()
+            self.redelivered = self.redeliver()
+        return answer
+
+
+def _promote(replica: RedisServer) -> None:
+    """Sentinel's promotion, by hand: the replica stops replicating and takes writes."""
+    replica.client().replicaof("NO", "ONE")
+
+
+@pytest.mark.parametrize("acks", [WANTED, REQUIRED], ids=["wanted", "required"])
+def test_given_a_begin_a_replica_held_when_it_is_promoted_mid_call_then_no_second_call(
+    master_and_replica: tuple[RedisServer, RedisServer], acks: ReplicaAcks
+) -> None:
+    # Given a paid call begun with the acknowledgement on, and the replica promoted while the
+    # call is in flight (the master lost: the table's failover row)
+    master, replica = master_and_replica
+    gemini = FailsOverMidCall(lambda: _promote(replica))
+    first = _runner(master, acks, {"gemini": gemini})
+    again = _runner(replica, acks, {"gemini": gemini})
+    gemini.redeliver = lambda: _run(again, "req-failover")
+    # When the message is delivered again on the new master during the call
+    step = _run(first, "req-failover")
+    # Then the new master holds the call's record: the redelivery waits for it (busy) and
+    # gemini is called once (the table's failover row, "not once a replica held begin"; the
+    # acknowledgement guarantees the record is there, which on loopback asynchronous
+    # replication usually achieves too: this checks the row, not the WAIT's timing)
+    assert gemini.calls == 1
+    assert isinstance(gemini.redelivered, Forward) and gemini.redelivered.queue == "gemini"
+    assert gemini.redelivered.delay_s > 0
+    assert isinstance(step, Done) and step.result["status"] == "ok"
+
+
+def test_given_a_replica_behind_when_it_is_promoted_mid_call_then_the_second_call_was_counted(
+    master_and_replica: tuple[RedisServer, RedisServer],
+) -> None:
+    # Given a replica that no longer receives the master's writes (promoted before the begin:
+    # it is behind by every write from then on), and the acknowledgement wanted, not required
+    master, replica = master_and_replica
+    _promote(replica)
+    gemini = FailsOverMidCall(lambda: None)
+    first = _runner(master, WANTED, {"gemini": gemini})
+    again = _runner(replica, WANTED, {"gemini": gemini})
+    gemini.redeliver = lambda: _run(again, "req-behind")
+    before = _shortfalls("gemini", "begin")
+    # When the message is delivered again on it during the call
+    _run(first, "req-behind")
+    # Then the provider is called a second time (the table's "calls the provider again" cell,
+    # what the acknowledgement bounds), and the begin that no replica held was counted
+    assert gemini.calls == 2
+    assert _shortfalls("gemini", "begin") >= before + 1
