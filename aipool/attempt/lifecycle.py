@@ -6,6 +6,11 @@ atomic for the whole pool, on Redis's clock) and driven from Python by :class:`A
 alone. An attempt is named by the request's journey id (:mod:`aipool.attempt.identity`) and its
 position on the chain.
 
+With ``AIPOOL_REDIS_REPLICA_ACKS`` set, the ``begin`` and ``finish`` of a hop that costs money or
+counts against a quota return only once that many replicas hold them, or the timeout passed
+(counted; with ``AIPOOL_REDIS_REPLICA_ACK_REQUIRED=1`` such a ``begin`` then calls no one): that
+is what bounds the table's failover row (:mod:`aipool.redis.durability`).
+
 States (a hash per attempt, kept ``record_keep`` seconds)::
 
     new        no record yet
@@ -63,9 +68,6 @@ the same place)::
                                             (bounded); decide
     lease expires,       —                  abandoned: estimate     —            —
     sweep                                   charged, row booked
-    breaker opens,       gates this new     nothing: the call runs  nothing      nothing
-    quota spent,         call only
-    provider paused
     begin not held by a  —                  failed                  —            —
     replica (ack                            (replicas_behind), no
     required)                               call: tokens back,
@@ -81,6 +83,9 @@ the same place)::
                                                                     once a
                                                                     replica held
                                                                     it
+    breaker opens,       gates this new     nothing: the call runs  nothing      nothing
+    quota spent,         call only
+    provider paused
     Redis restarts       = new              record gone: a late     = new        = new
     empty                                   finish books its row    (documented limit: Redis
                                             (quota restored from    without persistence can pay
@@ -95,10 +100,7 @@ record, the moment the pool first saw the request, never from a producer's clock
 without a deadline whose first hop is free and unlimited may reach ``begin`` with no route record
 at all (sent straight, :meth:`~aipool.attempt.runner.HopRunner.dispatch`): ``begin`` needs none,
 and the first ``advance`` of a later copy creates it as for a new request (the model test's
-``send_straight`` rule). With ``AIPOOL_REDIS_REPLICA_ACKS`` set, the ``begin`` and ``finish`` of a
-hop that costs money or counts against a quota return only once that many replicas hold them (or
-the timeout passed: counted, and with ``AIPOOL_REDIS_REPLICA_ACK_REQUIRED=1`` a ``begin`` then
-calls no one), which is what bounds the failover row (:mod:`aipool.redis.durability`).
+``send_straight`` rule).
 """
 
 from __future__ import annotations
