@@ -17,11 +17,11 @@ counting the calls made before a failover too (the model's own count goes back w
 from __future__ import annotations
 
 import copy
-from collections import Counter
+from collections import defaultdict
 from typing import Any
 
 from hypothesis import settings
-from hypothesis.stateful import invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from aipool.attempt.layout import Call, Header
 from aipool.attempt.lifecycle import AttemptBook
@@ -42,7 +42,7 @@ class Acknowledging:
     def begin(self, h: Header, position: int, **options: Any) -> Any:
         reply = self.book.begin(h, position, **options)
         if isinstance(reply, Call):
-            self.model.made[(h.journey_id, position)] += 1
+            self.model.made[(h.journey_id, position)].add(options["owner"])
         self.model.written(h, position, free_call=isinstance(reply, Call))
         return reply
 
@@ -57,11 +57,17 @@ class Acknowledging:
 
 class FailoverLifecycle(AttemptLifecycle):
     def __init__(self) -> None:
+        # What the model knows is whatever its own __init__ adds to the state machine's: that is
+        # what a failover takes back, together with Redis (but not the books, nor their client).
+        RuleBasedStateMachine.__init__(self)
+        machine = set(vars(self))
         super().__init__()
-        #: Calls made per attempt (journey, position), never taken back by a failover.
-        self.made: Counter[tuple[str, int]] = Counter()
+        self.known = sorted(set(vars(self)) - machine - {"client", "pool", "workers"})
+        #: The owners that got a call, per attempt (journey, position): never taken back by a
+        #: failover (the provider was called), and one owner asking again gets the same call.
+        self.made: defaultdict[tuple[str, int], set[str]] = defaultdict(set)
         #: The Redis state a replica held at the last acknowledged write, and the model's then.
-        self.held: tuple[list[tuple[bytes, int, bytes]], Any] | None = None
+        self.held: tuple[list[tuple[bytes, int, bytes]], dict[str, Any]] | None = None
         self._dumped: list[tuple[bytes, int, bytes]] | None = None
         #: A free hop's call was begun since the last acknowledged write (its begin unheld).
         self.unheld_call = False
@@ -88,8 +94,7 @@ class FailoverLifecycle(AttemptLifecycle):
         # of the model is taken here, beside the Redis state dumped at the write.
         if self._dumped is None:
             return
-        firsts = [r.first for r in self.requests]
-        mine = (self.model, self.failures, self.paused, self.opened, firsts)
+        mine = {name: getattr(self, name) for name in self.known}
         self.held = (self._dumped, copy.deepcopy(mine))
         self._dumped = None
         self.unheld_call = False
@@ -104,10 +109,8 @@ class FailoverLifecycle(AttemptLifecycle):
         self.client.flushdb()
         for key, ttl, value in dumped:
             self.client.restore(key, ttl, value)
-        model, failures, paused, opened, firsts = copy.deepcopy(mine)
-        self.model, self.failures, self.paused, self.opened = model, failures, paused, opened
-        for request, first in zip(self.requests, firsts, strict=True):
-            request.first = first
+        for name, value in copy.deepcopy(mine).items():
+            setattr(self, name, value)
         self.failovers += 1
 
     @invariant()
@@ -116,7 +119,8 @@ class FailoverLifecycle(AttemptLifecycle):
             h = request.header
             for position in range(len(h.chain) - 1):
                 if h.costs[position] > 0 or self._limited(h, position):
-                    assert self.made[(h.journey_id, position)] <= 1, (h.chain[position], self.made)
+                    owners = self.made[(h.journey_id, position)]
+                    assert len(owners) <= 1, (h.chain[position], owners)
 
 
 FailoverLifecycle.TestCase.settings = settings(
