@@ -24,7 +24,12 @@ from aipool.redis.url import connect
 from aipool.redis.url import redis_url as unchecked_redis_url
 from aipool.views.pool_report import Snapshot, read_snapshot
 from aipool.views.service_tables import services_table
-from aipool.views.status_tables import render_queues, render_status, render_summary
+from aipool.views.status_tables import (
+    render_queues,
+    render_replication,
+    render_status,
+    render_summary,
+)
 from aipool.views.usage_words import words
 
 
@@ -77,6 +82,7 @@ def _print_tables(snap: Snapshot, lang: str) -> None:
     out = console()
     w = words(lang)
     say_where(out, snap.redis, snap.ledger, lang)
+    render_replication(snap.replication, out, lang=lang)
     render_status(snap.providers, out, lang=lang)
     if snap.today is None:
         out.print(w["no_ledger"], highlight=False)
