@@ -22,5 +22,5 @@ class PoolScheduler(PersistentScheduler):
     does not, and ``var/`` does not exist in a fresh checkout)."""
 
     def _open_schedule(self) -> Any:
-        Path(self.schedule_filename).parent.mkdir(parents=True, exist_ok=True)
-        return super()._open_schedule()
+        Path(self.schedule_filename).parent.mkdir(parents=True, exist_ok=True)  # type: ignore[attr-defined]  # private, not in celery-types' stub
+        return super()._open_schedule()  # type: ignore[misc]  # private, not in celery-types' stub
