@@ -51,7 +51,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from aipool.contract.request import Completion
+    from aipool.contract.completion import Completion
     from aipool.contract.vocabulary import ErrorCode, FailureCode
 
 

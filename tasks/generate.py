@@ -24,8 +24,9 @@ from aipool.cache.front import Recheck
 from aipool.contract import result
 from aipool.contract.journey import Journey
 from aipool.contract.request import Request, parse_request
+from aipool.contract.route import Route
 from aipool.errors import InvalidJourney, InvalidRequest
-from aipool.routing.router import Route, decide, routed_priority
+from aipool.routing.router import decide, routed_priority
 from aipool.settings import settings
 from workers.edge.withholding import GENERATE, described
 from workers.messages import AnswerWithheldRequest
