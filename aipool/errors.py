@@ -55,7 +55,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from aipool.contract.request import Completion
+    from aipool.contract.completion import Completion
     from aipool.contract.vocabulary import ErrorCode, FailureCode
 
 

@@ -32,12 +32,12 @@ from aipool.attempt.lifecycle import AttemptBook
 from aipool.attempt.money import MoneyRules
 from aipool.attempt.runner import Done, HopRunner
 from aipool.breaker import breakers_for
-from aipool.chains import Hop
+from aipool.contract.completion import Completion
 from aipool.contract.journey import Journey
-from aipool.contract.request import Completion, Request, parse_request
+from aipool.contract.request import Request, parse_request
+from aipool.contract.route import Hop, Route
 from aipool.quota import quotas_for
 from aipool.redis.durability import ReplicaAcks
-from aipool.routing.router import Route
 from aipool.settings.provider_limits import BreakerSettings, ProviderLimits, QuotaLimits
 from bench.bench_guards import ROUNDS, WARMUP
 from bench.bench_replica_ack import _free_port, _server

@@ -43,8 +43,9 @@ from aipool.attempt.timing import recent_median, record_latency, share
 from aipool.backlog import QUEUE_WAIT
 from aipool.breaker import BreakerState
 from aipool.contract import result
+from aipool.contract.completion import Completion, ToolCall
 from aipool.contract.journey import Attempt, Journey, Route
-from aipool.contract.request import Completion, Request, ToolCall
+from aipool.contract.request import Request
 from aipool.contract.vocabulary import Outcome, outcome_named
 from aipool.errors import (
     DeadlineCut,

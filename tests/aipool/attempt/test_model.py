@@ -51,7 +51,7 @@ from hypothesis.stateful import (
 
 from aipool.attempt.layout import Busy, Call, Ended, Header, Kept, Missing, Recorded, Routed
 from aipool.attempt.lifecycle import AttemptBook
-from aipool.chains import Hop
+from aipool.contract.route import Hop
 from aipool.contract.vocabulary import CALLED_OUTCOMES
 from aipool.ledger.record import UsageRecord
 from aipool.settings import settings as pool_settings

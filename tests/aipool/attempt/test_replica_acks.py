@@ -18,12 +18,12 @@ from aipool.attempt.layout import record_key
 from aipool.attempt.lifecycle import AttemptBook
 from aipool.attempt.runner import Done, Forward, HopRunner
 from aipool.breaker import breakers_for
-from aipool.chains import Hop
+from aipool.contract.completion import Completion
 from aipool.contract.journey import Journey
-from aipool.contract.request import Completion, parse_request
+from aipool.contract.request import parse_request
+from aipool.contract.route import Hop, Route
 from aipool.quota import quotas_for
 from aipool.redis.durability import ReplicaAcks
-from aipool.routing.router import Route
 from tests.aipool.attempt.test_runner import Provider
 from tests.support.attempts import ledger
 from tests.support.services import RedisServer
