@@ -7,7 +7,9 @@
 --
 -- Every op shares one header:
 --   KEYS[1] the attempt's record (hash; the route record for 'advance')
---   KEYS[2] the attempt's kept answer       KEYS[3] live leases (sorted set: record -> lease end)
+--   KEYS[2] the attempt's kept answer (for 'advance': the first hop's attempt record, which a
+--   request sent straight there has without a route record)
+--   KEYS[3] live leases (sorted set: record -> lease end)
 --   KEYS[4] the ledger's pending records    KEYS[5] the request's route record (when the pool
 --   first saw the request, and where routing sent it)    KEYS[6] the month's spend (hash: all,
 --   svc:<service>; micro-dollars; the month the call began in, for 'finish')    KEYS[7..11] the
@@ -420,6 +422,20 @@ if op == 'advance' then
   end
   if f[2] then
     return {'next', NOW, '[]', f[2], f[3], f[4]}
+  end
+  -- A request sent straight to its first hop (HopRunner.dispatch) has no route record, but may
+  -- have that hop's attempt (KEYS[2]): a later copy goes where the first went, whatever the
+  -- breakers say now, and finds its outcome there (the answer, the call in hand, or the choice
+  -- made after it), never a second call further down the chain.
+  if n > 0 then
+    local straight = redis.call('HMGET', KEYS[2], 'state', 'rid', 'start')
+    if straight[1] and straight[2] == ARGV[3] then
+      local received = math.min(tonumber(straight[3]) or now, tonumber(ARGV[8]) or now, now)
+      redis.call('HSET', KEYS[1], 'rid', ARGV[3], 'next', candidates[1].p, 'trail', '[]',
+        'received', fmt(received))
+      redis.call('EXPIRE', KEYS[1], ARGV[4])
+      return {'next', NOW, '[]', candidates[1].p, '[]', fmt(received)}
+    end
   end
   if not all_current() then
     return {'clock', NOW, '[]'}

@@ -68,6 +68,11 @@ the same place)::
     empty                                   finish books its row    (documented limit: Redis
                                             (quota restored from    without persistence can pay
                                             the ledger)             twice)
+    copy routed, no      = new (decide)     routed here: busy       routed here: routed here: the same
+    route record                            there, no call          the kept     next hop and trail
+    (advance; the first                                             answer
+    hop's attempt, sent
+    straight there)
 
 Rules that follow: an earlier outcome is resolved before the deadline and the breaker are asked;
 a live lease is never called twice and never swept; only a provider's fault counts against its
@@ -77,8 +82,10 @@ are counted); any success while CLOSED ends a run of failures; times inside the 
 record, the moment the pool first saw the request, never from a producer's clock. A request
 without a deadline whose first hop is free and unlimited may reach ``begin`` with no route record
 at all (sent straight, :meth:`~aipool.attempt.runner.HopRunner.dispatch`): ``begin`` needs none,
-and the first ``advance`` of a later copy creates it as for a new request (the model test's
-``send_straight`` rule).
+and the first ``advance`` of a later copy creates it pointing at that first hop whenever its
+attempt exists, so the copy finds that attempt's outcome (the answer, the call in hand, the choice
+made after it) whatever the breakers say now, and is routed as a new request only when it does not
+(the model test's ``send_straight`` rule).
 """
 
 from __future__ import annotations
@@ -207,7 +214,9 @@ class AttemptBook:
             keys, configs = self._candidates(header, -1, now, skips, table)
             first = route_key(header.journey_id)
             month = self.configs.periods(now, header.chain[0].provider)[1].label
-            return [*header_keys(first, header.journey_id, month), *keys], self._header(
+            # The first hop's attempt: a request sent straight there has one and no route record.
+            straight = record_key(header.journey_id, header.chain[0].provider)
+            return [*header_keys(first, header.journey_id, month, straight), *keys], self._header(
                 ADVANCE, header, configs, table
             )
 

@@ -260,9 +260,10 @@ class HopRunner:
 
         A duplicate of a request sent straight (a redelivery, a producer's retry) goes to the
         same provider while its breaker looks closed, and the attempt there is one call whoever
-        delivers it. One that arrives after the breaker was seen open is routed afresh and may
-        start further down the chain while the first copy's call is in flight: a second call then
-        happens only if a provider whose breaker opened still answers that first copy.
+        delivers it. One that arrives after the breaker was seen open is routed by the pool,
+        which sends it to that same first hop whenever its attempt exists (``attempt.lua``,
+        ``advance``): it gets the answer there, waits for the call in hand, or follows the choice
+        made after it, and is never called a second time further down the chain.
         """
         first = route.chain[0]
         # The quota's limits are in memory: a limited first hop (every paid provider) is routed

