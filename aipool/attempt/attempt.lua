@@ -346,18 +346,37 @@ if op == 'finish' then
   local f = redis.call('HMGET', KEYS[1], 'state', 'owner', 'tokens', 'lim', 'member', 'gen',
     'trial', 'next', 'trail', 'code', 'detail', 'cost', 'svc', 'shared')
   local state = f[1]
-  if not state then
-    -- Redis lost the record (a restart without persistence): the call still happened, so the
-    -- ledger gets it, and the quota restore rebuilds the counters from the ledger.
+  if not state or (state == 'calling' and f[2] ~= owner) then
+    -- Redis lost this call's record (a restart without persistence), and another delivery may
+    -- have begun a call of its own since: this call still happened, so it is booked whoever owns
+    -- the record now (its own row: the ledger keeps one per call), and charged again where the
+    -- restart lost its reservation. The other delivery's record is left alone but for a mark
+    -- that this call is booked, so a finish retried after its reply was lost books nothing twice.
+    if redis.call('HSETNX', KEYS[1], 'booked:' .. owner, 1) == 0 then
+      return {'missing', NOW, '[]'}
+    end
+    if not state then
+      redis.call('EXPIRE', KEYS[1], ARGV[4])
+    end
     redis.call('LPUSH', KEYS[4], ledger_json)
+    local k = guard_keys(own_base)
+    if own.lim == 1 then
+      redis.call('HINCRBY', k[4], 'requests', 1)
+      redis.call('HINCRBY', k[4], 'tokens', booked)
+      redis.call('EXPIRE', k[4], ttl(own.d[4]))
+      redis.call('HINCRBY', k[5], 'tokens', booked)
+      redis.call('EXPIRE', k[5], ttl(own.m[3]))
+    end
+    if cost > 0 then
+      redis.call('HINCRBY', KEYS[6], 'all', cost)
+      redis.call('HINCRBY', KEYS[6], 'svc:' .. SVC, cost)
+      redis.call('EXPIRE', KEYS[6], ttl(own.m[3]))
+    end
     return {'missing', NOW, '[]'}
   end
   if state ~= 'calling' and state ~= 'abandoned' then
     -- A finish retried after its first try was applied: nothing changes twice.
     return {'done', NOW, '[]', state, f[10] or '', f[11] or '[]', f[8] or '', f[9] or '[]'}
-  end
-  if state == 'calling' and f[2] ~= owner then
-    return {'foreign', NOW, '[]'}
   end
   if result ~= 'answered' and not f[8] and not all_current() then
     return {'clock', NOW, '[]'}

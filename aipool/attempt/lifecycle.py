@@ -64,10 +64,12 @@ the same place)::
     breaker opens,       gates this new     nothing: the call runs  nothing      nothing
     quota spent,         call only
     provider paused
-    Redis restarts       = new              record gone: a late     = new        = new
-    empty                                   finish books its row    (documented limit: Redis
-                                            (quota restored from    without persistence can pay
-                                            the ledger)             twice)
+    Redis restarts       = new              record gone, or a new   = new        = new
+    empty                                   delivery's: a late      (documented limit: Redis
+                                            finish books its call   without persistence can pay
+                                            whoever owns the        twice: each call booked)
+                                            record (its own row,
+                                            its charge; once)
     copy routed, no      = new (decide)     routed here: busy       routed here: routed here: the same
     route record                            there, no call          the kept     next hop and trail
     (advance; the first                                             answer

@@ -316,7 +316,7 @@ class HopRunner:
                 position,
                 owner=owner,
                 bound_s=bound,
-                abandoned_row=lambda start: self._abandoned_row(visit, position, start),
+                abandoned_row=lambda start: self._abandoned_row(visit, position, start, owner),
                 skips=visit.skips,
             )
         except RedisError as exc:
@@ -407,6 +407,7 @@ class HopRunner:
             model=completion.model,
             at=call.now,
             booked=True,
+            call_id=owner,
         )
         reply = self._finish(
             visit,
@@ -421,6 +422,16 @@ class HopRunner:
         )
         if isinstance(reply, Ended):  # a finish retried after its first try took the answer
             log.info("request_id=%s position=%d recorded already", visit.request_id, position)
+        elif isinstance(reply, Missing):
+            # Redis lost the call's record (a restart without persistence; another delivery may
+            # own a new one): the call was booked all the same, and its answer is still this
+            # delivery's to give.
+            log.warning(
+                "request_id=%s position=%d: %s answered after its record was lost; booked",
+                visit.request_id,
+                position,
+                hop.provider,
+            )
         return self._answered(visit, position, completion, call.now, event=event)
 
     def _failed(
@@ -465,6 +476,7 @@ class HopRunner:
             at=call.now,
             booked=True,
             estimated=estimated,
+            call_id=owner,
         )
         reply = self._finish(
             visit,
@@ -720,6 +732,7 @@ class HopRunner:
         booked: bool = False,
         replayed: bool = False,
         estimated: bool = False,
+        call_id: str = "",
     ) -> AttemptEvent:
         hop = visit.journey.route.chain[position]
         if completion is not None and self.price_completion is not None:
@@ -744,10 +757,12 @@ class HopRunner:
             booked=booked,
             replayed=replayed,
             estimated=estimated,
+            call_id=call_id,
         )
 
-    def _abandoned_row(self, visit: Visit, position: int, start: float) -> str:
-        """The ledger row booked if the call at ``position`` is abandoned: its estimate."""
+    def _abandoned_row(self, visit: Visit, position: int, start: float, owner: str) -> str:
+        """The ledger row booked if ``owner``'s call at ``position`` is abandoned: its
+        estimate."""
         hop = visit.journey.route.chain[position]
         event = self._event(
             visit,
@@ -757,6 +772,7 @@ class HopRunner:
             at=start,
             booked=True,
             estimated=True,
+            call_id=owner,
         )
         return usage_row(event).to_json()
 

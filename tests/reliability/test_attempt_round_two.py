@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -17,13 +18,24 @@ import redis
 from sqlalchemy import Engine
 
 from aipool.simulator import Simulator
-from tests.support.accounting import drain_everything, ledger_rows, trail
+from tests.support.accounting import (
+    drain_everything,
+    ledger_charges,
+    ledger_rows,
+    open_leases,
+    quota_charges,
+    trail,
+)
+from tests.support.figures import record_figure
 from tests.support.pool import Worker
-from tests.support.requests import QUESTION
+from tests.support.producer import Producer
+from tests.support.requests import CRITICAL, QUESTION
+from tests.support.services import RedisServer
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 TIMEOUT = 60
+NO_RPM = {"AIPOOL_CLAUDE_RPM": "unlimited"}
 
 
 def _idle(client: redis.Redis, queues: tuple[str, ...], timeout: float = 60.0) -> None:
@@ -72,6 +84,52 @@ def test_a_copy_sent_after_its_first_hop_answered_gets_that_answer(
     drain_everything(clean_redis, ledger)
     rows = ledger_rows(ledger, [task_id])
     assert [(r.provider, r.outcome) for r in rows] == [("ollama", "ok")]
+
+
+def test_a_late_finish_after_redis_restarted_empty_books_its_call(
+    providers: Simulator,
+    redis_server: Callable[..., RedisServer],
+    spawn_worker: Callable[..., Worker],
+    producer: Callable[[str], Producer],
+    ledger: Engine,
+) -> None:
+    # Given a critical request in a 6 s Claude call, with the pool's records on a Redis that
+    # keeps nothing on disk (the broker on another: a worker holding a message while its broker
+    # restarts is another case of the issue)
+    server = redis_server()
+    client = server.client()
+    broker = redis_server()
+    urls = {"REDIS_URL": server.url, "CELERY_BROKER_URL": broker.url}
+    spawn_worker(
+        broker.url,
+        concurrency=2,
+        CELERY_RESULT_BACKEND=broker.url,
+        AIPOOL_TIMEOUT_CLAUDE="10",
+        **urls,
+        **NO_RPM,
+    )
+    send = producer(broker.url)
+    providers.set_fault("claude", "slow", ms=6000)
+    task_id = str(uuid.uuid4())
+    send.send(CRITICAL, task_id=task_id)
+    eventually(lambda: providers.calls("claude") == 1, 30, "the first call in flight")
+    # When Redis restarts empty and the producer sends the message again, which calls Claude
+    # again (the first call's record is gone) while the first call still runs
+    server.restart(down_for=0.5)
+    again = send.send(CRITICAL, task_id=task_id)
+    eventually(lambda: providers.calls("claude") == 2, 30, "the second call")
+    answer = again.get(timeout=TIMEOUT)
+    assert (answer["status"], answer["provider"]) == ("ok", "claude")
+    eventually(lambda: open_leases(client) == 0, 30, "both calls finished")
+    time.sleep(1)  # the first call's finish lands after its answer at most this late
+    # Then both calls are booked: two ledger rows, two requests in the quota, as many as calls
+    drain_everything(client, ledger)
+    rows = ledger_rows(ledger, [task_id])
+    assert [(r.provider, r.outcome) for r in rows] == [("claude", "ok"), ("claude", "ok")]
+    assert len({r.call_id for r in rows}) == 2
+    assert quota_charges(client) == ledger_charges(rows)
+    assert providers.calls("claude") == quota_charges(client)["claude"].requests == 2
+    record_figure("Redis restarted empty mid-call", "Claude calls / ledger rows", "2/2")
 
 
 def _journey(task_id: str) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from aipool.attempt.layout import Busy, Call, Ended, Kept, Recorded, Routed, record_key
+from aipool.attempt.layout import Busy, Call, Ended, Kept, Missing, Recorded, Routed, record_key
 from aipool.breaker import BreakerState
 from aipool.chains import Hop
 from aipool.settings import settings
@@ -384,3 +384,29 @@ def test_a_copy_routed_while_its_first_hop_is_called_waits_for_that_call(
     # Then the copy goes to the call in hand (busy), never to Gemini
     assert routed.decision.next == "ollama"
     assert isinstance(begin(worker, h, owner="copy"), Busy)
+
+
+def test_a_late_finish_after_redis_restarted_empty_books_its_call(pool: SimulatedPool) -> None:
+    # Given a Gemini call in flight when Redis restarts with nothing on disk, and a second
+    # delivery of the same message that then calls Gemini again
+    worker = pool.worker()
+    h = header()
+    first = begin(worker, h, owner="first")
+    assert isinstance(first, Call)
+    pool.client.flushdb()
+    second = begin(worker, h, owner="second")
+    assert isinstance(second, Call)
+    # When the first call answers (its record now the second delivery's), then the second
+    late = answered(worker, h, 0, first, "first", tokens=40)
+    again = answered(worker, h, 0, first, "first", tokens=40)  # its reply lost: retried
+    answered(worker, h, 0, second, "second", tokens=42)
+    # Then both calls are booked, each once, under its own call: two rows, two requests charged
+    assert isinstance(late, Missing) and isinstance(again, Missing)
+    rows = ledger(pool.client)
+    assert sorted((r.call_id, r.outcome, r.tokens) for r in rows) == [
+        ("first", "ok", 40),
+        ("second", "ok", 42),
+    ]
+    assert usage(worker) == (2, 82)
+    # And the second delivery's record is its own: a later delivery gets its answer
+    assert isinstance(begin(worker, h, owner="third"), Kept)
