@@ -244,7 +244,7 @@ if op == 'begin' then
   local bound, grace, abandon_json = tonumber(ARGV[args + 3]), tonumber(ARGV[args + 4]),
     ARGV[args + 5]
   local rec = redis.call('HMGET', KEYS[1], 'state', 'rid', 'lease', 'code', 'detail', 'next',
-    'trail')
+    'trail', 'owner', 'start', 'limit', 'gen', 'trial')
   local state = rec[1]
   if state then
     -- An earlier delivery got here first: its outcome decides, before any deadline or breaker.
@@ -255,6 +255,13 @@ if op == 'begin' then
       return {'answered', NOW, '[]', redis.call('GET', KEYS[2]) or ''}
     end
     if state == 'calling' then
+      if rec[8] == owner and tonumber(rec[3]) > now then
+        -- This delivery's own begin, asked again (its reply was lost after the script ran): the
+        -- same call, charged once, with what is left of its bound. Its time is when it began:
+        -- the day and month it is charged to.
+        local left = math.max(0, tonumber(rec[9]) + tonumber(rec[10] or '0') - now)
+        return {'call', rec[9], '[]', rec[11], rec[12] or '', fmt(left), rec[3]}
+      end
       if tonumber(rec[3]) > now then
         return {'busy', NOW, '[]', rec[3]}
       end
@@ -328,7 +335,8 @@ if op == 'begin' then
   end
   local lease = now + limit + grace
   redis.call('HSET', KEYS[1], 'state', 'calling', 'rid', ARGV[3], 'owner', owner,
-    'lease', fmt(lease), 'start', NOW, 'gen', gen, 'trial', trial, 'tokens', ARGV[6],
+    'lease', fmt(lease), 'start', NOW, 'limit', fmt(limit), 'gen', gen, 'trial', trial,
+    'tokens', ARGV[6],
     'lim', own.lim, 'member', member, 'provider', own.p, 'abandon', abandon_json,
     'cost', own.c or 0, 'svc', SVC, 'shared', own.s and 1 or 0)
   redis.call('EXPIRE', KEYS[1], ARGV[4])

@@ -75,9 +75,17 @@ the same place)::
     (advance; the first                                             answer
     hop's attempt, sent
     straight there)
+    reply lost after     (never reached     begin: the same call    the first    the first outcome and
+    the script ran;      Redis: as the      (what is left of its    outcome      next hop again
+    the same delivery    first time)        bound), charged once;   again
+    asks again (begin,                      finish: as the first
+    finish, advance)                        time (lost record:
+                                            booked once)
 
 Rules that follow: an earlier outcome is resolved before the deadline and the breaker are asked;
-a live lease is never called twice and never swept; only a provider's fault counts against its
+a live lease is never called twice and never swept; every op is safe to ask again, and the same
+delivery asking again gets its first outcome (the runner asks ``begin`` and routing again for
+``SCRIPT_RETRY_S`` after Redis failed to answer, before it takes the guards as unavailable); only a provider's fault counts against its
 breaker (a timeout the deadline made short does not, nor an answer with nothing usable in it,
 nor a 429 that declared its delay: that pauses the provider instead, and only 429s without one
 are counted); any success while CLOSED ends a run of failures; times inside the script are Redis's (``TIME``), and a deadline counts from the route

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from redis.exceptions import RedisError
 
@@ -64,6 +64,7 @@ from aipool.scrub import scrub
 from aipool.settings import settings
 
 log = logging.getLogger("aipool.hop")
+T = TypeVar("T")
 
 #: How long an owner keeps trying to record its call's outcome while Redis does not answer, at
 #: most (its lease bounds it too): a Redis stalled for a while must not cost a paid answer.
@@ -81,6 +82,31 @@ _MONEY_SKIPS = {
 LOOK_FRESH_S = 1.0
 #: How soon a delivery that found its call owned by another comes back to look again, at most.
 BUSY_RECHECK_S = 5.0
+#: How long a hop asks ``begin`` (or routing) again while Redis does not answer, counted from its
+#: first failure, before it takes the guards as unavailable: a reply lost after the script ran
+#: must not leave a reservation for a call never made, and every script asked again by the same
+#: delivery returns its first outcome (``attempt.lua``: the same owner's ``begin`` is the same
+#: call).
+SCRIPT_RETRY_S = 5.0
+
+
+def asked_again(ask: Callable[[], T], retry_s: float | None = None) -> T:
+    """``ask()``, asked again while Redis does not answer, for at most ``retry_s`` (default
+    :data:`SCRIPT_RETRY_S`) after the first failure; the last :class:`RedisError` then."""
+    give_up: float | None = None
+    pause = 0.1
+    while True:
+        try:
+            return ask()
+        except RedisError:
+            now = time.monotonic()
+            if give_up is None:
+                give_up = now + (SCRIPT_RETRY_S if retry_s is None else retry_s)
+            if now + pause > give_up:
+                raise
+            log.info("Redis did not answer a script; asking again in %.1f s", pause)
+            time.sleep(pause)
+            pause = min(1.0, pause * 2)
 
 
 @dataclass(frozen=True)
@@ -225,7 +251,7 @@ class HopRunner:
         visit = Visit(request, request_id, journey, self.pricing)
         self._pass_over_long_waits(visit, range(len(route.chain)))
         try:
-            routed = self.book.route(visit.header, visit.skips)
+            routed = asked_again(lambda: self.book.route(visit.header, visit.skips))
         except RedisError as exc:
             step = self._unguarded(visit, 0, exc)
         else:
@@ -311,13 +337,15 @@ class HopRunner:
         owner = new_owner()
         bound = self.timeouts(hop.provider)
         try:
-            begun = self.book.begin(
-                visit.header,
-                position,
-                owner=owner,
-                bound_s=bound,
-                abandoned_row=lambda start: self._abandoned_row(visit, position, start, owner),
-                skips=visit.skips,
+            begun = asked_again(
+                lambda: self.book.begin(
+                    visit.header,
+                    position,
+                    owner=owner,
+                    bound_s=bound,
+                    abandoned_row=lambda start: self._abandoned_row(visit, position, start, owner),
+                    skips=visit.skips,
+                )
             )
         except RedisError as exc:
             return self._answer_if_terminal(visit, self._unguarded(visit, position, exc))

@@ -32,6 +32,7 @@ from tests.support.producer import Producer
 from tests.support.requests import CRITICAL, QUESTION
 from tests.support.services import RedisServer
 from tests.support.waiting import eventually
+from tests.support.withholding_proxy import WithholdingProxy
 
 pytestmark = pytest.mark.integration
 TIMEOUT = 60
@@ -130,6 +131,48 @@ def test_a_late_finish_after_redis_restarted_empty_books_its_call(
     assert quota_charges(client) == ledger_charges(rows)
     assert providers.calls("claude") == quota_charges(client)["claude"].requests == 2
     record_figure("Redis restarted empty mid-call", "Claude calls / ledger rows", "2/2")
+
+
+def test_a_lost_reply_to_begin_books_no_phantom(
+    providers: Simulator,
+    redis_server: Callable[..., RedisServer],
+    spawn_worker: Callable[..., Worker],
+    producer: Callable[[str], Producer],
+    ledger: Engine,
+) -> None:
+    # Given a worker whose Redis of records is behind a proxy that will lose the reply to the
+    # next begin after it ran (held 3 s, past the worker's 2 s socket timeout)
+    server = redis_server()
+    client = server.client()
+    broker = redis_server()
+    with WithholdingProxy(server.port) as proxy:
+        spawn_worker(
+            broker.url,
+            concurrency=1,
+            REDIS_URL=proxy.url,
+            CELERY_BROKER_URL=broker.url,
+            CELERY_RESULT_BACKEND=broker.url,
+            AIPOOL_REDIS_SOCKET_TIMEOUT="2",
+            AIPOOL_TIMEOUT_CLAUDE="10",
+            **NO_RPM,
+        )
+        send = producer(broker.url)
+        proxy.withhold(b"$5\r\nbegin\r\n", 3.0)
+        # When a critical request comes to Claude
+        started = time.monotonic()
+        answer = send.send(CRITICAL).get(timeout=TIMEOUT)
+        took = time.monotonic() - started
+        assert proxy.withheld == 1
+    # Then the begin asked again is the same call: Claude answers, called once, booked once,
+    # and the quota holds that call, not a phantom beside it
+    assert (answer["status"], answer["provider"]) == ("ok", "claude"), answer["attempts"]
+    assert providers.calls("claude") == 1
+    assert open_leases(client) == 0
+    drain_everything(client, ledger)
+    rows = ledger_rows(ledger, [answer["request_id"]])
+    assert [(r.provider, r.outcome) for r in rows] == [("claude", "ok")]
+    assert quota_charges(client) == ledger_charges(rows)
+    record_figure("begin's reply lost (held 3 s)", "answered by Claude in", round(took, 1), "s")
 
 
 def _journey(task_id: str) -> str:

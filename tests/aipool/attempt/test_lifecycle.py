@@ -410,3 +410,24 @@ def test_a_late_finish_after_redis_restarted_empty_books_its_call(pool: Simulate
     assert usage(worker) == (2, 82)
     # And the second delivery's record is its own: a later delivery gets its answer
     assert isinstance(begin(worker, h, owner="third"), Kept)
+
+
+def test_a_begin_asked_again_by_its_delivery_is_the_same_call(pool: SimulatedPool) -> None:
+    # Given a delivery whose begin ran (the call reserved) but whose reply was lost
+    worker = pool.worker()
+    h = header()
+    first = begin(worker, h, owner="owner", bound=30.0)
+    assert isinstance(first, Call)
+    # When the same delivery asks again, 2 s later
+    pool.time.advance(2)
+    again = begin(worker, h, owner="owner", bound=30.0)
+    # Then it is told the same call, with what is left of its bound, charged once
+    assert isinstance(again, Call)
+    assert (again.now, again.generation, again.lease) == (first.now, first.generation, first.lease)
+    assert again.limit_s == pytest.approx(first.limit_s - 2)
+    assert usage(worker) == (1, 100)
+    # And another delivery is still told the call is in hand; the owner's answer is booked once
+    assert isinstance(begin(worker, h, owner="other"), Busy)
+    answered(worker, h, 0, again, "owner")
+    assert [(r.outcome, r.tokens) for r in ledger(pool.client)] == [("ok", 42)]
+    assert usage(worker) == (1, 42)
