@@ -81,6 +81,12 @@ the same place)::
     asks again (begin,                      finish: as the first
     finish, advance)                        time (lost record:
                                             booked once)
+    another request      refused            —                       —            —
+    under a used task    (task_id_reused):
+    id (its first hop)   no call, no
+                         record; its
+                         refusal replaces
+                         the id's result
 
 Rules that follow: an earlier outcome is resolved before the deadline and the breaker are asked;
 a live lease is never called twice and never swept; every op is safe to ask again, and the same
@@ -95,7 +101,12 @@ at all (sent straight, :meth:`~aipool.attempt.runner.HopRunner.dispatch`): ``beg
 and the first ``advance`` of a later copy creates it pointing at that first hop whenever its
 attempt exists, so the copy finds that attempt's outcome (the answer, the call in hand, the choice
 made after it) whatever the breakers say now, and is routed as a new request only when it does not
-(the model test's ``send_straight`` rule).
+(the model test's ``send_straight`` rule). A task id names one request: its first hop claims it
+for the journey (:mod:`aipool.attempt.task_ids`), and another request sent under it is refused
+(``task_id_reused``) with a refusal that replaces whatever the id's result held, so no producer
+holding that id reads an answer that may be another request's (the first request's producer, if it
+has not read its answer yet, reads the refusal too: a reused id is the producer's bug, and a clear
+error is safer than another request's answer).
 """
 
 from __future__ import annotations

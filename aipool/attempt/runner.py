@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from redis.exceptions import RedisError
 
 from aipool import lanes
+from aipool.attempt import task_ids
 from aipool.attempt.bound import within
 from aipool.attempt.event import AttemptEvent, Observer
 from aipool.attempt.layout import (
@@ -317,6 +318,24 @@ class HopRunner:
             route,
             answer_terminal=answer_terminal,
             seen_at=seen_at() if seen_at is not None else None,
+        )
+
+    def reused(self, request_id: str, journey_id: str) -> Done | None:
+        """The refusal of a request sent under a task id another request holds
+        (:mod:`aipool.attempt.task_ids`), or ``None`` when the id is this request's."""
+        try:
+            mine = task_ids.claim(self.book.client, request_id, journey_id, self.book.answer_keep)
+        except RedisError:
+            return None  # routing meets the outage and says so
+        if mine:
+            return None
+        log.warning("request_id=%s refused: the task id names another request", request_id)
+        return Done(
+            result.error(
+                request_id,
+                "task_id_reused",
+                "this task id was used for another request; send this one under a new id",
+            )
         )
 
     def _looks_closed(self, provider: str) -> bool:

@@ -8,6 +8,7 @@ calls = ledger rows = quota per provider.
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Callable
@@ -173,6 +174,40 @@ def test_a_lost_reply_to_begin_books_no_phantom(
     assert [(r.provider, r.outcome) for r in rows] == [("claude", "ok")]
     assert quota_charges(client) == ledger_charges(rows)
     record_figure("begin's reply lost (held 3 s)", "answered by Claude in", round(took, 1), "s")
+
+
+def test_a_task_id_reused_for_another_request_never_reads_the_first_answer(
+    providers: Simulator,
+    clean_redis: redis.Redis,
+    celery_app: Any,
+    pool: Worker,
+    ledger: Engine,
+) -> None:
+    # Given a request answered under task id X
+    task_id = str(uuid.uuid4())
+    first = celery_app.send_task(
+        "ai.generate", kwargs={"request": QUESTION}, queue="router", task_id=task_id
+    ).get(timeout=TIMEOUT)
+    assert (first["status"], first["provider"]) == ("ok", "ollama")
+    # When the producer reuses X for another request, and reads X's result
+    other = {**QUESTION, "prompt": "What is a node?"}
+    celery_app.send_task("ai.generate", kwargs={"request": other}, queue="router", task_id=task_id)
+
+    def stored() -> dict[str, Any]:
+        raw = clean_redis.get(f"celery-task-meta-{task_id}")
+        return dict(json.loads(raw or b"{}").get("result") or {})
+
+    eventually(lambda: stored().get("status") == "error", TIMEOUT, "the second request answered")
+    answer = stored()
+    # Then it reads a refusal naming the reused id, never the first request's answer; no call
+    # was made for it, and a copy of the first request under X is still its own
+    assert answer["error"]["code"] == "task_id_reused"
+    assert answer["content"] is None
+    _idle(clean_redis, ("router", "ollama"))
+    assert providers.calls("ollama") == 1
+    drain_everything(clean_redis, ledger)
+    rows = ledger_rows(ledger, [task_id])
+    assert [(r.provider, r.outcome) for r in rows] == [("ollama", "ok")]
 
 
 def _journey(task_id: str) -> str:
