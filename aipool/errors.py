@@ -14,6 +14,10 @@ Every failure the pool can meet is one of these, so deciding what to do next is 
     │   │   ├── PromptBlocked   the prompt was refused before anything was generated
     │   │   ├── ModelRefused    the model declined (a refusal stop)
     │   │   └── EmptyAnswer     no text and no tool call (thinking used the output budget)
+    │   ├── DeadlineCut         the call was cut short by the request's deadline (or the share of
+    │   │                       it later providers leave this one): never the provider's fault
+    │   ├── TimeLimitCut        the hop's own time limit (Celery's soft limit) fired during the
+    │   │                       call: the pool's limit, never the provider's fault
     │   └── ProviderFailure     counts against the provider's breaker
     │       ├── ProviderTimeout         no answer within the timeout
     │       ├── ProviderUnreachable     connection refused / reset / DNS
@@ -100,6 +104,27 @@ class ProviderRejected(ProviderError):
 
     code: FailureCode = "rejected"
     counts_against_provider = False
+
+
+class DeadlineCut(ProviderError):
+    """The call ran out of the time the request's deadline gave it (its share while later
+    providers remain, :mod:`aipool.attempt.timing`), short of the provider's own timeout: it says
+    nothing about the provider, and it may have been billed."""
+
+    code: FailureCode = "deadline"
+    counts_against_provider = False
+    billing_unknown = True
+
+
+class TimeLimitCut(ProviderError):
+    """The task's soft time limit fired during the call. Every hop runs under the pool's own
+    limits (a producer's are not carried: ``tasks/generate.py``), and the settings refuse provider
+    timeouts that do not fit under them (:mod:`aipool.settings.time_limits`), so this is the
+    pool's limit cutting the call, never evidence against the provider; it may have been billed."""
+
+    code: FailureCode = "time_limit"
+    counts_against_provider = False
+    billing_unknown = True
 
 
 class UnusableAnswer(ProviderError):
@@ -286,11 +311,12 @@ def as_provider_error(exc: BaseException) -> ProviderError:
     return task_time_limit(exc) or ProviderBadResponse(type(exc).__name__)
 
 
-def task_time_limit(exc: BaseException) -> ProviderTimeout | None:
+def task_time_limit(exc: BaseException) -> TimeLimitCut | None:
     """The task's soft time limit, raised inside a call (by name: aipool does not import Celery
-    here), is a timeout of that call, whatever the SDK wrapped it in."""
+    here), cut that call, whatever the SDK wrapped it in: the pool's limit, not the provider's
+    fault (issue #42)."""
     if type(exc).__name__ == "SoftTimeLimitExceeded":
-        return ProviderTimeout("the task's soft time limit passed during the call")
+        return TimeLimitCut("the task's soft time limit passed during the call")
     return None
 
 

@@ -13,41 +13,51 @@ from celery.schedules import crontab
 MAINTENANCE_QUEUE = "maintenance"
 
 _ON_MAINTENANCE = {"queue": MAINTENANCE_QUEUE}
-# A maintenance message older than its own period is useless: the next run supersedes it.
-_FAST = {**_ON_MAINTENANCE, "expires": 5}
-_MINUTE = {**_ON_MAINTENANCE, "expires": 60}
-_FIVE_MINUTES = {**_ON_MAINTENANCE, "expires": 300}
-
+# No Celery ``expires``: it is an instant on beat's clock that the worker compares with its own,
+# and a skew larger than the period discarded every run (issue #42). Each run is stamped with
+# Redis's time instead and skipped on Redis's clock (aipool.routines, ROUTINE_STALE_AFTER_S).
 beat_schedule: dict[str, dict[str, Any]] = {
     # Every few seconds: usage waits in Redis only briefly.
-    "drain-ledger": {"task": "aipool.drain_ledger", "schedule": 5.0, "options": _FAST},
+    "drain-ledger": {"task": "aipool.drain_ledger", "schedule": 5.0, "options": _ON_MAINTENANCE},
     "sweep-abandoned-attempts": {
         "task": "aipool.sweep_attempts",
         "schedule": crontab(minute="*"),
-        "options": _MINUTE,
+        "options": _ON_MAINTENANCE,
     },
     # A Redis restart without persistence: bring quota counters back from the ledger.
     "restore-quota-counters": {
         "task": "aipool.restore_quotas",
         "schedule": crontab(minute="*"),
-        "options": _MINUTE,
+        "options": _ON_MAINTENANCE,
     },
     # Every day that received rows since the last run, late ones included, and their months.
     "rollup-ledger": {
         "task": "aipool.rollup_ledger",
         "schedule": crontab(minute="*/5"),
-        "options": _FIVE_MINUTES,
+        "options": _ON_MAINTENANCE,
     },
     "budget-checks": {
         "task": "aipool.budget_checks",
         "schedule": crontab(minute="*/5"),
-        "options": _FIVE_MINUTES,
+        "options": _ON_MAINTENANCE,
     },
     "daily-budget-report": {
         "task": "aipool.daily_budget_report",
         "schedule": crontab(hour=9, minute=0),
         "options": _ON_MAINTENANCE,
     },
+}
+
+#: Seconds on Redis's clock after which a run beat sent is skipped, per routine: three of its
+#: periods (a backlog left while the maintenance worker was away; the next tick's run does the
+#: work). None: a late run is still worth running (the daily report).
+ROUTINE_STALE_AFTER_S: dict[str, float | None] = {
+    "aipool.drain_ledger": 15.0,
+    "aipool.sweep_attempts": 180.0,
+    "aipool.restore_quotas": 180.0,
+    "aipool.rollup_ledger": 900.0,
+    "aipool.budget_checks": 900.0,
+    "aipool.daily_budget_report": None,
 }
 
 #: ``task_routes`` entries for celeryconfig: maintenance tasks never share a provider's queue.

@@ -13,6 +13,7 @@ from typing import Any
 
 from celery import Task, shared_task
 from celery.exceptions import Ignore, SoftTimeLimitExceeded, TimeLimitExceeded
+from celery.signals import task_postrun
 from celery.worker.state import task_ready
 from redis.exceptions import RedisError
 
@@ -27,6 +28,7 @@ from aipool.contract.request import Request, parse_request
 from aipool.errors import InvalidJourney, InvalidRequest
 from aipool.routing.router import Route, decide, routed_priority
 from aipool.settings import settings
+from tasks import soft_limit
 from workers.edge.withholding import GENERATE, described
 from workers.messages import AnswerWithheldRequest
 from workers.runtime import cache_front
@@ -47,6 +49,22 @@ class AnsweringRequest(AnswerWithheldRequest):
     worker's parent, here. It is stored instead of Celery's FAILURE: the producer reads
     ``status: "error"``, code ``time_limit``, and the message is acked as Celery would.
     """
+
+    @property
+    def time_limits(self) -> tuple[float | None, float | None]:
+        """The hop's (hard, soft) time limits: always the pool's (the task's, from
+        ``AIPOOL_TASK_TIME_LIMIT`` and ``AIPOOL_TASK_SOFT_TIME_LIMIT``), whatever the message
+        asks. A producer's ``soft_time_limit`` fired inside a provider's call and was booked as
+        that provider's timeout: five requests opened a healthy Gemini's breaker (issue #42).
+        A producer that wants an answer in time says ``deadline_s``, which the chain shares."""
+        return (None, None)
+
+    @time_limits.setter
+    def time_limits(self, asked: Any) -> None:
+        if asked and any(asked):
+            log.debug(
+                "request_id=%s: the message's time limits %s are not the hop's", self.id, asked
+            )
 
     def on_timeout(self, soft: bool, timeout: float) -> None:
         if soft:
@@ -112,6 +130,7 @@ def generate(self: Task, *args: Any, request: Any = None, journey: Any = None, *
     journey points at, after checking that routing could have produced it.
     """
     request_id = str(self.request.id)
+    soft_limit.release()  # a hop before this one of this process may have held it
     if args:
         return result.error(
             request_id,
@@ -126,6 +145,9 @@ def generate(self: Task, *args: Any, request: Any = None, journey: Any = None, *
         parsed = parse_request(request)
         queue = (self.request.delivery_info or {}).get("routing_key")
         step = _hop(request_id, parsed, journey_id(request_id, request), journey, queue)
+        # The hop has its outcome: writing it (the result, or the next hop's message) must not
+        # be cut by a soft limit that arrives late (tasks/soft_limit.py).
+        soft_limit.hold()
     except InvalidRequest as exc:
         return result.error(request_id, exc.code, exc.message)
     except InvalidJourney as exc:
@@ -199,7 +221,8 @@ def _check_lane(parsed: Request, route: Route, queue: str | None) -> None:
 
 def _forward(task: Task, request: Any, step: Forward | Recheck) -> Any:
     """Same task id on the next queue: the producer's AsyncResult resolves to the last hop's
-    result. The message keeps what its producer asked of it (priority, expiry, time limits).
+    result. The message keeps what its producer asked of it (priority, expiry), not its time
+    limits: the pool's settings own every hop's.
 
     A :class:`Recheck` goes back by name to the router, without a journey (an identical request
     is fetching its answer: it looks in the response cache again when it arrives)."""
@@ -232,6 +255,9 @@ def _forward(task: Task, request: Any, step: Forward | Recheck) -> Any:
         )
 
 
+# The soft limit is taken back once the task has ended, its result written.
+task_postrun.connect(soft_limit.release, weak=False)
+
 #: What Flower shows of a request waiting for an identical one's answer.
 WAITING_REPR = "{'cache': 'waiting for an identical request'}"
 
@@ -256,9 +282,6 @@ def carried_options(context: Any) -> dict[str, Any]:
     expires = getattr(context, "expires", None)
     if expires:
         options["expires"] = expires
-    hard, soft = getattr(context, "timelimit", None) or (None, None)
-    if hard:
-        options["time_limit"] = hard
-    if soft:
-        options["soft_time_limit"] = soft
+    # Not its time limits: every hop runs under the pool's own (AnsweringRequest), so a
+    # producer's limit cannot cut a provider's call short and be booked as the provider's fault.
     return options

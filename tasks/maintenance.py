@@ -14,13 +14,15 @@ model, are rare and keep their events.
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Callable
 from dataclasses import asdict
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import redis
-from celery import shared_task
+from celery import current_task, shared_task
 
 from aipool.budget import (
     build_report,
@@ -38,12 +40,43 @@ from aipool.ledger.usage_log import drain
 from aipool.notify import dispatch, notifiers_from_env
 from aipool.periods import local_day, month_of, pool_zone
 from aipool.quota import quotas_for
+from aipool.routines import HEADER, may_run
 from workers.runtime import attempt_book, shared_redis
 
 log = logging.getLogger(__name__)
 
 #: Options of the tasks beat schedules (see the module docstring).
 ROUTINE: dict[str, Any] = {"ignore_result": True, "send_events": False}
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def on_the_pools_clock(name: str) -> Callable[[Callable[P, R]], Callable[P, R | None]]:
+    """Run routine ``name`` only if Redis says so (:func:`aipool.routines.may_run`): a run beat
+    sent is skipped when a later one already began or it is stale on Redis's clock, never
+    because of a host's clock. A skipped run returns None and says why in the log."""
+
+    def wrap(routine: Callable[P, R]) -> Callable[P, R | None]:
+        @functools.wraps(routine)
+        def guarded(*args: P.args, **kwargs: P.kwargs) -> R | None:
+            request = getattr(current_task, "request", None)
+            stamped = getattr(request, HEADER, None) if request is not None else None
+            try:
+                go, why = may_run(_redis(), name, stamped)
+            except redis.RedisError as exc:
+                # Routines that need only the ledger (roll-ups, budget checks) still run.
+                log.warning("routine %s runs unguarded: %s", name, type(exc).__name__)
+                go, why = True, ""
+            if not go:
+                log.info("routine %s skipped: %s", name, why)
+                return None
+            return routine(*args, **kwargs)
+
+        return guarded
+
+    return wrap
 
 
 def _redis() -> redis.Redis[Any]:
@@ -56,12 +89,14 @@ def _today() -> date:
 
 
 @shared_task(name="aipool.drain_ledger", **ROUTINE)
+@on_the_pools_clock("aipool.drain_ledger")
 def drain_ledger(batch: int = 500) -> dict[str, Any]:
     """Move pending usage records from Redis into the ledger database."""
     return asdict(drain(_redis(), default_engine(), batch))
 
 
 @shared_task(name="aipool.rollup_ledger", **ROUTINE)
+@on_the_pools_clock("aipool.rollup_ledger")
 def rollup_ledger() -> dict[str, Any]:
     """Bring the daily and monthly roll-ups up to every row stored so far: every day that received
     rows since the last run (late rows of closed days included) and their months."""
@@ -104,6 +139,7 @@ def rollup_last_month() -> dict[str, Any]:
 
 
 @shared_task(name="aipool.budget_checks", **ROUTINE)
+@on_the_pools_clock("aipool.budget_checks")
 def budget_checks() -> list[dict[str, Any]]:
     """Evaluate the budget rules and send what is news (nothing when ``AIPOOL_ALERTS=prometheus``:
     Prometheus alerts on the same figures, exported by this worker)."""
@@ -111,6 +147,7 @@ def budget_checks() -> list[dict[str, Any]]:
 
 
 @shared_task(name="aipool.daily_budget_report", **ROUTINE)
+@on_the_pools_clock("aipool.daily_budget_report")
 def daily_budget_report() -> dict[str, str]:
     """Send yesterday's full report (and this month so far) through every notifier."""
     engine = default_engine()
@@ -120,6 +157,7 @@ def daily_budget_report() -> dict[str, str]:
 
 
 @shared_task(name="aipool.sweep_attempts", **ROUTINE)
+@on_the_pools_clock("aipool.sweep_attempts")
 def sweep_attempts() -> int:
     """Abandon the calls whose lease ended with no outcome (their worker died or hung): each is
     charged its estimate and booked in the ledger (``aipool.attempt.lifecycle``)."""
@@ -128,6 +166,7 @@ def sweep_attempts() -> int:
 
 
 @shared_task(name="aipool.restore_quotas", **ROUTINE)
+@on_the_pools_clock("aipool.restore_quotas")
 def restore_quota_counters() -> dict[str, Any]:
     """Raise today's and this month's quota counters to what the ledger recorded.
 

@@ -19,6 +19,9 @@ class RedisClock:
     def __init__(self, local: Callable[[], float] = time.time) -> None:
         self._local = local
         self._offset = 0.0
+        #: Whether Redis has told this process its time yet (until then the estimate is the
+        #: host's own clock, however far off).
+        self.told_yet = False
 
     def now(self) -> float:
         """The estimate: this host's clock plus the last offset Redis told."""
@@ -27,3 +30,4 @@ class RedisClock:
     def told(self, redis_now: float) -> None:
         """Redis said it is ``redis_now``: later estimates follow it."""
         self._offset = redis_now - self._local()
+        self.told_yet = True

@@ -40,6 +40,7 @@ from aipool.attempt.layout import (
 )
 from aipool.attempt.lifecycle import AttemptBook, new_owner
 from aipool.attempt.money import micro
+from aipool.attempt.timing import recent_median, record_latency, share
 from aipool.backlog import QUEUE_WAIT
 from aipool.breaker import BreakerState
 from aipool.contract import result
@@ -47,6 +48,7 @@ from aipool.contract.journey import Attempt, Journey, Route
 from aipool.contract.request import Completion, Request, ToolCall
 from aipool.contract.vocabulary import Outcome, outcome_named
 from aipool.errors import (
+    DeadlineCut,
     InvalidJourney,
     ModelRefused,
     ProviderError,
@@ -54,6 +56,7 @@ from aipool.errors import (
     ProviderTimeout,
     UnusableAnswer,
     as_provider_error,
+    task_time_limit,
 )
 from aipool.observers import usage_row
 from aipool.providers import get_provider
@@ -361,7 +364,7 @@ class HopRunner:
                     visit.header,
                     position,
                     owner=owner,
-                    bound_s=bound,
+                    bound_s=min(bound, self._share(visit, position)),
                     abandoned_row=lambda start: self._abandoned_row(visit, position, start, owner),
                     skips=visit.skips,
                 )
@@ -406,6 +409,12 @@ class HopRunner:
             return
         try:
             waits = self.lane_waits(sorted(set(candidates.values())))
+            if not self.book.clock.told_yet:
+                # A fresh process: no script has told it Redis's time yet, and its host's clock
+                # (90 s ahead, say) would make the deadline look spent and pass over every lane
+                # with a wait (issue #42). Asked once per process.
+                seconds, micros = self.book.client.time()
+                self.book.clock.told(float(seconds) + float(micros) / 1_000_000)
         except Exception:  # ages are advice: a Redis that does not answer decides nothing here
             log.debug("lane waits unreadable for request_id=%s", visit.request_id, exc_info=True)
             return
@@ -415,6 +424,22 @@ class HopRunner:
             if wait > 0 and wait >= left:
                 visit.skips[position] = QUEUE_WAIT
                 visit.waits[chain[position].provider] = (lane, wait)
+
+    def _share(self, visit: Visit, position: int) -> float:
+        """How long this hop's call may take of what the deadline leaves, the providers after
+        it still to try (:mod:`aipool.attempt.timing`); unbounded without a deadline. ``begin``
+        still cuts it at the deadline itself, on Redis's clock."""
+        deadline = visit.request.deadline_s
+        if deadline is None:
+            return float("inf")
+        chain = visit.journey.route.chain
+        later = [
+            hop.provider
+            for at, hop in enumerate(chain[position + 1 :], start=position + 1)
+            if not hop.terminal and at not in visit.skips
+        ]
+        left = deadline - visit.journey.elapsed_s(self.now())
+        return share(left, later, lambda provider: recent_median(self.book.client, provider))
 
     # -- the call -------------------------------------------------------------------------------
 
@@ -438,7 +463,10 @@ class HopRunner:
             return self._failed(
                 visit, position, call, owner, bound, as_provider_error(exc), started
             )
-        return self._succeeded(visit, position, call, owner, completion)
+        answered = self._succeeded(visit, position, call, owner, completion)
+        # After finish: a sample costs the answer nothing, and holds only a duration.
+        record_latency(self.book.client, hop.provider, time.perf_counter() - started)
+        return answered
 
     def _succeeded(
         self, visit: Visit, position: int, call: Call, owner: str, completion: Completion
@@ -492,8 +520,11 @@ class HopRunner:
         started: float,
     ) -> Done | Forward:
         hop = visit.journey.route.chain[position]
-        # A timeout that only the request's deadline made short says nothing about the provider.
+        # A timeout that only the request's deadline made short (the deadline itself, or the
+        # share of it the later providers leave this one) says nothing about the provider.
         short = isinstance(error, ProviderTimeout) and call.limit_s < bound - 1e-6
+        if short:
+            error = DeadlineCut(f"cut at {call.limit_s:.3g} s of the request's deadline")
         verdict = "failure" if error.counts_against_provider and not short else "release"
         pause = rate_limit_pause(error)
         if pause:
@@ -585,8 +616,15 @@ class HopRunner:
                     )
                     event = replace(event, booked=False)
                     break
-                time.sleep(pause)
+                _pause(pause, visit.request_id)
                 pause = min(1.0, pause * 2)
+            except BaseException as exc:
+                if task_time_limit(exc) is None:
+                    raise
+                # The soft limit fired while a stalled Redis held the outcome: recording the
+                # call (a paid answer, maybe) is how the hop ends well, so it goes on, within the
+                # lease as before; the limit fires once, and the hard limit stays the backstop.
+                _soft_limit_passed(visit.request_id)
         self._observe(event, visit)
         return reply
 
@@ -688,19 +726,10 @@ class HopRunner:
         )
 
     def _terminal(self, visit: Visit, position: int) -> Done:
-        if any(a.outcome == "deadline" for a in visit.journey.attempts):
-            # The request's time ran out before a provider could answer: it asked for an answer
-            # within deadline_s, and the static apology late is not one (issue #29).
-            return Done(
-                result.error(
-                    visit.request_id,
-                    "deadline",
-                    f"no provider could answer within the deadline of "
-                    f"{visit.request.deadline_s:g}s (counted from when the pool first saw the "
-                    "request, time waiting in queues included)",
-                    visit.journey,
-                )
-            )
+        # A request whose deadline left no provider time to answer gets the chain's end too,
+        # its attempts saying so (``deadline``): a producer that gave a latency budget wants the
+        # best answer inside it, and ADR-006's chain ends in the static answer or the refusal,
+        # never in a bare error (issue #42).
         hop = visit.journey.route.chain[position]
         completion = self.providers(hop.provider).complete(visit.request, hop.model)
         outcome: Outcome = "refused" if hop.provider == "refuse" else "fallback"
@@ -839,6 +868,24 @@ class HopRunner:
             except Exception:
                 # An observer (ledger, metrics) failing must never fail the answer.
                 log.exception("observer %r failed for request_id=%s", observer, event.request_id)
+
+
+def _soft_limit_passed(request_id: str) -> None:
+    log.warning(
+        "soft time limit passed for request_id=%s while its call's outcome was being recorded; "
+        "still recording it",
+        request_id,
+    )
+
+
+def _pause(seconds: float, request_id: str) -> None:
+    """Sleep between tries of ``finish``; the soft limit firing meanwhile ends only the sleep."""
+    try:
+        time.sleep(seconds)
+    except BaseException as exc:
+        if task_time_limit(exc) is None:
+            raise
+        _soft_limit_passed(request_id)
 
 
 def rate_limit_pause(error: ProviderError) -> float:

@@ -4,16 +4,19 @@ A single ``celery worker -Q router,ollama,...`` shares one set of processes amon
 Ollama is slow, its calls hold every process, and routing, the paid providers and urgent requests
 wait behind them (issue #29). This command starts one ``celery worker`` per class of queue
 (:data:`aipool.lanes.WORKER_CLASSES`), each with processes of its own, and stops them all on
-Ctrl-C or SIGTERM; each worker logs to a file of its own in ``--log-dir`` (``urgent.log``,
+Ctrl-C or SIGTERM; a class whose worker dies is started again alone, a bounded number of times
+(:mod:`aipool.cli.worker_restarts`); each worker logs to a file of its own in ``--log-dir`` (``urgent.log``,
 ``local.log``...), its node named after its class (``urgent@host``). Compose and Kubernetes run the same classes, or one
 worker per queue and lane, as separate containers.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -23,6 +26,7 @@ from rich.console import Console
 from aipool.children import Child, signals_end_the_command
 from aipool.cli.console import console as make_console
 from aipool.cli.worker_news import LogNews
+from aipool.cli.worker_restarts import MAX_RESTARTS, WINDOW_S, RestartBudget
 from aipool.lanes import WORKER_CLASSES
 
 
@@ -71,51 +75,120 @@ def run_workers(
         Path, typer.Option(help="Directory for the workers' logs, one file per class.")
     ] = Path("var/log"),
     loglevel: Annotated[str, typer.Option("--loglevel", "-l", help="Celery's log level.")] = "INFO",
+    max_restarts: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Times a class of worker that died is started again within --restart-window "
+            "before every worker is stopped.",
+        ),
+    ] = MAX_RESTARTS,
+    restart_window: Annotated[
+        float, typer.Option(min=1.0, help="Seconds the restarts of one class are counted in.")
+    ] = WINDOW_S,
 ) -> None:
     """Run the pool's workers until Ctrl-C: one per class of queue (urgent lanes, routing,
-    local models, paid providers), so a slow local model cannot starve the rest."""
+    local models, paid providers), so a slow local model cannot starve the rest. A class that
+    dies is started again, the others untouched, up to --max-restarts times in --restart-window."""
 
     console = make_console()
     ready_to_start(console)
     log_dir.mkdir(parents=True, exist_ok=True)
-    children: list[Child] = []
-    news: list[LogNews] = []
+    children: dict[str, Child] = {}
+    news: dict[str, LogNews] = {}
+    argvs: dict[str, list[str]] = {}
+    budgets = {name: RestartBudget(max_restarts, restart_window) for name in WORKER_CLASSES}
     with signals_end_the_command():
         try:
             for name, (queues, processes) in WORKER_CLASSES.items():
                 log_path = log_dir / f"{name}.log"
                 watch = LogNews(name, log_path)
                 watch.skip_existing()
-                news.append(watch)
-                argv = worker_argv(name, queues, processes, loglevel)
-                children.append(Child(name, argv, log_path=log_path))
+                news[name] = watch
+                argvs[name] = worker_argv(name, queues, processes, loglevel)
+                children[name] = Child(name, argvs[name], log_path=log_path)
                 console.print(
                     f"{name}: {processes} process(es) on {', '.join(queues)} (log {log_path})",
                     highlight=False,
                     soft_wrap=True,
                 )
-            while all(child.alive() for child in children):
-                _tell(console, news)
+            while True:
+                _tell(console, news.values())
+                dead = [name for name, child in children.items() if not child.alive()]
+                for name in dead:
+                    if not _start_again(console, name, children, news[name], argvs[name], budgets):
+                        console.print("[red]stopping the others[/]", highlight=False)
+                        raise typer.Exit(1)
                 time.sleep(0.5)
-            _tell(console, news)
-            for child, watch in zip(children, news, strict=True):
-                if not child.alive():
-                    console.print(
-                        f"[red]worker {child.name} stopped: {watch.why_stopped()}[/]",
-                        highlight=False,
-                        soft_wrap=True,
-                    )
-            console.print("[red]stopping the others[/]", highlight=False)
-            raise typer.Exit(1)
         except (KeyboardInterrupt, SystemExit):
             pass
         finally:
             # Every worker is told at once, so they drain side by side (each finishes the calls
             # it holds); then each is waited for, and killed if it outlasts its grace.
-            for child in children:
+            for child in children.values():
                 child.terminate()
-            for child in children:
+            for child in children.values():
                 child.stop()
+
+
+def _start_again(
+    console: Console,
+    name: str,
+    children: dict[str, Child],
+    watch: LogNews,
+    argv: list[str],
+    budgets: dict[str, RestartBudget],
+) -> bool:
+    """Start the dead worker ``name`` again if its budget allows, saying so on the terminal and
+    in its log; False (said too) when it has used its restarts."""
+    child = children[name]
+    why = f"{_exit(child.process.returncode)}; {watch.why_stopped()}"
+    # Its pool processes may outlive the worker's main process: none serves a second copy.
+    child.stop(grace_s=2.0)
+    budget = budgets[name]
+    window = _duration(budget.window_s)
+    if not budget.take(time.monotonic()):
+        said = (
+            f"worker {name} stopped ({why}): it was started again {budget.used} time(s) "
+            f"within {window} already"
+        )
+        _log(watch, "ERROR", said)
+        console.print(f"[red]{said}[/]", highlight=False, soft_wrap=True)
+        return False
+    said = (
+        f"worker {name} stopped ({why}): starting it again, the others untouched "
+        f"(restart {budget.used} of {budget.limit} within {window})"
+    )
+    _log(watch, "WARNING", said)
+    console.print(f"[yellow]{said}[/]", highlight=False, soft_wrap=True)
+    watch.read()  # past the line just written, and what the dead worker left
+    watch.last_error = ""
+    watch.outage = False
+    children[name] = Child(name, argv, log_path=watch.path)
+    return True
+
+
+def _exit(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 60 and seconds % 60 == 0:
+        return f"{seconds / 60:g} min"
+    return f"{seconds:g} s"
+
+
+def _log(watch: LogNews, level: str, said: str) -> None:
+    """Add ``said`` to the worker's own log, in Celery's line format, for whoever reads it later
+    (a WARNING line is not relayed again; an ERROR line is the reason said at the end)."""
+    stamp = datetime.now().strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+    with watch.path.open("a", encoding="utf-8") as log:
+        log.write(f"[{stamp}: {level}/aipool worker] {said}\n")
 
 
 def ready_to_start(console: Console) -> None:
@@ -163,7 +236,7 @@ def ledger_problem(url: str) -> str | None:
     return None
 
 
-def _tell(console: Console, news: Sequence[LogNews]) -> None:
+def _tell(console: Console, news: Iterable[LogNews]) -> None:
     for watch in news:
         for line in watch.read():
             console.print(line, highlight=False, soft_wrap=True, markup=False)

@@ -139,6 +139,8 @@ SKIP_OUTCOMES: tuple[Outcome, ...] = tuple(
 #: of one class of :mod:`aipool.errors`.
 FailureCode = Literal[
     "timeout",
+    "deadline",
+    "time_limit",
     "unreachable",
     "rate_limited",
     "overloaded",
@@ -159,6 +161,18 @@ FailureCode = Literal[
 
 FAILURE_TERMS: dict[FailureCode, Term] = {
     "timeout": Term("no answer within the call's time bound", "timeout", "逾時"),
+    "deadline": Term(
+        "the call was cut short by the request's deadline, or by the share of it the providers "
+        "after this one leave it: no fault of the provider",
+        "deadline cut",
+        "期限截斷",
+    ),
+    "time_limit": Term(
+        "the hop's own time limit (the pool's soft time limit) fired during the call: no fault "
+        "of the provider",
+        "time limit cut",
+        "時間限制截斷",
+    ),
     "unreachable": Term("connection refused, reset or not resolved", "unreachable", "無法連線"),
     "rate_limited": Term("the provider answered 429: too many requests", "rate limited", "限流"),
     "overloaded": Term("the provider said it is overloaded (529)", "overloaded", "過載"),

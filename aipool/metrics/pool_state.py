@@ -386,10 +386,14 @@ def collectors_for(app: Any, consumed: Iterable[str]) -> list[Collector]:
         return collectors
     from sqlalchemy.pool import NullPool
 
+    # deferred like the engine's pool: only the maintenance worker reads these
+    from aipool.metrics.routines import RoutineState
+
     queues = [q.name for q in app.conf.task_queues or ()] or consumed
+    state = functools.cache(state_redis)
     collectors.append(
         PoolState(
-            redis=functools.cache(state_redis),
+            redis=state,
             engine=functools.cache(lambda: _scrape_engine(make_engine, NullPool)),
             queue_depths=lambda: broker_queue_depths(app, queues),
             queue_ages=lambda: oldest_ages(queues),
@@ -398,4 +402,5 @@ def collectors_for(app: Any, consumed: Iterable[str]) -> list[Collector]:
             zone=pool_zone(),
         )
     )
+    collectors.append(RoutineState(state))
     return collectors

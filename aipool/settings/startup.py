@@ -12,6 +12,7 @@ from aipool.routing.table import RouteTableError, load_table
 from aipool.settings import Settings, settings
 from aipool.settings.names import NAME_OF
 from aipool.settings.provider_limits import below_adr
+from aipool.settings.time_limits import time_limit_problems
 
 
 def below_adr_notes(current: Settings) -> list[str]:
@@ -58,11 +59,12 @@ def price_table_problems() -> list[str]:
 
 
 def check_at_start() -> Settings:
-    """The settings, the route table, the intent model and the price table, checked: raises
-    :class:`SettingsError` naming every problem. Quotas below ADR-006's are accepted (see
-    :func:`below_adr_notes`)."""
+    """The settings (provider timeouts under the soft limit included), the route table, the intent
+    model and the price table, checked: raises :class:`SettingsError` naming every problem.
+    Quotas below ADR-006's are accepted (see :func:`below_adr_notes`)."""
     current = settings()
-    problems = route_table_problems() + routing_model_problems() + price_table_problems()
+    problems = time_limit_problems(current) + route_table_problems()
+    problems += routing_model_problems() + price_table_problems()
     if problems:
         raise SettingsError(problems)
     return current

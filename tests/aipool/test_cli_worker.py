@@ -145,3 +145,100 @@ def test_aipool_worker_says_on_screen_when_its_redis_goes_and_comes_back(tmp_pat
         command.stop(grace_s=30)
         server.stop()
     assert processes_marked(env[MARK]) == []
+
+
+# -- a worker that dies -------------------------------------------------------------------------
+
+
+def _main_process_of(command_pid: int, name: str) -> int | None:
+    """The pid of the ``celery worker`` the command started for class ``name``, if running."""
+    from pathlib import Path
+
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[-1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == command_pid and any(a.startswith(f"{name}@".encode()) for a in argv):
+            return int(entry.name)
+    return None
+
+
+def test_aipool_worker_starts_a_dead_class_again_alone_up_to_its_bound(tmp_path) -> None:
+    import os
+    import signal
+    import sys
+    from pathlib import Path
+
+    from aipool.children import Child
+    from tests.support.cli import MARK, fresh_env, processes_marked
+    from tests.support.services import RedisServer
+    from tests.support.waiting import eventually
+
+    # Given `aipool worker` allowed one restart per class in 10 minutes, every class connected
+    # (on 0957cfc the first worker to die stopped all five: routing went down with Ollama's)
+    server = RedisServer().start()
+    env = fresh_env(
+        tmp_path / "runtime",
+        REDIS_URL=server.url,
+        DATABASE_URL="postgresql+psycopg://postgres@127.0.0.1:1/none",
+    )
+    screen = tmp_path / "screen.txt"
+    command = Child(
+        "aipool worker",
+        [
+            str(Path(sys.executable).parent / "aipool"),
+            "worker",
+            "--log-dir",
+            str(tmp_path),
+            "--max-restarts",
+            "1",
+        ],
+        env=env,
+        log_path=screen,
+        cwd=tmp_path,
+    )
+
+    def log(name: str) -> str:
+        path = tmp_path / f"{name}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    try:
+        eventually(
+            lambda: all(
+                "Connected to" in log(name)
+                for name in ("routing", "local", "cloud", "urgent", "urgent-local")
+            ),
+            120,
+            "every worker connected",
+        )
+        routing = _main_process_of(command.pid, "routing")
+        first = _main_process_of(command.pid, "local")
+        assert routing and first
+        # When the local models' worker is killed
+        os.kill(first, signal.SIGKILL)
+        # Then the terminal and its log say it stopped and is started again, alone
+        said = "worker local stopped (killed by SIGKILL; "
+        eventually(lambda: "starting it again" in screen.read_text(), 30, "the restart said")
+        text = screen.read_text()
+        assert said in text and "(restart 1 of 1 within 10 min)" in text, text
+        assert "WARNING/aipool worker] " + said in log("local")
+        eventually(lambda: log("local").count("Connected to") >= 2, 120, "the new worker connected")
+        second = _main_process_of(command.pid, "local")
+        assert second and second != first
+        assert _main_process_of(command.pid, "routing") == routing
+        assert command.alive() and "stopping the others" not in screen.read_text()
+        # When it dies again within the window, the command stops every worker and says why
+        os.kill(second, signal.SIGKILL)
+        eventually(lambda: not command.alive(), 60, "the command's end")
+        text = screen.read_text()
+        assert "it was started again 1 time(s) within 10 min already" in text, text
+        assert "stopping the others" in text
+        assert command.process.returncode == 1
+    finally:
+        command.stop(grace_s=30)
+        server.stop()
+    assert processes_marked(env[MARK]) == []

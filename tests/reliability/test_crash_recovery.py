@@ -154,8 +154,8 @@ def test_a_whole_worker_killed_mid_call_is_recovered_by_the_next_worker(
     patience = 2 * VISIBILITY_TIMEOUT + 20
     outcomes = send.collect(in_flight + queued, timeout=patience)
     # Then every request is answered once: the calls in flight are abandoned (billed at their
-    # estimate, never made again), the one whose budget ran out meanwhile is refused with
-    # `deadline`, the other gets the next provider's answer; the queued ones Claude's
+    # estimate, never made again), the one whose budget ran out meanwhile gets the static
+    # answer after `deadline` skips, the other gets the next provider's answer; the queued ones Claude's
     scenario = "whole worker SIGKILL mid-call"
     answered = [o for o in outcomes if o.answered]
     record_figure(scenario, "requests answered", f"{len(answered)}/{len(outcomes)}")
@@ -164,8 +164,7 @@ def test_a_whole_worker_killed_mid_call_is_recovered_by_the_next_worker(
         record_figure(scenario, "recovery, kill to last answer", recovery, "s")
     else:
         record_figure(scenario, "recovery, kill to last answer", f"over {patience}", "s")
-    assert [o.answer and o.answer["status"] for o in outcomes] == ["error"] + ["ok"] * 5
-    assert (outcomes[0].answer or {}).get("error", {}).get("code") == "deadline"
+    assert [o.answer and o.answer["status"] for o in outcomes] == ["fallback"] + ["ok"] * 5
     assert trail(outcomes[0].answer or {})[:2] == [("claude", "abandoned"), ("ollama", "deadline")]
     assert trail(outcomes[1].answer or {})[0] == ("claude", "abandoned")
     assert providers.calls("claude") == calls + 2 + 4

@@ -159,3 +159,32 @@ def test_redis_restarted_under_load_workers_reconnect_and_nothing_hangs(
         record_figure(
             scenario, "messages left on the broker once all is answered", sum(leftover.values())
         )
+
+
+@pytest.mark.parametrize("appendonly", [False, True], ids=["nothing-on-disk", "appendonly"])
+def test_a_worker_holding_an_unacked_message_survives_redis_restarting_under_it(
+    appendonly: bool,
+    providers: Simulator,
+    redis_server: Callable[..., RedisServer],
+    spawn_worker: Callable[..., Worker],
+    producer: Callable[[str], Producer],
+) -> None:
+    # Given a worker of two processes in a slow Claude call, its message received and not yet
+    # acknowledged, its consumer waiting in BRPOP for more (issue #42: closing that channel
+    # failed, and the ack after the restart killed the worker with AttributeError ... hostname)
+    server = redis_server(appendonly=appendonly)
+    worker = spawn_worker(server.url, concurrency=2, **WORKER_ENV)
+    send = producer(server.url)
+    providers.set_fault("claude", "slow", ms=4000)
+    calls = providers.calls("claude")
+    held = send.send(CRITICAL)
+    eventually(lambda: providers.calls("claude") > calls, 30, "the call in flight")
+    # When Redis is killed and back 2 s later while the call runs
+    server.restart(down_for=2.0)
+    providers.heal("claude")
+    # Then the held request is answered, the worker is still running, said nothing unrecoverable,
+    # and serves a new request
+    outcomes = send.collect([held, send.send(CRITICAL)], timeout=45)
+    assert worker.alive(), worker.log()
+    assert "Unrecoverable error" not in worker.log()
+    assert [o.status for o in outcomes] == ["ok", "ok"]

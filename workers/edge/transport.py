@@ -13,12 +13,22 @@ is only a front for the channel's connection pool, but redis-py 8 fills a table 
 response callbacks for each one, about 85 µs of CPU here, as much as the command itself
 (docs/benchmarks.md). :meth:`RedisChannel.conn_or_acquire` keeps one per connection pool instead;
 a test keeps kombu's method the one it replaces.
+
+A channel outlives its transport's link to the connection: kombu's ``Connection.collect`` (which
+Celery's consumer runs when the broker is lost) detaches the transport (``transport.client =
+None``) even when closing a channel failed midway, as it does when Redis is gone while the
+channel waits in BRPOP. Closing that channel again, or acknowledging a message it delivered once
+the task ends, builds a new connection pool from ``transport.client`` and raised ``AttributeError:
+'NoneType' object has no attribute 'hostname'`` through the worker's event loop: the worker died
+(issue #42). :class:`RedisChannel` keeps the connection it was opened for, and builds its pools
+from it once detached.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from queue import Empty
 from typing import Any
 
@@ -32,11 +42,49 @@ from workers.edge.inspection import Refusal, log_refusal, refusal
 COPIED_FROM = "5.7.0"
 
 
+@dataclass(frozen=True)
+class _Detached:
+    """What kombu's pool building reads of a transport (``client``, ``default_port``), kept for a
+    channel whose transport no longer has them."""
+
+    client: Any
+    default_port: int | None
+
+
 class RedisChannel(kombu_redis.Channel):
-    """kombu's Redis channel, checking each envelope before a message is built from it, and
-    publishing through one reused client."""
+    """kombu's Redis channel, checking each envelope before a message is built from it,
+    publishing through one reused client, and able to reach Redis after its transport was
+    detached from the connection."""
 
     _reused: Any = None
+
+    def __init__(self, connection: Any, *args: Any, **kwargs: Any) -> None:
+        # Kept before kombu's __init__, which may already build a pool.
+        self._opened_for = _Detached(connection.client, connection.default_port)
+        super().__init__(connection, *args, **kwargs)  # type: ignore[no-untyped-call]  # kombu's, untyped
+
+    @contextmanager
+    def _attached(self) -> Iterator[None]:
+        """Run kombu's pool building with the connection this channel was opened for, when its
+        transport was detached (``client`` None) or the channel already left it (``connection``
+        None): its unacked messages are still given back and acknowledged through a new pool.
+        """
+        transport = self.connection
+        if transport is not None and transport.client is not None:
+            yield
+            return
+        # Only a channel that lost its transport gets here: the main process's event loop, closing
+        # it or acknowledging a message of it; kombu's own reads are all it serves.
+        self.connection = self._opened_for
+        try:
+            yield
+        finally:
+            self.connection = transport
+
+    def _connparams(self, asynchronous: bool = False) -> dict[str, Any]:
+        with self._attached():
+            params: dict[str, Any] = super()._connparams(asynchronous)  # type: ignore[no-untyped-call]
+        return params
 
     @contextmanager
     def conn_or_acquire(self, client: Any = None) -> Iterator[Any]:
@@ -140,6 +188,11 @@ class SentinelChannel(RedisChannel, kombu_redis.SentinelChannel):
     """:class:`RedisChannel` on a Redis behind Sentinel: kombu's Sentinel channel finds the
     master (its connection pool asks the sentinels at each connection), this one checks the
     envelopes and reuses its publishing client (a new pool after a failover gets a new one)."""
+
+    def _sentinel_managed_pool(self, asynchronous: bool = False) -> Any:
+        # kombu's reads the sentinels' addresses from ``self.connection.client`` too.
+        with self._attached():
+            return super()._sentinel_managed_pool(asynchronous)  # type: ignore[no-untyped-call]
 
 
 class SentinelTransport(RedisTransport):

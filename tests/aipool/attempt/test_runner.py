@@ -12,6 +12,7 @@ import fakeredis
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from aipool.attempt import timing
 from aipool.attempt.clock import RedisClock
 from aipool.attempt.event import AttemptEvent
 from aipool.attempt.identity import journey_id
@@ -296,7 +297,7 @@ def test_urgent_requests_are_forwarded_to_urgent_lanes_at_every_hop(
     assert isinstance(fallback, Forward) and fallback.queue == queue
 
 
-def test_a_request_whose_deadline_passed_in_a_queue_gets_a_deadline_error(
+def test_a_request_whose_deadline_passed_in_a_queue_gets_the_chains_end(
     redis_client: FlakyRedis,
 ) -> None:
     # Given a request with a 2 s deadline the pool first saw waiting 5 s ago
@@ -308,10 +309,11 @@ def test_a_request_whose_deadline_passed_in_a_queue_gets_a_deadline_error(
     step = runner.start(
         parse_request(raw), "req-late", journey_id("req-late", raw), ROUTE, seen_at=seen
     )
-    # Then no provider is called and the producer gets `deadline`, not a late answer
+    # Then no provider is called and the producer gets the chain's end, its attempts saying
+    # `deadline` (issue #42: never a bare error)
     assert isinstance(step, Done)
-    assert step.result["status"] == "error" and step.result["error"]["code"] == "deadline"
-    assert [a["outcome"] for a in step.result["attempts"]] == ["deadline", "deadline"]
+    assert step.result["status"] == "fallback", step.result
+    assert [a["outcome"] for a in step.result["attempts"]] == ["deadline", "deadline", "fallback"]
     assert gemini.calls == 0
     assert step.result["latency_ms"] >= 5000
 
@@ -774,6 +776,88 @@ def test_each_call_is_given_its_routes_share_of_max_tokens_to_think(
     raw = {"prompt": "What is a pod?", "max_tokens": 1024}
     runner.run(parse_request(raw), "req-t", Journey(route=route, id=journey_id("req-t", raw)))
     assert gemini.budgets == [budget]
+
+
+class SoftTimeLimitExceeded(Exception):
+    """Celery's soft time limit, by name (as aipool.errors recognises it)."""
+
+
+def test_the_soft_time_limit_firing_in_calls_never_opens_the_breaker(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given the hop's soft time limit firing inside five of Gemini's calls (issue #42, case 5)
+    runner = _runner(redis_client, {"gemini": Provider(SoftTimeLimitExceeded())}, [])
+    for i in range(5):
+        raw = {"prompt": f"question {i}"}
+        step = runner.run(
+            parse_request(raw), f"req-{i}", Journey(route=ROUTE, id=journey_id(f"req-{i}", raw))
+        )
+        # Then each moves on to Claude, its trail saying the time limit cut the call
+        assert isinstance(step, Forward) and step.queue == "claude"
+        (attempt,) = step.journey.attempts
+        assert (attempt.outcome, attempt.code) == ("error", "time_limit")
+    # And nothing counted against Gemini: the limit is the pool's, not the provider's fault
+    assert breakers_for(redis_client)["gemini"].snapshot()["state"] == "closed"
+    assert _failures(redis_client, "gemini") == 0
+
+
+def test_a_hop_with_later_providers_calls_for_its_share_of_the_deadline(
+    redis_client: FlakyRedis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(timing, "_last_sample", {})  # no sample kept by an earlier test
+    # Given a request with 3 s left and Claude after Gemini, no latency known yet
+    limits: list[float | None] = []
+
+    class Timed(Provider):
+        def complete(self, request: Request, model: str, **kwargs: Any) -> Completion:
+            limits.append(kwargs.get("timeout_s"))
+            return super().complete(request, model, **kwargs)
+
+    events: list[AttemptEvent] = []
+    book = AttemptBook(redis_client, breakers_for(redis_client), quotas_for(redis_client))
+    runner = HopRunner(book, observers=[events.append], providers=lambda name: Timed())
+    raw = {"prompt": "What is a pod?", "deadline_s": 3}
+    journey = Journey(route=ROUTE, id=journey_id("req-d", raw), received_at=runner.now())
+    # When Gemini's hop runs
+    step = runner.run(parse_request(raw), "req-d", journey)
+    # Then its call was bounded by half of what was left (an even split with Claude), not the
+    # whole deadline, and its latency is kept for the next requests
+    assert isinstance(step, Done)
+    assert limits[0] is not None and 1.2 < limits[0] <= 1.5
+    assert redis_client.llen("aipool:latency:gemini") == 1
+
+
+def test_the_soft_time_limit_while_finish_records_a_paid_answer_does_not_lose_it(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given Gemini answering, and the hop's soft limit firing in the first try of its finish
+    # (a stalled Redis held it there: issue #42)
+    gemini, events = Provider(), []
+    runner = _runner(redis_client, {"gemini": gemini}, events)
+    original, fired = gemini.complete, []
+
+    def answer_then_interrupt(*args: Any, **kwargs: Any) -> Completion:
+        completion = original(*args, **kwargs)
+        real = redis_client.execute_command
+
+        def once(*command: Any, **options: Any) -> Any:
+            if not fired:
+                fired.append(command[0])
+                raise SoftTimeLimitExceeded()
+            return real(*command, **options)
+
+        redis_client.execute_command = once  # type: ignore[method-assign]
+        return completion
+
+    gemini.complete = answer_then_interrupt  # type: ignore[method-assign]
+    # When the hop runs
+    step = _run(runner)
+    # Then the finish was tried again: the producer gets the paid answer, recorded once
+    assert fired
+    assert isinstance(step, Done) and step.result["provider"] == "gemini"
+    assert [(e.attempt.outcome, e.booked) for e in events] == [("ok", True)]
+    (row,) = ledger(redis_client)
+    assert row.outcome == "ok"
 
 
 def test_a_begin_redis_does_not_answer_is_asked_again_before_the_guards_count_as_gone(

@@ -104,3 +104,23 @@ def test_given_the_pools_disconnected_when_published_then_a_new_client_on_the_ne
         assert channel._reused.connection_pool is channel.pool
     finally:
         redis_client.delete(queue)
+
+
+def test_a_channel_detached_from_its_transport_still_reaches_redis(
+    channel: RedisChannel, redis_client: redis.Redis
+) -> None:
+    # Given a channel whose pools were dropped and whose transport kombu detached from the
+    # connection (Connection.collect after closing the channel failed: issue #42)
+    channel._disconnect_pools()
+    transport = channel.connection
+    transport.client = None
+    # When it must give back or acknowledge a message, it builds its pool from the connection it
+    # was opened for (kombu's raised AttributeError ... 'hostname')
+    with channel.conn_or_acquire() as client:
+        assert client.ping()
+    # And once it left its transport altogether, too
+    channel._disconnect_pools()
+    channel.connection = None
+    with channel.conn_or_acquire() as client:
+        assert client.ping()
+    channel.connection = transport
