@@ -78,7 +78,7 @@ soak: install services
 # runs 80 of 40).
 soak-model: install services
 	AIPOOL_TEST_MODEL_EXAMPLES=5000 AIPOOL_TEST_MODEL_STEPS=60 $(BIN)/pytest -p no:cacheprovider $(SOAK_TIMEOUT) \
-		tests/aipool/attempt/test_model.py
+		tests/aipool/attempt/test_model.py tests/aipool/attempt/test_model_failover.py
 
 # The money state machine (tests/tasks/test_maintenance_stateful.py) at length: 400 interleavings
 # of 60 steps (make test runs 8 of 30).

@@ -7,9 +7,7 @@ picks the first hop and its model; the chain continues in ADR order after it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
+from aipool.contract.route import Hop
 from aipool.providers.catalog import CATALOG, REFUSE, STATIC, TERMINALS
 
 #: The chains' providers, in the catalog's order (aipool.providers.catalog).
@@ -30,28 +28,6 @@ def default_model(provider: str) -> str:
     from aipool.settings import settings
 
     return settings().providers[provider].model
-
-
-@dataclass(frozen=True)
-class Hop:
-    """One stop on a chain: a provider and the model to ask there."""
-
-    provider: str
-    model: str
-
-    @property
-    def terminal(self) -> bool:
-        return self.provider in TERMINALS
-
-    def to_dict(self) -> dict[str, str]:
-        return {"provider": self.provider, "model": self.model}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Hop:
-        return cls(provider=str(data["provider"]), model=str(data["model"]))
-
-    def __str__(self) -> str:
-        return self.provider if self.terminal else f"{self.provider}:{self.model}"
 
 
 def build_chain(first: Hop | None, *, tools: bool) -> tuple[Hop, ...]:

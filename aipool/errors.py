@@ -52,10 +52,10 @@ SDK exceptions are mapped into this tree in exactly one place per adapter (``map
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from aipool.contract.request import Completion
+    from aipool.contract.completion import Completion
     from aipool.contract.vocabulary import ErrorCode, FailureCode
 
 
@@ -243,7 +243,16 @@ class GuardUnavailable(HopSkipped):
 class ReplicasBehind(GuardUnavailable):
     """Fewer replicas than ``AIPOOL_REDIS_REPLICA_ACKS`` acknowledged a write within the timeout
     (:mod:`aipool.redis.durability`): the write stands on the master, but a failover now could
-    lose it. Raised only when ``AIPOOL_REDIS_REPLICA_ACK_REQUIRED=1``."""
+    lose it. Raised only when ``AIPOOL_REDIS_REPLICA_ACK_REQUIRED=1``, before a paid call.
+
+    ``reply`` is what the write answered (it stands): the script's raw reply, or the attempt's
+    :class:`~aipool.attempt.layout.Call` the caller must now end without calling."""
+
+    code = "replicas_behind"
+
+    def __init__(self, message: str, reply: Any = None) -> None:
+        super().__init__(message)
+        self.reply = reply
 
 
 class InvalidJourney(AipoolError):

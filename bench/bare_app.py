@@ -32,7 +32,7 @@ def noop() -> dict[str, str]:
 
 
 @app.task(name="bench.hop", bind=True)
-def hop(self: Task, queues: list[str] | None = None, call: bool = True) -> Any:
+def hop(self: Task[Any, Any], queues: list[str] | None = None, call: bool = True) -> Any:
     """Call this queue's provider (when ``call``), then replace onto the next queue, if any."""
     here = (self.request.delivery_info or {}).get("routing_key", "")
     if call and here in SDK_MODULES:

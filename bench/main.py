@@ -102,7 +102,7 @@ def machine() -> dict[str, str]:
         "cpu": cpu,
         "redis_server": server,
         "celery": celery.__version__,
-        "kombu": kombu.__version__,
+        "kombu": kombu.__version__,  # type: ignore[attr-defined]  # celery-types' stub has no __version__
         "redis_py": redis.__version__,
         "commit": _commit(),
     }

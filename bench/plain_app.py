@@ -54,7 +54,7 @@ configure(app, os.environ.get(EVENTS_ENV) == "1")
 
 
 @app.task(name=TASK_NAME, bind=True)
-def generate(self: Task, request: dict[str, Any], second: bool = False) -> Any:
+def generate(self: Task[Any, Any], request: dict[str, Any], second: bool = False) -> Any:
     """Replace onto the second queue, or, there, call the model and answer."""
     if not second:
         return self.replace(

@@ -33,8 +33,8 @@ class PoolScheduler(PersistentScheduler):
         super().setup_schedule()
 
     def _open_schedule(self) -> Any:
-        Path(self.schedule_filename).parent.mkdir(parents=True, exist_ok=True)
-        return super()._open_schedule()
+        Path(self.schedule_filename).parent.mkdir(parents=True, exist_ok=True)  # type: ignore[attr-defined]  # private, not in celery-types' stub
+        return super()._open_schedule()  # type: ignore[misc]  # private, not in celery-types' stub
 
 
 _stamping_client: Any = None

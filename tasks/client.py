@@ -75,7 +75,7 @@ def route(request: dict[str, Any], *, task_id: str | None = None) -> Dispatch:
     )
 
 
-def send(dispatch: Dispatch, *, app: Celery | None = None, **options: Any) -> AsyncResult:
+def send(dispatch: Dispatch, *, app: Celery | None = None, **options: Any) -> AsyncResult[Any]:
     """Enqueue a routed request; ``options`` go to Celery's ``send_task`` (``expires``,
     ``priority``...). Returns the ``AsyncResult`` that gets the final answer."""
     app = app or _default_app()
@@ -97,7 +97,9 @@ def send(dispatch: Dispatch, *, app: Celery | None = None, **options: Any) -> As
     )
 
 
-def submit(request: dict[str, Any], *, app: Celery | None = None, **options: Any) -> AsyncResult:
+def submit(
+    request: dict[str, Any], *, app: Celery | None = None, **options: Any
+) -> AsyncResult[Any]:
     """Enqueue ``request`` (contract v1) and return the ``AsyncResult`` that gets the final answer.
 
     The request is validated and routed here (:func:`route`), so it goes straight to its first

@@ -25,8 +25,9 @@ from aipool.cache.front import Recheck
 from aipool.contract import result
 from aipool.contract.journey import Journey
 from aipool.contract.request import Request, parse_request
+from aipool.contract.route import Route
 from aipool.errors import InvalidJourney, InvalidRequest
-from aipool.routing.router import Route, decide, routed_priority
+from aipool.routing.router import decide, routed_priority
 from aipool.settings import settings
 from tasks import soft_limit
 from workers.edge.withholding import GENERATE, described
@@ -95,19 +96,19 @@ class AnsweringRequest(AnswerWithheldRequest):
                 self.id,
                 result.error(self.id, "time_limit", f"the hop did not finish{limit}"),
                 "SUCCESS",
-                request=self._context,
+                request=self._context,  # type: ignore[attr-defined]  # Request's, not in celery-types' stub
             )
         except Exception:
             log.exception("time-limit answer not stored for request_id=%s", self.id)
 
 
-class GenerateTask(Task):
+class GenerateTask(Task[Any, Any]):
     """The task class of ``ai.generate``: its hard time limit answers the producer."""
 
-    Request = AnsweringRequest
+    Request = AnsweringRequest  # type: ignore[assignment]  # the stub types Task.Request as a str (a name Celery also takes)
 
     @property
-    def resultrepr_maxsize(self) -> int:
+    def resultrepr_maxsize(self) -> int:  # type: ignore[override]  # a plain attribute in the stub; Celery reads it per answer
         """How much of an answer Celery's tracer formats for the worker's parent: all of Celery's
         1 KB only when task events may show answers.
 
@@ -122,7 +123,9 @@ class GenerateTask(Task):
 
 
 @shared_task(name=TASK_NAME, bind=True, base=GenerateTask)
-def generate(self: Task, *args: Any, request: Any = None, journey: Any = None, **extra: Any) -> Any:
+def generate(
+    self: GenerateTask, /, *args: Any, request: Any = None, journey: Any = None, **extra: Any
+) -> Any:
     """Answer ``request`` (contract v1) or pass it to the next provider's queue.
 
     Without ``journey`` the request is new (sent by name to the ``router`` queue): it is routed and
@@ -219,7 +222,7 @@ def _check_lane(parsed: Request, route: Route, queue: str | None) -> None:
         raise InvalidJourney(f"a routine request arrived on the urgent lane {queue}")
 
 
-def _forward(task: Task, request: Any, step: Forward | Recheck) -> Any:
+def _forward(task: Task[Any, Any], request: Any, step: Forward | Recheck) -> Any:
     """Same task id on the next queue: the producer's AsyncResult resolves to the last hop's
     result. The message keeps what its producer asked of it (priority, expiry), not its time
     limits: the pool's settings own every hop's.

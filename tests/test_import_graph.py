@@ -1,6 +1,8 @@
-"""The project's modules import each other without a circle (imports under TYPE_CHECKING and inside
-functions aside): what a module needs at import time never needs that module back. And ``bench/``
-imports nothing of ``tests/`` (at any depth): what both need lives in :mod:`aipool.harness`."""
+"""The project's modules import each other without a circle, counting every import (at the top,
+inside functions and under TYPE_CHECKING: a deferred import hides a circle from Python, not from a
+reader), and the contract sits at the bottom: what a producer sends and receives imports nothing
+that routes, calls, books or serves. And ``bench/`` imports nothing of ``tests/`` (at any depth):
+what both need lives in :mod:`aipool.harness`. The layers are drawn in ``docs/architecture.md``."""
 
 from __future__ import annotations
 
@@ -22,17 +24,11 @@ def _modules() -> dict[str, Path]:
     return found
 
 
-def _top_level_imports(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
-    for node in body:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            continue
+def _imports(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement of a module, wherever it stands."""
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield node
-        elif isinstance(node, ast.If | ast.Try):
-            yield from _top_level_imports(node.body)
-            for handler in getattr(node, "handlers", []):
-                yield from _top_level_imports(handler.body)
-            yield from _top_level_imports(node.orelse)
 
 
 def _graph() -> dict[str, set[str]]:
@@ -45,7 +41,7 @@ def _graph() -> dict[str, set[str]]:
 
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
-        for node in _top_level_imports(ast.parse(path.read_text()).body):
+        for node in _imports(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             else:
@@ -109,8 +105,62 @@ def test_no_circle_between_the_projects_modules() -> None:
     assert _circles(_graph()) == []
 
 
+def _reached_from(graph: dict[str, set[str]], package: str) -> set[str]:
+    start = {name for name in graph if name == package or name.startswith(f"{package}.")}
+    seen, todo = set(start), list(start)
+    while todo:
+        for target in graph[todo.pop()]:
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen - start
+
+
+#: What the contract may reach, directly or through what it imports: the errors it raises, the
+#: settings and token estimate that bound a request, the provider catalog's names, the lanes a
+#: hop's queue is named by, the trace id a result carries (each of these in turn reaches only
+#: the others, and the sentinel parser the settings check addresses with).
+CONTRACT_MAY_REACH = (
+    "aipool.errors",
+    "aipool.settings",
+    "aipool.tokens",
+    "aipool.providers.catalog",
+    "aipool.lanes",
+    "aipool.tracing",
+    "aipool.redis.sentinel",
+)
+
+
+def test_the_contract_imports_nothing_that_routes_calls_books_or_serves() -> None:
+    reached = _reached_from(_graph(), "aipool.contract")
+    beyond = sorted(
+        name
+        for name in reached
+        if not any(name == m or name.startswith(f"{m}.") for m in CONTRACT_MAY_REACH)
+    )
+    assert beyond == []
+
+
 def test_the_check_finds_a_circle_when_there_is_one() -> None:
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_an_import_inside_a_function_or_under_type_checking_counts() -> None:
+    # Given a module whose imports are all deferred or for the type checker only
+    tree = ast.parse(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from a import A\n"
+        "def f():\n    from b import B\n    return B\n"
+    )
+    # When its imports are read, then both count
+    modules = {n.module for n in _imports(tree) if isinstance(n, ast.ImportFrom)}
+    assert modules == {"typing", "a", "b"}
+
+
+def test_what_the_contract_reaches_is_found_through_other_modules() -> None:
+    graph = {"aipool.contract.x": {"aipool.errors"}, "aipool.errors": {"aipool.routing.r"}}
+    graph["aipool.routing.r"] = set()
+    assert _reached_from(graph, "aipool.contract") == {"aipool.errors", "aipool.routing.r"}
 
 
 def _imported_names(tree: ast.AST) -> Iterator[str]:

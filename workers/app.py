@@ -17,12 +17,23 @@ from celery import Celery
 
 from aipool import log_guard
 from aipool.errors import NoLogin, NoRedis, PoolUnavailable, SettingsError
-from workers import announce, backlog, default_queue, flower, lane_pairs, memory, signals, tracing
+from workers import (
+    announce,
+    backlog,
+    default_queue,
+    flower,
+    lane_pairs,
+    memory,
+    runtime,
+    signals,
+    tracing,
+)
 from workers.result_backend import install as install_result_backend
 
 # Messages of ai.generate never carry the prompt in what Flower shows (workers/messages.py).
 app = Celery("aipool", amqp="workers.messages:AMQP")
 app.config_from_object("celeryconfig")
+runtime.send_alerts_through(app)
 # Results in Redis carry the hop's usage records in the same write (workers/result_backend.py).
 install_result_backend(app)
 # A re-dispatched hop (Task.replace raises Ignore) costs no traceback (workers/tracing.py).

@@ -51,7 +51,7 @@ class OneWriteResults(celery_redis.RedisBackend):
     ) -> Any:
         # Celery's own _store_result (celery.backends.base.BaseKeyValueStoreBackend), with its
         # GET folded into the write.
-        meta = self._get_result_meta(
+        meta = self._get_result_meta(  # type: ignore[attr-defined]  # private, not in celery-types' stub
             result=result, state=state, traceback=traceback, request=request
         )
         meta["task_id"] = bytes_to_str(task_id)
@@ -60,7 +60,7 @@ class OneWriteResults(celery_redis.RedisBackend):
             raise BackendStoreError(
                 "value too large for Redis backend", state=state, task_id=task_id
             )
-        expires = self.failure_expires if state == states.FAILURE else self.expires
+        expires = self.failure_expires if state == states.FAILURE else self.expires  # type: ignore[attr-defined]  # the key-value backend's, not in celery-types' stub
         self.ensure(self._write, (self.get_key_for_task(task_id), value, expires))
         return result
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from functools import cache
 from typing import Any
 
 import redis
+from celery import Celery
 
 from aipool.attempt.event import AttemptEvent
 from aipool.attempt.lifecycle import AttemptBook
@@ -29,6 +31,8 @@ from aipool.redis.url import connect
 from aipool.settings import settings
 from aipool.tracing.setup import wanted as tracing_wanted
 
+log = logging.getLogger(__name__)
+
 
 @cache
 def shared_redis() -> redis.Redis[Any]:
@@ -37,19 +41,33 @@ def shared_redis() -> redis.Redis[Any]:
     return client
 
 
+#: The pool's Celery app, handed over by ``workers.app`` when it is made: alerts are sent through
+#: it. Handed over, not imported: ``workers.app`` imports this module (through its result backend
+#: and signals), and ``tasks.client`` imports it in producers that must not make the pool's app.
+_maintenance_app: Celery | None = None
+
+
+def send_alerts_through(app: Celery) -> None:
+    """Send this process's alerts (breaker transitions, missing models) through ``app``."""
+    global _maintenance_app
+    _maintenance_app = app
+
+
+def _to_maintenance(task: str, args: list[Any]) -> None:
+    if _maintenance_app is None:
+        # Only a process that runs hops without the pool's app (a benchmark in one process) gets
+        # here; a worker always has it, since it was started with -A workers.app.
+        log.warning("%s not sent: this process has no pool app (workers.app)", task)
+        return
+    _maintenance_app.send_task(task, args=args, queue="maintenance")
+
+
 def alert_on_transition(event: BreakerTransition) -> None:
     """Hand a breaker transition to the maintenance queue, where alerts are sent and recorded.
 
     The worker that caused the transition must not wait on Slack or SMTP, so it only enqueues.
     """
-    # deferred: workers.app configures the pool's Celery app from REDIS_URL at import; tasks.client imports this module and must not need it
-    from workers.app import app
-
-    app.send_task(
-        "aipool.breaker_transition",
-        args=[event.provider, str(event.old), str(event.new)],
-        queue="maintenance",
-    )
+    _to_maintenance("aipool.breaker_transition", [event.provider, str(event.old), str(event.new)])
 
 
 #: How long a worker process waits before asking again to alert on the same missing model: the
@@ -68,10 +86,7 @@ def alert_on_missing_model(event: AttemptEvent) -> None:
     if now - _missing_asked.get(key, float("-inf")) < MISSING_MODEL_ASK_S:
         return
     _missing_asked[key] = now
-    # deferred: as in alert_on_transition
-    from workers.app import app
-
-    app.send_task("aipool.model_missing", args=list(key), queue="maintenance")
+    _to_maintenance("aipool.model_missing", list(key))
 
 
 @cache

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from billiard.einfo import ExceptionInfo, ExceptionWithTraceback
+from billiard.einfo import ExceptionInfo, ExceptionWithTraceback  # type: ignore[attr-defined]  # billiard's, not in celery-types' stub
 from celery.app import trace
 from celery.exceptions import Ignore
 
@@ -26,9 +26,9 @@ class TracedExceptionInfo(ExceptionInfo):
     def __init__(self, exc_info: Any = None, internal: bool = False) -> None:
         kind, exception, tb = exc_info or sys.exc_info()
         if not isinstance(exception, Ignore):
-            super().__init__((kind, exception, tb), internal)
+            super().__init__((kind, exception, tb), internal)  # type: ignore[arg-type]  # the stub wants no None; billiard takes sys.exc_info()'s
             return
-        self.type = kind
+        self.type = kind  # type: ignore[misc]  # a property in the stub, an attribute in billiard
         self.tb = None
         self.traceback = ""
         self.internal = internal
@@ -37,4 +37,4 @@ class TracedExceptionInfo(ExceptionInfo):
 
 def install() -> None:
     """Make Celery's tracer use :class:`TracedExceptionInfo` (in this process and its forks)."""
-    trace.ExceptionInfo = TracedExceptionInfo
+    trace.ExceptionInfo = TracedExceptionInfo  # type: ignore[attr-defined]  # trace's own import of it, not in the stub

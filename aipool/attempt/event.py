@@ -6,9 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 
-from aipool.chains import Hop
+from aipool.contract.completion import Completion
 from aipool.contract.journey import Attempt, Route
-from aipool.contract.request import Completion
+from aipool.contract.route import Hop
 
 
 @dataclass(frozen=True)

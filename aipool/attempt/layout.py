@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aipool.breaker import Breaker
-from aipool.chains import Hop
+from aipool.contract.route import Hop
 from aipool.contract.vocabulary import Outcome, outcome_named
 from aipool.ledger.usage_log import PENDING_KEY
 from aipool.periods import Period, day_of, month_of

@@ -6,6 +6,11 @@ atomic for the whole pool, on Redis's clock) and driven from Python by :class:`A
 alone. An attempt is named by the request's journey id (:mod:`aipool.attempt.identity`) and its
 position on the chain.
 
+With ``AIPOOL_REDIS_REPLICA_ACKS`` set, the ``begin`` and ``finish`` of a hop that costs money or
+counts against a quota return only once that many replicas hold them, or the timeout passed
+(counted; with ``AIPOOL_REDIS_REPLICA_ACK_REQUIRED=1`` such a ``begin`` then calls no one): that
+is what bounds the table's failover row (:mod:`aipool.redis.durability`).
+
 States (a hash per attempt, kept ``record_keep`` seconds)::
 
     new        no record yet
@@ -15,7 +20,9 @@ States (a hash per attempt, kept ``record_keep`` seconds)::
                ``answer_keep`` seconds beside the record
     failed     the call was made and failed; the quota holds the estimate if the provider may
                have billed it (a timeout), the tokens it billed if it answered with nothing
-               usable (withheld, refused, empty), else nothing but the request
+               usable (withheld, refused, empty), else nothing but the request; or the
+               call was never made because no replica held its ``begin`` (``replicas_behind``,
+               with ``AIPOOL_REDIS_REPLICA_ACK_REQUIRED=1``): nothing but the request
     skipped    no call was made (deadline, a provider paused by its own rate limit, breaker
                open, quota spent, a hop that cannot fit)
     abandoned  the owner's lease ended with no outcome (its worker died, or hung past the
@@ -61,6 +68,21 @@ the same place)::
                                             (bounded); decide
     lease expires,       —                  abandoned: estimate     —            —
     sweep                                   charged, row booked
+    begin not held by a  —                  failed                  —            —
+    replica (ack                            (replicas_behind), no
+    required)                               call: tokens back,
+                                            permit released, the
+                                            request counted, $0
+                                            ledger row; decide
+    replica promoted,    = new (routed      begin lost → new: a     finish lost  as answered; skipped and
+    behind by the last   again)             redelivery calls again, → calling:   abandoned: the same again
+    writes (failover)                       the owner's finish      swept
+                                            books its row           abandoned,
+                                            (missing); not once a   the estimate
+                                            replica held begin      charged; not
+                                                                    once a
+                                                                    replica held
+                                                                    it
     breaker opens,       gates this new     nothing: the call runs  nothing      nothing
     quota spent,         call only
     provider paused
@@ -144,9 +166,12 @@ from aipool.attempt.layout import (
 )
 from aipool.attempt.money import MoneyRules
 from aipool.breaker import Breaker, BreakerState
+from aipool.errors import ReplicasBehind
 from aipool.ledger.usage_log import PENDING_KEY
+from aipool.metrics.replicas import expect_shortfalls
 from aipool.quota import Quota
 from aipool.quota.storage import ADJUST, ROOM
+from aipool.redis.durability import ReplicaAcks, run_acknowledged
 from aipool.redis.lua import LuaScripts, compose, source
 from aipool.routing.table import RouteTable, load_table
 from aipool.settings import settings
@@ -196,6 +221,8 @@ class AttemptBook:
     ``script_time``, when given, is the time the script uses instead of Redis's ``TIME`` (a
     model test moves it by hand); ``clock`` is this process's estimate of that time. ``money``
     and ``table`` are the money rules and the route table (its services) calls are admitted by.
+    ``acks``: how many replicas must hold a paid call's ``begin`` and ``finish`` (Redis's
+    ``WAIT``, :mod:`aipool.redis.durability`; the settings' by default).
     """
 
     def __init__(
@@ -211,6 +238,7 @@ class AttemptBook:
         lease_grace: float = LEASE_GRACE_S,
         money: MoneyRules | None = None,
         table: Callable[[], RouteTable] = load_table,
+        acks: ReplicaAcks | None = None,
     ) -> None:
         self.client = client
         self.breakers = breakers
@@ -224,6 +252,9 @@ class AttemptBook:
         self.table = table
         self.configs = HopConfigs(breakers, quotas)
         self._script = _SCRIPTS.for_client(client)["attempt"]
+        self.acks = acks if acks is not None else ReplicaAcks.from_settings()
+        if self.acks.on:
+            expect_shortfalls(quotas, (BEGIN, FINISH))
 
     # -- ops ----------------------------------------------------------------------------------
 
@@ -257,7 +288,11 @@ class AttemptBook:
     ) -> Call | Kept | Busy | Ended | Foreign:
         """Deliver one message of the attempt at ``position``: a :class:`Call` to make, or what
         an earlier delivery left (see the table). ``abandoned_row(start)`` is the ledger row to
-        book if the call is abandoned (its estimate)."""
+        book if the call is abandoned (its estimate).
+
+        Raises :class:`~aipool.errors.ReplicasBehind` holding the :class:`Call` when the
+        acknowledgement is required and no replica held it in time: the record is ``calling``
+        on the master, and the caller ends it (:meth:`finish`) without calling."""
         hop = header.chain[position]
         member = f"{header.journey_id}:{hop.provider}"
 
@@ -283,7 +318,7 @@ class AttemptBook:
                 *keys,
             ], args
 
-        reply = self._run(build, header.chain, hop.provider)
+        reply = self._run(build, header.chain, hop.provider, self._acked(BEGIN, header, position))
         assert isinstance(reply, Call | Kept | Busy | Ended | Foreign)
         return reply
 
@@ -345,7 +380,7 @@ class AttemptBook:
                 *keys,
             ], args
 
-        reply = self._run(build, header.chain, hop.provider)
+        reply = self._run(build, header.chain, hop.provider, self._acked(FINISH, header, position))
         assert isinstance(reply, Recorded | Ended | Missing | Foreign)
         return reply
 
@@ -397,22 +432,60 @@ class AttemptBook:
             )
         return keys, configs
 
+    def _acked(self, op: str, header: Header, position: int) -> str | None:
+        """``op`` when its write decides a paid call and replicas are asked to hold it: a hop
+        that costs money or counts against a quota (a free, unlimited local model called twice
+        costs nothing, and pays no ``WAIT``)."""
+        if not self.acks.on:
+            return None
+        hop = header.chain[position]
+        cost = header.costs[position] if position < len(header.costs) else 0
+        paid = cost > 0 or not self.quotas[hop.provider].limits.unlimited
+        return op if paid else None
+
+    def _eval(
+        self, keys: list[str], args: list[Any], provider: str | None, acked: str | None
+    ) -> tuple[Any, ReplicasBehind | None]:
+        """The script's raw reply; with ``acked``, after ``WAIT`` in the same round trip, and
+        the shortfall that forbids the call, if any (the write stands either way)."""
+        if acked is None:
+            return self._script(keys=keys, args=args), None
+        try:
+            raw, _ = run_acknowledged(
+                self.client,
+                self._script,
+                keys,
+                args,
+                self.acks,
+                provider=provider or "",
+                op=acked,
+                stops=acked == BEGIN,
+            )
+        except ReplicasBehind as behind:
+            return behind.reply, behind
+        return raw, None
+
     def _run(
         self,
         build: Callable[[float], tuple[list[str], list[Any]]],
         chain: Any,
         provider: str | None,
+        acked: str | None = None,
     ) -> Reply:
         for _ in range(_CLOCK_TRIES):
             keys, args = build(self.clock.now())
+            raw, behind = self._eval(keys, args, provider, acked)
             reply: Reply
-            reply, events = read_reply(self._script(keys=keys, args=args))
+            reply, events = read_reply(raw)
             self.clock.told(reply.now)
             if provider is not None:
                 for old, new, failures in events:
                     self.breakers[provider].transitioned(
                         BreakerState(old), BreakerState(new), failures, reply.now
                     )
+            # Only a call to make is stopped: a skip, a kept answer or a busy lease calls no one.
+            if behind is not None and isinstance(reply, Call):
+                raise ReplicasBehind(str(behind), reply)
             if not isinstance(reply, Stale):
                 return reply
         raise RuntimeError("Redis's time kept falling outside the periods asked for")

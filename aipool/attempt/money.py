@@ -19,8 +19,8 @@ from decimal import Decimal
 from typing import Any
 
 from aipool.attempt.layout import Header, spend_key
-from aipool.chains import Hop
 from aipool.contract.request import PRIORITIES
+from aipool.contract.route import Hop
 from aipool.quota import Quota
 from aipool.routing.table import RouteTable
 from aipool.settings import settings

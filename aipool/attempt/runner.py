@@ -44,8 +44,9 @@ from aipool.attempt.timing import recent_median, record_latency, share
 from aipool.backlog import QUEUE_WAIT
 from aipool.breaker import BreakerState
 from aipool.contract import result
+from aipool.contract.completion import Completion, ToolCall
 from aipool.contract.journey import Attempt, Journey, Route
-from aipool.contract.request import Completion, Request, ToolCall
+from aipool.contract.request import Request
 from aipool.contract.vocabulary import Outcome, outcome_named
 from aipool.errors import (
     DeadlineCut,
@@ -54,6 +55,7 @@ from aipool.errors import (
     ProviderError,
     ProviderRateLimited,
     ProviderTimeout,
+    ReplicasBehind,
     UnusableAnswer,
     as_provider_error,
     task_time_limit,
@@ -371,6 +373,8 @@ class HopRunner:
             )
         except RedisError as exc:
             return self._answer_if_terminal(visit, self._unguarded(visit, position, exc))
+        except ReplicasBehind as behind:
+            return self._answer_if_terminal(visit, self._behind(visit, position, behind, owner))
         if isinstance(begun, Call):
             return self._answer_if_terminal(visit, self._call(visit, position, begun, owner, bound))
         if isinstance(begun, Kept):
@@ -630,6 +634,42 @@ class HopRunner:
 
     # -- after the call, or instead of it -------------------------------------------------------
 
+    def _behind(
+        self, visit: Visit, position: int, behind: ReplicasBehind, owner: str
+    ) -> Done | Forward:
+        """The call was admitted, but no replica holds its record and the pool requires one: it
+        is not made. Its record ends as a failure that billed nothing (the permit released, the
+        tokens back, the request counted, a $0 ledger row), so a later delivery moves on the
+        same way instead of calling (the table's "replicas behind" row)."""
+        call = behind.reply
+        assert isinstance(call, Call)
+        hop = visit.journey.route.chain[position]
+        message = f"{hop.provider}: not called: {behind}"
+        event = self._event(
+            visit,
+            position,
+            Attempt(hop.provider, hop.model, REPLICAS_BEHIND, message, 0.0),
+            at=call.now,
+            booked=True,
+        )
+        reply = self._finish(
+            visit,
+            position,
+            call,
+            event,
+            owner=owner,
+            answered=False,
+            verdict="release",
+            booked=0,
+            answer="",
+            code=REPLICAS_BEHIND,
+            detail=(message,),
+        )
+        visit.journey.attempts.append(event.attempt)
+        if isinstance(reply, Ended):
+            return self._follow(visit, reply.decision, reply.now)
+        return self._follow(visit, Decision(_next_provider(visit, position)), self.now())
+
     def _after(self, visit: Visit, position: int, ended: Ended) -> Done | Forward:
         """An attempt that ended without an answer, now or on an earlier delivery."""
         hop = visit.journey.route.chain[position]
@@ -638,6 +678,12 @@ class HopRunner:
             outcome = outcome_named(ended.code) or "skipped"
             message = self._why(visit, Passed(provider, outcome, ended.detail), ended.now)
             self._record(visit, position, outcome, message, at=ended.now)
+        elif ended.code == REPLICAS_BEHIND:
+            # No call was made; its $0 row was booked when the first delivery ended it.
+            message = ended.detail[0] if ended.detail else REPLICAS_BEHIND
+            self._record(
+                visit, position, REPLICAS_BEHIND, message, at=ended.now, booked=True, replayed=True
+            )
         elif ended.state == "abandoned":
             self._record(
                 visit,
@@ -894,6 +940,10 @@ def rate_limit_pause(error: ProviderError) -> float:
     if not isinstance(error, ProviderRateLimited) or not error.retry_after:
         return 0.0
     return min(error.retry_after, settings().rate_limit_pause_max_s)
+
+
+#: The outcome of a paid call not made because no replica acknowledged its record in time.
+REPLICAS_BEHIND: Outcome = "replicas_behind"
 
 
 def _next_provider(visit: Visit, position: int) -> str:

@@ -36,12 +36,13 @@ from aipool.attempt.event import AttemptEvent
 from aipool.attempt.runner import Done, Drop, Forward, HopRunner
 from aipool.cache.policy import Cacheable, cacheable
 from aipool.cache.store import Entry, Hit, ResponseStore, Wait
-from aipool.chains import Hop
 from aipool.contract import result
+from aipool.contract.completion import Completion
 from aipool.contract.journey import Attempt, Journey
-from aipool.contract.request import Completion, Request
+from aipool.contract.request import Request
+from aipool.contract.route import Hop, Route
 from aipool.metrics.cache import observe_lookup
-from aipool.routing.router import Route, routed_priority
+from aipool.routing.router import routed_priority
 
 log = logging.getLogger("aipool.cache")
 

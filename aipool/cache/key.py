@@ -23,7 +23,7 @@ import unicodedata
 from typing import Any
 
 from aipool.contract.request import Request
-from aipool.routing.router import Route
+from aipool.contract.route import Route
 
 #: The layout of what is hashed: a new layout is a new version, so no key means two things.
 KEY_VERSION = 1

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from aipool.cache.key import cache_key
 from aipool.contract.request import Request
+from aipool.contract.route import Route
 from aipool.providers.catalog import REFUSE
-from aipool.routing.router import Route
 from aipool.routing.table import RouteTable, load_table
 from aipool.settings import settings
 

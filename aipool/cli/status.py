@@ -11,7 +11,7 @@ starts a Redis, and without one it says how to get one.
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -24,7 +24,12 @@ from aipool.redis.url import connect
 from aipool.redis.url import redis_url as unchecked_redis_url
 from aipool.views.pool_report import Snapshot, read_snapshot
 from aipool.views.service_tables import services_table
-from aipool.views.status_tables import render_queues, render_status, render_summary
+from aipool.views.status_tables import (
+    render_queues,
+    render_replication,
+    render_status,
+    render_summary,
+)
 from aipool.views.usage_words import words
 
 
@@ -52,7 +57,16 @@ def status(
     if serve:
         token = required_token()  # no login: refused before anything else
         # Not pinged: the server must start while Redis is down, and answer /healthz 503.
-        serve_health(host, port, unchecked_redis_url(), ledger_url(), token)
+        serving = unchecked_redis_url()
+        ledger = ledger_url()
+        # deferred: loads sqlalchemy, alembic, celery (~1189 ms of start-up) only when this runs
+        from workers.app import app as celery_app
+
+        def read(client: Any) -> dict[str, Any]:
+            snapshot = read_snapshot(client, redis_url=serving, ledger_url=ledger, app=celery_app)
+            return snapshot.to_json()
+
+        serve_health(host, port, serving, token, read)
         return
     url = redis_url()
     ledger = ledger_url()
@@ -77,6 +91,7 @@ def _print_tables(snap: Snapshot, lang: str) -> None:
     out = console()
     w = words(lang)
     say_where(out, snap.redis, snap.ledger, lang)
+    render_replication(snap.replication, out, lang=lang)
     render_status(snap.providers, out, lang=lang)
     if snap.today is None:
         out.print(w["no_ledger"], highlight=False)

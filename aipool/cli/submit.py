@@ -109,8 +109,8 @@ def submit(
     if answer is None:
         # Stop listening for its result now: left to the interpreter's exit, the result's
         # __del__ unsubscribes while Python is shutting down, and prints 17 lines of traceback.
-        result.backend.remove_pending_result(result)
-        result.backend = None
+        result.backend.remove_pending_result(result)  # type: ignore[attr-defined]  # the async backend's, not in celery-types' Backend
+        result.backend = None  # type: ignore[assignment]  # dropped on purpose: nothing listens after this
         raise NoAnswer(
             f"no answer within {timeout:g} s for request {dispatch.task_id} (sent to queue "
             f"{dispatch.queue!r} on {where}); it has expired, so no worker will answer it later"

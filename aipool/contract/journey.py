@@ -14,11 +14,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from aipool.chains import Hop
+from aipool.contract.route import Hop, Route
 from aipool.contract.vocabulary import Outcome, outcome_named
 from aipool.errors import InvalidJourney
 from aipool.lanes import queue_of
-from aipool.routing.router import Route
 
 __all__ = ["Attempt", "Journey", "Route"]
 

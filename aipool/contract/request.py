@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import Any
 
+from aipool.contract.completion import ToolCall
 from aipool.contract.vocabulary import ErrorCode
 from aipool.errors import InvalidRequest
 from aipool.settings import settings
@@ -69,18 +70,6 @@ _CONTROL_BYTES = tuple(bytes([b]) for b in range(32) if chr(b) not in "\t\n\r")
 _SHORT_TEXT = 1024
 #: A metadata key that can be shown as it is in a field path.
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}", re.ASCII)
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """A model's request to run a tool; ``arguments`` is already-parsed JSON."""
-
-    name: str
-    arguments: dict[str, Any]
-    id: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "arguments": self.arguments}
 
 
 @dataclass(frozen=True)
@@ -153,46 +142,6 @@ class Request:
     def estimated_total_tokens(self) -> int:
         """What a call could cost at most: the prompt plus the full output allowance."""
         return self._input_token_estimate + self.max_tokens
-
-
-@dataclass
-class Completion:
-    """What a provider answered, normalised.
-
-    ``input_tokens`` and ``output_tokens`` are every token the provider bills, as the quota counts
-    them: the input includes prompt-cache writes and reads, the output includes thinking and
-    reasoning tokens. The other counts say how many of those were of a kind billed apart or worth
-    showing: ``cache_write_tokens`` and ``cache_read_tokens`` of the input (priced at their own
-    rates, :func:`aipool.prices.table.completion_cost`), ``cache_write_1h_tokens`` of those
-    writes kept an hour (Anthropic's, at their own rate), ``thinking_tokens`` of the output.
-    """
-
-    text: str
-    model: str
-    input_tokens: int = 0
-    output_tokens: int = 0
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    finish_reason: str = "stop"
-    latency_ms: float = 0.0
-    thinking_tokens: int = 0
-    cache_write_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_1h_tokens: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "text": self.text,
-            "model": self.model,
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "tool_calls": [c.to_dict() for c in self.tool_calls],
-            "finish_reason": self.finish_reason,
-            "latency_ms": self.latency_ms,
-            "thinking_tokens": self.thinking_tokens,
-            "cache_write_tokens": self.cache_write_tokens,
-            "cache_read_tokens": self.cache_read_tokens,
-            "cache_write_1h_tokens": self.cache_write_1h_tokens,
-        }
 
 
 def _fail(code: ErrorCode, message: str) -> InvalidRequest:

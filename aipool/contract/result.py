@@ -5,8 +5,8 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from aipool.contract.completion import Completion
 from aipool.contract.journey import Journey
-from aipool.contract.request import Completion
 from aipool.contract.vocabulary import ErrorCode
 from aipool.tracing import current_trace_id
 

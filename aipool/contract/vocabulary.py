@@ -31,6 +31,7 @@ Outcome = Literal[
     "service_budget_exhausted",
     "budget_saving",
     "guard_unavailable",
+    "replicas_behind",
     "rate_limited",
     "skipped",
     "cached",
@@ -102,6 +103,12 @@ OUTCOME_TERMS: dict[Outcome, Term] = {
         "skipped: Redis did not answer, so no breaker or quota could be asked",
         "guards unreachable",
         "防護無法讀取",
+    ),
+    "replicas_behind": Term(
+        "skipped: no replica acknowledged the call's record in time and the pool requires one "
+        "(AIPOOL_REDIS_REPLICA_ACK_REQUIRED): a failover could have lost it, so no call was made",
+        "replicas behind",
+        "副本落後",
     ),
     "rate_limited": Term(
         "skipped: the provider asked the pool to wait (a rate limit's retry delay), and the "

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from aipool.demo.stage import Sent
 from aipool.providers.catalog import CATALOG
-
-if TYPE_CHECKING:
-    from aipool.demo.findings import Findings
 
 #: Rows of the upper plot, top to bottom, and their colours.
 ANSWERERS = {
@@ -18,8 +16,9 @@ ANSWERERS = {
 }
 
 
-def draw(f: Findings, path: Path) -> None:
-    """Write a PNG of ``f``: answers by provider over time above, cumulative cost below."""
+def draw(sent: Sequence[Sent], marks: Sequence[tuple[float, str]], path: Path) -> None:
+    """Write a PNG of the demo's requests: answers by provider over time above, cumulative cost
+    below, a dashed line at each of ``marks`` (seconds since the start, what happened)."""
     import matplotlib
 
     matplotlib.use("Agg")  # no display: the demo may run on a server or in CI
@@ -30,12 +29,12 @@ def draw(f: Findings, path: Path) -> None:
         2, 1, figsize=(10, 6), sharex=True, gridspec_kw={"height_ratios": [3, 2]}
     )
     for provider, colour in ANSWERERS.items():
-        times = [s.at for s in f.sent if s.answer.get("provider") == provider]
+        times = [s.at for s in sent if s.answer.get("provider") == provider]
         answers.scatter(times, [rows.index(provider)] * len(times), color=colour, s=40)
     answers.set_yticks(range(len(rows)), rows)
     answers.invert_yaxis()
     answers.set_title("Which provider answered (each dot is a request)", pad=40)
-    for at, text in f.marks:
+    for at, text in marks:
         for axis in (answers, cost):
             axis.axvline(at, color="#cccccc", linestyle="--", linewidth=0.8)
         answers.text(
@@ -49,7 +48,7 @@ def draw(f: Findings, path: Path) -> None:
         )
     total = 0.0
     times, totals = [0.0], [0.0]
-    for s in f.sent:
+    for s in sent:
         total += float(s.answer.get("cost_usd") or 0)
         times.append(s.at)
         totals.append(total)

@@ -206,5 +206,5 @@ def write(f: Findings, out: Path) -> list[Path]:
     data = out / "report.json"
     data.write_text(json.dumps(as_json(f), ensure_ascii=False, indent=2), encoding="utf-8")
     chart = out / "chart.png"
-    draw(f, chart)
+    draw(f.sent, f.marks, chart)
     return [report, data, chart]

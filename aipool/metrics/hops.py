@@ -26,8 +26,9 @@ from prometheus_client import Counter, Histogram
 from aipool.attempt.event import AttemptEvent
 from aipool.breaker.state import BreakerTransition
 from aipool.contract.journey import Attempt
+from aipool.contract.route import OTHER_SERVICE
 from aipool.errors import ProviderFailure
-from aipool.routing.table import OTHER_SERVICE, RouteTableError, load_table
+from aipool.routing.table import RouteTableError, load_table
 
 
 def _failure_codes() -> frozenset[str]:

@@ -35,6 +35,7 @@ from aipool.breaker.state import BreakerState
 from aipool.budget import monthly_budget_usd
 from aipool.budget.sender import alert_sender
 from aipool.budget.usage import CALENDAR_QUOTAS, budget_usage
+from aipool.contract.route import OTHER_SERVICE
 from aipool.ledger.db import database_url, make_engine
 from aipool.ledger.services import ServiceUsage, service_usage_day
 from aipool.ledger.spend import service_month_cost
@@ -42,7 +43,7 @@ from aipool.ledger.usage_log import UsageLog
 from aipool.periods import local_day, pool_zone
 from aipool.quota import Quota
 from aipool.redis.url import client_for, redis_url
-from aipool.routing.table import OTHER_SERVICE, load_table
+from aipool.routing.table import load_table
 from aipool.settings import settings
 from aipool.settings.provider_limits import ProviderLimits
 from aipool.views.service_report import share_use

@@ -312,7 +312,7 @@ def cost_usd(
 
 
 def completion_cost(provider: str, completion: Any, prices: PriceTable | None = None) -> Decimal:
-    """Exact USD cost of a :class:`~aipool.contract.request.Completion`, its prompt-cache writes and reads
+    """Exact USD cost of a :class:`~aipool.contract.completion.Completion`, its prompt-cache writes and reads
     at their own prices (thinking and reasoning tokens are already in its output)."""
     price = (prices or load_prices()).price(provider, completion.model)
     return price.cost(

@@ -1,7 +1,7 @@
 """The one interface every model provider implements, and helpers they share.
 
 An adapter turns a provider-neutral :class:`~aipool.contract.request.Request` into its SDK's call, and the
-SDK's answer back into a :class:`~aipool.contract.request.Completion`. SDK exceptions are mapped into
+SDK's answer back into a :class:`~aipool.contract.completion.Completion`. SDK exceptions are mapped into
 :mod:`aipool.errors` in exactly one place per adapter (its ``map_error``), so the worker decides
 "next provider or not" with one ``isinstance``.
 
@@ -23,7 +23,8 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, Protocol
 
-from aipool.contract.request import Completion, Message, Request, ToolCall
+from aipool.contract.completion import Completion, ToolCall
+from aipool.contract.request import Message, Request
 from aipool.errors import (
     ContentBlocked,
     EmptyAnswer,

@@ -7,7 +7,8 @@ from typing import Any
 
 import anthropic
 
-from aipool.contract.request import Completion, Request, ToolCall
+from aipool.contract.completion import Completion, ToolCall
+from aipool.contract.request import Request
 from aipool.errors import ProviderError
 from aipool.providers.base import (
     building_request,

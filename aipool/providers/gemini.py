@@ -14,7 +14,8 @@ from google.genai import errors as genai_errors
 from google.genai import types
 from pydantic import ValidationError
 
-from aipool.contract.request import Completion, Request, ToolCall
+from aipool.contract.completion import Completion, ToolCall
+from aipool.contract.request import Request
 from aipool.errors import (
     PromptBlocked,
     ProviderAuthError,

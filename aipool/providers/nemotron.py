@@ -8,7 +8,8 @@ from typing import Any
 
 import openai
 
-from aipool.contract.request import Completion, Request, ToolCall
+from aipool.contract.completion import Completion, ToolCall
+from aipool.contract.request import Request
 from aipool.errors import ProviderBadResponse, ProviderError
 from aipool.providers.base import (
     building_request,

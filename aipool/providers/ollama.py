@@ -11,7 +11,8 @@ import httpx
 import ollama
 from pydantic import ValidationError
 
-from aipool.contract.request import Completion, Request, ToolCall
+from aipool.contract.completion import Completion, ToolCall
+from aipool.contract.request import Request
 from aipool.errors import (
     ProviderBadResponse,
     ProviderError,

@@ -15,11 +15,14 @@ again: the script did not run, so its write happens once.
 
 Settings (:class:`ReplicaAcks`, off by default): ``AIPOOL_REDIS_REPLICA_ACKS`` replicas (0: no
 ``WAIT`` at all), within ``AIPOOL_REDIS_REPLICA_ACK_TIMEOUT`` seconds (0.1). When fewer
-acknowledge in time the write still stands on the master; the pool then goes on, and says so
-once a minute in the log (the default: a replica that is down or far behind must not stop paid
-calls, and the exposure is the failover that would have to follow), or, with
-``AIPOOL_REDIS_REPLICA_ACK_REQUIRED=1``, raises :class:`~aipool.errors.ReplicasBehind` so that no
-paid call is made on a record only the master holds.
+acknowledge in time the write still stands on the master, and the shortfall is counted
+(``aipool_replica_ack_shortfalls_total``); the pool then goes on, and says so once a minute in
+the log (the default: a replica that is down or far behind must not stop paid calls, and the
+exposure is the failover that would have to follow), or, with
+``AIPOOL_REDIS_REPLICA_ACK_REQUIRED=1`` and a write the call has yet to follow (``begin``),
+raises :class:`~aipool.errors.ReplicasBehind` so that no paid call is made on a record only the
+master holds. :class:`~aipool.attempt.lifecycle.AttemptBook` calls it for the ``begin`` and
+``finish`` of every paid hop.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from redis.commands.core import Script
 from redis.exceptions import NoScriptError
 
 from aipool.errors import ReplicasBehind
+from aipool.metrics.replicas import count_shortfall
 from aipool.redis.lua import evalsha_in
 from aipool.settings import settings
 
@@ -88,13 +92,24 @@ _last_said = 0.0
 
 
 def run_acknowledged(
-    client: Any, script: Script, keys: Sequence[Any], args: Sequence[Any], acks: ReplicaAcks
+    client: Any,
+    script: Script,
+    keys: Sequence[Any],
+    args: Sequence[Any],
+    acks: ReplicaAcks,
+    *,
+    provider: str = "",
+    op: str = "",
+    stops: bool = True,
 ) -> tuple[Any, Acknowledged]:
     """Run ``script`` and, when ``acks`` is on, wait in the same round trip until
     ``acks.replicas`` replicas hold what it wrote. Returns the script's reply and how many did.
 
-    Raises :class:`~aipool.errors.ReplicasBehind` when fewer did and ``acks.required``; the
-    script's writes stand on the master either way (``WAIT`` undoes nothing)."""
+    A shortfall is counted (``aipool_replica_ack_shortfalls_total{provider, op}``). Raises
+    :class:`~aipool.errors.ReplicasBehind`, the script's reply in it, when fewer did,
+    ``acks.required`` and the write ``stops`` what follows (a ``begin``: the call is not yet
+    made; a ``finish`` stops nothing, the call was made); the script's writes stand on the master
+    either way (``WAIT`` undoes nothing)."""
     if not acks.on:
         return script(keys=list(keys), args=list(args)), Acknowledged(0, 0)
 
@@ -112,20 +127,21 @@ def run_acknowledged(
         reply, replicas = run()
     acknowledged = Acknowledged(int(replicas), acks.replicas)
     if not acknowledged.enough:
-        _fell_behind(acknowledged, acks)
+        count_shortfall(provider, op)
+        _fell_behind(acknowledged, acks, reply, stops)
     return reply, acknowledged
 
 
-def _fell_behind(acknowledged: Acknowledged, acks: ReplicaAcks) -> None:
+def _fell_behind(acknowledged: Acknowledged, acks: ReplicaAcks, reply: Any, stops: bool) -> None:
     what = (
         f"{acknowledged.replicas} of {acks.replicas} replicas acknowledged a write that decides "
         f"a paid call within {acks.timeout_s:g} s (AIPOOL_REDIS_REPLICA_ACKS, "
         "AIPOOL_REDIS_REPLICA_ACK_TIMEOUT)"
     )
-    if acks.required:
-        raise ReplicasBehind(f"{what}: no call is made on a record only the master holds")
+    if acks.required and stops:
+        raise ReplicasBehind(f"{what}: no call is made on a record only the master holds", reply)
     global _last_said
     now = time.monotonic()
     if now - _last_said >= SAY_EVERY_S:
         _last_said = now
-        log.warning("%s; calling anyway: a failover now could lose that write", what)
+        log.warning("%s; going on: a failover now could lose that write", what)

@@ -5,9 +5,10 @@
 beyond the route table file.
 """
 
+from aipool.contract.route import Route
 from aipool.routing.complexity import ComplexityScore, score
 from aipool.routing.intent import Intent, IntentDecision, classify, classify_text
-from aipool.routing.router import Route, decide, explain
+from aipool.routing.router import decide, explain
 from aipool.routing.table import RouteTable, RouteTableError, Rule, load_table, parse_table
 
 __all__ = [

@@ -28,13 +28,15 @@ from pathlib import Path
 from typing import Any
 
 from aipool.contract.request import Request, parse_request
+from aipool.contract.route import Route
 from aipool.errors import InvalidRequest
 from aipool.prices.table import load_prices
 from aipool.routing.intent import Intent
 from aipool.routing.model import IntentModel
-from aipool.routing.router import Route, decide
+from aipool.routing.router import decide
 from aipool.routing.table import RouteTable
-from aipool.routing.tiers import CLOUD_TIERS, LOCAL_TIERS, TIERS, tier_for
+from aipool.routing.tier_names import CLOUD_TIERS, LOCAL_TIERS, TIERS
+from aipool.routing.tiers import tier_for
 
 INTENTS = tuple(i.value for i in Intent)
 #: Output tokens assumed for an answer when a tier is priced (a typical answer, not the allowance).

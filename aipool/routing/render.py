@@ -1,7 +1,7 @@
 """Printing routing decisions and evaluations for people (the ``aipool route`` commands).
 
 The screen may show words of the text the operator typed (matched keywords, the model's top
-features); the :class:`~aipool.routing.router.Route` it renders holds none.
+features); the :class:`~aipool.contract.route.Route` it renders holds none.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from aipool.contract.route import Route
 from aipool.routing.evaluate import INTENTS, Evaluation, confusion
 from aipool.routing.intent import matched_words
 from aipool.routing.model import load_model
-from aipool.routing.router import Route
-from aipool.routing.tiers import TIERS
+from aipool.routing.tier_names import TIERS
 
 _KINDS = {"c": "chars", "w": "word", "b": "words", "s": "rule signal", "m": "fact"}
 

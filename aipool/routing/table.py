@@ -20,11 +20,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from aipool.chains import Hop, default_model
+from aipool.chains import default_model
 from aipool.contract.request import PRIORITIES, SERVICE_NAME
+from aipool.contract.route import OTHER_SERVICE, Hop
 from aipool.providers.catalog import CATALOG, PROVIDERS
 from aipool.routing.intent import Intent
-from aipool.routing.tiers import TIERS
+from aipool.routing.tier_names import TIERS
 from aipool.settings import settings
 
 DEFAULT_ROUTES_FILE = Path(__file__).with_name("routes.toml")
@@ -89,8 +90,6 @@ class Rule:
         return self.provider in TOOL_CAPABLE
 
 
-#: What a request naming no declared service is counted as: one label, never a new one per name.
-OTHER_SERVICE = "other"
 #: The per-provider daily limits a service may be given a share of.
 SHARE_KEYS = ("daily_tokens", "daily_requests")
 _SERVICE_KEYS = (

@@ -18,12 +18,8 @@ cannot drift apart.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from aipool.routing.table import DEFAULT_ROUTES_FILE, RouteTable, Rule, load_table
 
-if TYPE_CHECKING:
-    from aipool.routing.table import RouteTable, Rule
-
-TIERS = ("local-small", "local-code", "cloud", "tools", "critical")
 #: The share of ``max_tokens`` a model may spend thinking, by the tier a request starts at (a
 #: route table rule's ``thinking`` says otherwise). None for the local tiers: a request a small
 #: local model would have answered that falls back to Gemini must not spend its output budget
@@ -37,8 +33,6 @@ THINKING_SHARES = {
     "tools": 0.0,
     "critical": 0.5,
 }
-LOCAL_TIERS = frozenset({"local-small", "local-code"})
-CLOUD_TIERS = frozenset({"cloud", "critical"})
 #: The small local model ADR-006 names for complexity 1-2; any other Ollama model is the 7B tier.
 SMALL_LOCAL_MODEL = "llama3.2:3b"
 _BY_PROVIDER = {"gemini": "cloud", "claude": "critical", "nemotron": "tools"}
@@ -80,9 +74,6 @@ def tier_for(
 ) -> str:
     """The tier a request with this intent and complexity should start at (the packaged route
     table unless ``table`` is given)."""
-    # inside: at the top it would close the import circle routing.tiers → routing.table → routing.tiers
-    from aipool.routing.table import DEFAULT_ROUTES_FILE, load_table
-
     table = table if table is not None else load_table(DEFAULT_ROUTES_FILE)
     return tier_of_rule(
         choose_rule(

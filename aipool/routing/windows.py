@@ -24,8 +24,8 @@ How the hop runner uses it (before breaker, quota or call)::
 
 from __future__ import annotations
 
-from aipool.chains import Hop
 from aipool.contract.request import Request
+from aipool.contract.route import Hop
 from aipool.routing.table import RouteTable, load_table
 
 #: The ``error`` code an attempts-trail entry carries when a hop is skipped for its window.

@@ -43,6 +43,9 @@ REFUSAL_DEFAULT = (
 DEFAULT_TIMEZONE = "Asia/Taipei"
 #: Added to the hard time limit when no visibility timeout is set (see celeryconfig).
 VISIBILITY_MARGIN_S = 60
+#: How much longer than its timeout a WAIT may hold its connection: Redis ends a blocked WAIT at
+#: its next cron tick (hz 10, every 100 ms), with some slack for a busy server.
+WAIT_TICK_S = 0.2
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -311,6 +314,22 @@ class Settings(BaseSettings):
         if value is None:
             return value
         return check_redis_url(value)
+
+    @field_validator("redis_socket_timeout_s")
+    @classmethod
+    def _socket_outlasts_wait(cls, value: float, info: ValidationInfo) -> float:
+        # A WAIT holds its connection until its timeout and Redis's next tick (hz 10: up to
+        # 100 ms more): a socket timeout within that would fail every paid hop's begin, as a
+        # Redis that does not answer, each time a replica is away.
+        acks = info.data.get("redis_replica_acks") or 0
+        wait = info.data.get("redis_replica_ack_timeout_s")
+        if acks and wait is not None and value <= wait + WAIT_TICK_S:
+            raise ValueError(
+                f"must exceed AIPOOL_REDIS_REPLICA_ACK_TIMEOUT ({wait:g} s) by more than "
+                f"{WAIT_TICK_S:g} s while AIPOOL_REDIS_REPLICA_ACKS is set: a WAIT holds its "
+                "connection that long when no replica answers"
+            )
+        return value
 
     @field_validator("redis_sentinel_master")
     @classmethod

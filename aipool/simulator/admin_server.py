@@ -10,20 +10,31 @@ from __future__ import annotations
 import json
 import threading
 from http.server import BaseHTTPRequestHandler
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import aipool.simulator.listener as listeners
 from aipool.simulator.faults import InvalidFault
 from aipool.simulator.names import UnknownProvider
 
-if TYPE_CHECKING:
-    from aipool.simulator.simulator import Simulator
+
+class Administered(Protocol):
+    """What the admin endpoint asks of the simulator it serves (:class:`~aipool.simulator.simulator.
+    Simulator`, which makes its admin server: named here, not imported, so the two modules do not
+    import each other)."""
+
+    def state(self) -> dict[str, Any]: ...
+
+    def set_fault(self, provider: str, kind: str, **options: Any) -> dict[str, Any]: ...
+
+    def heal(self, provider: str) -> dict[str, Any]: ...
+
+    def reset(self) -> None: ...
 
 
 class AdminServer:
     """The admin endpoint of one :class:`~aipool.simulator.simulator.Simulator`."""
 
-    def __init__(self, simulator: Simulator, host: str, port: int) -> None:
+    def __init__(self, simulator: Administered, host: str, port: int) -> None:
         self.simulator = simulator
         self.host = host
         self.port = port
@@ -60,14 +71,14 @@ class _AdminHandler(BaseHTTPRequestHandler):
         """Stay quiet, as the provider servers do."""
 
     def do_GET(self) -> None:
-        simulator: Simulator = self.server.owner
+        simulator: Administered = self.server.owner
         if self.path.split("?")[0] == "/admin/state":
             self._reply(200, simulator.state())
         else:
             self._reply(404, {"error": f"GET {self.path} not found"})
 
     def do_POST(self) -> None:
-        simulator: Simulator = self.server.owner
+        simulator: Administered = self.server.owner
         length = int(self.headers.get("Content-Length") or 0)
         try:
             body = json.loads(self.rfile.read(length) or b"{}")

@@ -134,26 +134,26 @@ def required_token() -> str | None:
     return token or None
 
 
-def serve(host: str, port: int, redis_url: str, ledger_url: str, token: str | None) -> None:
+def serve(
+    host: str,
+    port: int,
+    redis_url: str,
+    token: str | None,
+    read: Callable[[Any], dict[str, Any]],
+) -> None:
     """Serve the pool's report on ``host:port`` until interrupted, asking for ``token`` (see
-    :func:`required_token`); say where on stderr first. The body is what ``aipool status --json``
-    prints (:func:`aipool.views.pool_report.read_snapshot`). Connections are answered each on a
-    thread of their own, within bounds of time and size (:mod:`aipool.views.http_server`): no
-    client can hold up the probe."""
-    # deferred: loads sqlalchemy, alembic, celery (~1189 ms of start-up) only when this runs
-    from aipool.views.pool_report import read_snapshot
-    from workers.app import app as celery_app
-
+    :func:`required_token`); say where on stderr first. The body is what ``read`` makes of the
+    pool's Redis client (``aipool status --serve`` passes what ``aipool status --json`` prints,
+    :func:`aipool.views.pool_report.read_snapshot`). Connections are answered each on a thread of
+    their own, within bounds of time and size (:mod:`aipool.views.http_server`): no client can
+    hold up the probe."""
     reading = threading.Lock()
 
     def report(client: Any) -> dict[str, Any]:
         # One reading at a time: each opens the ledger anew, and readers asking together would
         # only multiply that load (the probe does not wait on it).
         with reading:
-            snapshot = read_snapshot(
-                client, redis_url=redis_url, ledger_url=ledger_url, app=celery_app
-            )
-        return snapshot.to_json()
+            return read(client)
 
     client = connect(redis_url)
     app = make_app(client, report=report, token=token)

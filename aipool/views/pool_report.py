@@ -22,6 +22,7 @@ from aipool.ledger.db import make_engine
 from aipool.ledger.summary import ProviderSummary, summarize_day
 from aipool.ledger.usage_log import UsageLog
 from aipool.periods import local_day, pool_zone
+from aipool.redis.replication import Replication, read_replication
 from aipool.routing.table import load_table
 from aipool.settings import settings
 from aipool.views.pool_location import describe_database, describe_redis
@@ -60,6 +61,8 @@ class Snapshot:
     queue_ages: dict[str, float] = field(default_factory=dict)
     #: How many running workers consume each queue and lane; ``None``: they could not be asked.
     consumers: dict[str, int] | None = None
+    #: The master and its replicas' lag, on Sentinel or when the master has replicas; else None.
+    replication: Replication | None = None
 
     def unserved(self) -> list[str]:
         """The pool's lanes that hold messages and that no running worker consumes."""
@@ -96,6 +99,7 @@ class Snapshot:
             },
             "pending_records": self.pending,
             "services": None if self.services is None else self.services.to_json(),
+            "replication": None if self.replication is None else self.replication.to_json(),
         }
 
 
@@ -189,6 +193,7 @@ def read_snapshot(
         services=services,
         queue_ages=_oldest_ages(list(depths)),
         consumers=_consumers(app),
+        replication=read_replication(redis_client),
     )
 
 

@@ -19,8 +19,9 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from aipool.contract.route import OTHER_SERVICE
 from aipool.ledger.services import ServiceUsage, service_usage_day, service_usage_month_to
-from aipool.routing.table import OTHER_SERVICE, SHARE_KEYS, RouteTable, Service
+from aipool.routing.table import SHARE_KEYS, RouteTable, Service
 from aipool.settings.provider_limits import ProviderLimits
 
 

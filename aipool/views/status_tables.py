@@ -16,6 +16,7 @@ from rich.table import Table
 
 from aipool.contract.vocabulary import outcome_word
 from aipool.ledger.summary import ProviderSummary
+from aipool.redis.replication import Replication
 from aipool.views.usage_words import summary_cells, summary_headers, words
 
 _STATE_STYLE = {"closed": "green", "half_open": "yellow", "open": "bold red"}
@@ -115,3 +116,28 @@ def render_queues(
     if unserved:
         line = w["unserved"].format(lanes=", ".join(unserved))
         console.print(f"[bold red]{line}[/]", highlight=False, soft_wrap=True)
+
+
+def render_replication(replication: Replication | None, console: Console, *, lang: str) -> None:
+    """The master the pool writes to (the one the sentinels name now) and each replica's lag;
+    nothing for one Redis without replicas."""
+    if replication is None:
+        return
+    w = words(lang)
+    line = w["replication_master"].format(address=replication.master)
+    if replication.sentinel_master is not None:
+        line += w["replication_sentinel"].format(name=replication.sentinel_master)
+    console.print(line, highlight=False, soft_wrap=True)
+    for replica in replication.replicas:
+        console.print(
+            w["replica"].format(
+                address=replica.address,
+                state=replica.state,
+                lag=replica.lag_s,
+                behind=replica.behind_bytes,
+            ),
+            highlight=False,
+            soft_wrap=True,
+        )
+    if not replication.replicas:
+        console.print(w["replication_none"], highlight=False, soft_wrap=True)

@@ -328,3 +328,48 @@ def test_status_counts_the_workers_of_every_lane(pool, capsys, monkeypatch, tmp_
     from aipool.lanes import QUEUES
 
     assert all(consumers[queue] >= 1 for queue in QUEUES), consumers
+
+
+@pytest.mark.integration
+def test_status_on_sentinel_names_the_current_master_and_each_replicas_lag(tmp_path):
+    import json
+
+    from tests.support.services import SentinelSet
+
+    # Given a pool on Sentinel: a master, its replica, three sentinels
+    sentinels = SentinelSet().start()
+    try:
+        env = _status_env(tmp_path)
+        env.update(sentinels.env)
+        master = sentinels.master_port()
+        (replica,) = [s.port for s in sentinels.servers if s.port != master]
+        # When status prints its JSON
+        printed = run_aipool(["status", "--json"], env, tmp_path)
+        assert printed.returncode == 0, printed.stderr
+        # Then it names the master the sentinels name now, and the replica with its lag
+        replication = json.loads(printed.stdout)["replication"]
+        assert replication["master"] == f"127.0.0.1:{master}"
+        assert replication["sentinel_master"] == "aipool"
+        (one,) = replication["replicas"]
+        assert (one["address"], one["state"]) == (f"127.0.0.1:{replica}", "online")
+        assert one["lag_s"] >= 0 and one["behind_bytes"] >= 0
+        # And the tables say the same, in each language
+        english = run_aipool(["status", "--lang", "en"], env, tmp_path)
+        assert english.returncode == 0, english.stderr
+        assert f"master 127.0.0.1:{master} (Sentinel, aipool)" in english.stdout
+        assert f"replica 127.0.0.1:{replica} online, acknowledged" in english.stdout
+        chinese = run_aipool(["status", "--lang", "zh-TW"], env, tmp_path)
+        assert chinese.returncode == 0, chinese.stderr
+        assert f"主節點 127.0.0.1:{master}" in chinese.stdout
+        assert f"副本 127.0.0.1:{replica}" in chinese.stdout
+    finally:
+        sentinels.stop()
+
+
+def test_status_on_one_redis_without_replicas_says_nothing_of_replication(tmp_path):
+    import json
+
+    env = _status_env(tmp_path)
+    printed = run_aipool(["status", "--json"], env, tmp_path)
+    assert printed.returncode == 0, printed.stderr
+    assert json.loads(printed.stdout)["replication"] is None

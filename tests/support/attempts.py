@@ -17,7 +17,7 @@ from aipool.attempt.layout import Call, Header
 from aipool.attempt.lifecycle import AttemptBook
 from aipool.attempt.money import MoneyRules
 from aipool.breaker import breakers_for
-from aipool.chains import Hop
+from aipool.contract.route import Hop
 from aipool.ledger.record import UsageRecord
 from aipool.ledger.usage_log import PENDING_KEY
 from aipool.quota import quotas_for

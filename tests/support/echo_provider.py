@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from aipool.contract.request import Completion, Request
+from aipool.contract.completion import Completion
+from aipool.contract.request import Request
 
 
 class EchoProvider:

@@ -7,9 +7,8 @@ from typing import Any
 import pytest
 
 from aipool.attempt.event import AttemptEvent
-from aipool.chains import Hop
 from aipool.contract.journey import Attempt
-from aipool.routing.router import Route
+from aipool.contract.route import Hop, Route
 from workers import runtime
 
 HOP = Hop("ollama", "llama3.2:3b")
@@ -48,3 +47,23 @@ def test_a_burst_of_such_calls_asks_once_and_other_failures_never(
     runtime.alert_on_missing_model(_event("server_error"))
     runtime.alert_on_missing_model(_event("model_missing", replayed=True))
     assert len(sent) == 1
+
+
+def test_the_pools_app_hands_itself_over_for_alerts_when_it_is_made() -> None:
+    # Given the pool's app made (a worker's -A workers.app)
+    from workers.app import app
+
+    # Then this process's alerts go through it, with no import of workers.app from here
+    assert runtime._maintenance_app is app
+
+
+def test_a_process_without_the_pools_app_says_the_alert_was_not_sent(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given a process that runs hops without the pool's app (a one-process benchmark)
+    monkeypatch.setattr(runtime, "_maintenance_app", None)
+    monkeypatch.setattr(runtime, "_missing_asked", {})
+    # When a call meets a missing model
+    runtime.alert_on_missing_model(_event("model_missing"))
+    # Then a warning names the alert it could not send
+    assert "aipool.model_missing not sent" in caplog.text

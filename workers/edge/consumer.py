@@ -74,12 +74,14 @@ class EdgeConsumer(Consumer):
 
     def create_task_handler(self, *args: Any, **kwargs: Any) -> Callable[[Any], Any]:
         # Exactly the tasks Celery would dispatch: those it built a strategy for.
-        known = {name: self.app.tasks[name] for name in self.strategies if name in self.app.tasks}
+        known = {name: self.app.tasks[name] for name in self.strategies if name in self.app.tasks}  # type: ignore[attr-defined]  # Consumer's, not in celery-types' stub
         accept = prepare_accept_content(self.app.conf.accept_content)
         # kombu counts KeyError among the Redis transport's connection errors; raised by Celery
         # while it takes a message, it is the message's fault, not the connection's.
         connection_errors = tuple(
-            error for error in self.connection_errors + self.channel_errors if error is not KeyError
+            error
+            for error in self.connection_errors + self.channel_errors  # type: ignore[attr-defined]  # Consumer's, not in celery-types' stub
+            if error is not KeyError
         )
         return guarded(
             super().create_task_handler(*args, **kwargs),
@@ -132,7 +134,7 @@ class EdgeConsumer(Consumer):
         if message is not None:
             reject = getattr(message, "reject_log_error", None)
             if reject is not None:
-                reject(log, self.connection_errors, requeue=False)
+                reject(log, self.connection_errors, requeue=False)  # type: ignore[attr-defined]  # Consumer's, not in celery-types' stub
         log_refusal(refusal, answered)
 
     def _keeps_result(self, refusal: Refusal, message: Any) -> bool:

@@ -203,11 +203,11 @@ def _body_problem(body: Any) -> str | None:
     return None
 
 
-def inspect_message(message: Any, tasks: dict[str, Any], accept: set[str]) -> Refusal | None:
+def inspect_message(message: Any, tasks: dict[str, Any], accept: set[str] | None) -> Refusal | None:
     """The reason to refuse ``message`` (a kombu message), or None when Celery may take it.
 
     ``tasks`` maps the registered task names to their tasks; ``accept`` holds the accepted content
-    types. Reading the body here costs nothing extra: kombu caches the decoded payload, and Celery
+    types (None: any, as kombu reads it). Reading the body here costs nothing extra: kombu caches the decoded payload, and Celery
     decodes it in the same process right after.
     """
     raw_headers = message.headers
@@ -220,7 +220,7 @@ def inspect_message(message: Any, tasks: dict[str, Any], accept: set[str]) -> Re
 
     if not isinstance(raw_headers, dict):
         return refuse("malformed_message", "headers are not an object")
-    if message.content_type not in accept:
+    if accept is not None and message.content_type not in accept:
         return refuse(
             "content_type_refused",
             f"content type {shown(message.content_type)} refused; send application/json",

@@ -61,7 +61,7 @@ class RedisChannel(kombu_redis.Channel):
     def __init__(self, connection: Any, *args: Any, **kwargs: Any) -> None:
         # Kept before kombu's __init__, which may already build a pool.
         self._opened_for = _Detached(connection.client, connection.default_port)
-        super().__init__(connection, *args, **kwargs)  # type: ignore[no-untyped-call]  # kombu's, untyped
+        super().__init__(connection, *args, **kwargs)
 
     @contextmanager
     def _attached(self) -> Iterator[None]:
@@ -75,7 +75,7 @@ class RedisChannel(kombu_redis.Channel):
             return
         # Only a channel that lost its transport gets here: the main process's event loop, closing
         # it or acknowledging a message of it; kombu's own reads are all it serves.
-        self.connection = self._opened_for
+        self.connection = self._opened_for  # type: ignore[assignment]  # a stand-in with what kombu reads of a transport
         try:
             yield
         finally:
@@ -83,7 +83,7 @@ class RedisChannel(kombu_redis.Channel):
 
     def _connparams(self, asynchronous: bool = False) -> dict[str, Any]:
         with self._attached():
-            params: dict[str, Any] = super()._connparams(asynchronous)  # type: ignore[no-untyped-call]
+            params: dict[str, Any] = super()._connparams(asynchronous)  # type: ignore[misc]  # private, not in celery-types' stub
         return params
 
     @contextmanager
@@ -97,7 +97,7 @@ class RedisChannel(kombu_redis.Channel):
         pool = self.pool
         reused = self._reused
         if reused is None or reused.connection_pool is not pool:
-            reused = self._reused = self._create_client()  # type: ignore[no-untyped-call]
+            reused = self._reused = self._create_client()  # type: ignore[attr-defined]  # private, not in celery-types' stub
         yield reused
 
     def _brpop_read(self, **options: Any) -> bool:
@@ -105,22 +105,22 @@ class RedisChannel(kombu_redis.Channel):
         try:
             try:
                 dest__item = self.client.parse_response(self.client.connection, "BRPOP", **options)
-            except self.connection_errors:
+            except self.connection_errors:  # type: ignore[attr-defined]  # private, not in celery-types' stub
                 self.client.connection.disconnect()
                 raise
             if not dest__item:
                 raise Empty()
             dest, item = dest__item
             dest = bytes_to_str(dest).rsplit(self.sep, 1)[0]
-            self._queue_cycle.rotate(dest)
+            self._queue_cycle.rotate(dest)  # type: ignore[attr-defined]  # private, not in celery-types' stub
             envelope = self._checked_envelope(item, dest)
             if envelope is None:
                 raise Empty()
             self.connection._deliver(envelope, dest)
             return True
         finally:
-            self._in_poll = None  # type: ignore[assignment]  # as kombu's own _brpop_read does
-            self._flush_brpop_reauth()  # type: ignore[no-untyped-call]  # kombu's, untyped
+            self._in_poll = None
+            self._flush_brpop_reauth()  # type: ignore[attr-defined]  # private, not in celery-types' stub
 
     def _checked_envelope(self, item: bytes, queue: str) -> dict[str, Any] | None:
         """The envelope ``item`` decoded, or None (and the refusal reported) if kombu cannot use it.
@@ -131,7 +131,7 @@ class RedisChannel(kombu_redis.Channel):
         try:
             envelope = loads(bytes_to_str(item))
         except (ValueError, RecursionError):
-            self.connection.on_refused(
+            self.connection.on_refused(  # type: ignore[attr-defined]  # RedisTransport's own (its __init__)
                 refusal("malformed_message", "envelope is not JSON", queue=queue)
             )
             return None
@@ -140,7 +140,7 @@ class RedisChannel(kombu_redis.Channel):
             checked: dict[str, Any] = envelope
             return checked
         headers = envelope.get("headers") if isinstance(envelope, dict) else None
-        self.connection.on_refused(refusal("malformed_message", problem, headers, queue=queue))
+        self.connection.on_refused(refusal("malformed_message", problem, headers, queue=queue))  # type: ignore[attr-defined]  # RedisTransport's own (its __init__)
         return None
 
     def _envelope_problem(self, envelope: Any) -> str | None:
@@ -166,7 +166,7 @@ class RedisChannel(kombu_redis.Channel):
             # Decompressing happens while the message is built, before any check could bound it.
             return "compressed messages are refused"
         try:
-            self.Message(envelope, channel=self)  # type: ignore[no-untyped-call]  # kombu's, untyped
+            self.Message(envelope, channel=self)
         except Exception as exc:
             return f"envelope body cannot be read ({type(exc).__name__})"
         return None
@@ -178,7 +178,7 @@ class RedisTransport(kombu_redis.Transport):
     Channel = RedisChannel
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]  # kombu's, untyped
+        super().__init__(*args, **kwargs)
         #: Called with each envelope the channel drops. It only logs; the worker's consumer
         #: replaces it with one that also answers the producer.
         self.on_refused: Callable[[Refusal], None] = log_refusal
@@ -192,11 +192,11 @@ class SentinelChannel(RedisChannel, kombu_redis.SentinelChannel):
     def _sentinel_managed_pool(self, asynchronous: bool = False) -> Any:
         # kombu's reads the sentinels' addresses from ``self.connection.client`` too.
         with self._attached():
-            return super()._sentinel_managed_pool(asynchronous)  # type: ignore[no-untyped-call]
+            return super()._sentinel_managed_pool(asynchronous)  # type: ignore[misc]  # private, not in celery-types' stub
 
 
 class SentinelTransport(RedisTransport):
     """kombu's Sentinel transport (``sentinel://``) with :class:`SentinelChannel`."""
 
     Channel = SentinelChannel
-    default_port = kombu_redis.SentinelTransport.default_port  # type: ignore[assignment]  # kombu's stub says None
+    default_port = kombu_redis.SentinelTransport.default_port

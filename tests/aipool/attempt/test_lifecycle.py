@@ -13,7 +13,7 @@ import pytest
 
 from aipool.attempt.layout import Busy, Call, Ended, Kept, Missing, Recorded, Routed, record_key
 from aipool.breaker import BreakerState
-from aipool.chains import Hop
+from aipool.contract.route import Hop
 from aipool.settings import settings
 from aipool.settings.provider_limits import BreakerSettings, ProviderLimits, QuotaLimits
 from tests.support.attempts import (

@@ -69,7 +69,7 @@ from aipool.attempt.layout import (
 )
 from aipool.attempt.lifecycle import AttemptBook
 from aipool.attempt.task_ids import claim
-from aipool.chains import Hop
+from aipool.contract.route import Hop
 from aipool.contract.vocabulary import CALLED_OUTCOMES
 from aipool.ledger.record import UsageRecord
 from aipool.settings import settings as pool_settings

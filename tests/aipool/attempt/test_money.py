@@ -10,7 +10,7 @@ import pytest
 
 from aipool.attempt.layout import Call, Ended, spend_key
 from aipool.attempt.money import MoneyRules, micro
-from aipool.chains import Hop
+from aipool.contract.route import Hop
 from aipool.routing.table import parse_table
 from tests.support.attempts import (
     SimulatedPool,

@@ -19,9 +19,10 @@ from aipool.attempt.identity import journey_id
 from aipool.attempt.lifecycle import AttemptBook
 from aipool.attempt.runner import Done, Forward, HopRunner
 from aipool.breaker import breakers_for
-from aipool.chains import Hop
+from aipool.contract.completion import Completion
 from aipool.contract.journey import Journey
-from aipool.contract.request import Completion, Request, parse_request
+from aipool.contract.request import Request, parse_request
+from aipool.contract.route import Hop, Route
 from aipool.errors import (
     ContentBlocked,
     ModelRefused,
@@ -30,7 +31,6 @@ from aipool.errors import (
     ProviderServerError,
 )
 from aipool.quota import quotas_for
-from aipool.routing.router import Route
 from tests.support.attempts import ledger
 from tests.support.guards import Clock
 

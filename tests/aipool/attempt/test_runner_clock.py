@@ -13,10 +13,9 @@ from aipool.attempt.identity import journey_id
 from aipool.attempt.lifecycle import AttemptBook
 from aipool.attempt.runner import Forward, HopRunner
 from aipool.breaker import breakers_for
-from aipool.chains import Hop
 from aipool.contract.request import parse_request
+from aipool.contract.route import Hop, Route
 from aipool.quota import quotas_for
-from aipool.routing.router import Route
 
 ROUTE = Route(
     intent="QUERY",

@@ -11,14 +11,14 @@ from typing import Any
 import jsonschema
 import pytest
 
-from aipool.chains import Hop
 from aipool.cli import run
 from aipool.contract import result
+from aipool.contract.completion import Completion, ToolCall
 from aipool.contract.journey import Attempt, Journey
-from aipool.contract.request import Completion, ToolCall, parse_request
+from aipool.contract.request import parse_request
+from aipool.contract.route import Hop, Route
 from aipool.contract.schema import DRAFT, schema_text
 from aipool.errors import InvalidRequest
-from aipool.routing.router import Route
 
 ROOT = Path(__file__).resolve().parents[3]
 COMMITTED = ROOT / "docs" / "contract.schema.json"

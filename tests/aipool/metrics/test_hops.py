@@ -8,8 +8,8 @@ import pytest
 from prometheus_client import REGISTRY
 
 from aipool.attempt.event import AttemptEvent
-from aipool.chains import Hop
 from aipool.contract.journey import Attempt, Route
+from aipool.contract.route import Hop
 from aipool.contract.vocabulary import Outcome
 from aipool.metrics import hops
 from aipool.metrics.hops import failure_code, observe_attempt

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from aipool.cli import run
-from aipool.contract.request import Completion
+from aipool.contract.completion import Completion
 from aipool.prices.table import Price, PriceFileError, completion_cost, cost_usd, load_prices
 from aipool.views.cost_estimate import cost_estimate
 from tests.support.cli import fresh_env, run_aipool

@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from aipool.contract.request import Completion, parse_request
+from aipool.contract.completion import Completion
+from aipool.contract.request import parse_request
 from aipool.errors import (
     ContentBlocked,
     EmptyAnswer,

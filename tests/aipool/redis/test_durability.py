@@ -125,3 +125,25 @@ def test_a_negative_count_of_replicas_is_refused() -> None:
     reading = read_settings({"AIPOOL_REDIS_REPLICA_ACKS": "-1"})
     assert reading.problems and reading.problems[0].startswith("AIPOOL_REDIS_REPLICA_ACKS=-1")
     assert read_settings({"AIPOOL_REDIS_REPLICA_ACKS": "1"}).checked().redis_replica_acks == 1
+
+
+def test_a_wait_longer_than_the_connections_timeout_is_refused_naming_both() -> None:
+    # A WAIT holds its connection up to its timeout and Redis's next tick (100 ms): a socket
+    # timeout shorter than that would fail every paid hop's begin while a replica is away
+    problems = read_settings(
+        {
+            "AIPOOL_REDIS_REPLICA_ACKS": "1",
+            "AIPOOL_REDIS_REPLICA_ACK_TIMEOUT": "5",
+            "AIPOOL_REDIS_SOCKET_TIMEOUT": "5",
+        }
+    ).problems
+    assert len(problems) == 1, problems
+    assert "AIPOOL_REDIS_SOCKET_TIMEOUT" in problems[0]
+    assert "AIPOOL_REDIS_REPLICA_ACK_TIMEOUT" in problems[0]
+    # Without replicas asked for, the timeout is never used, and nothing is refused
+    assert not read_settings(
+        {"AIPOOL_REDIS_REPLICA_ACK_TIMEOUT": "5", "AIPOOL_REDIS_SOCKET_TIMEOUT": "5"}
+    ).problems
+    assert not read_settings(
+        {"AIPOOL_REDIS_REPLICA_ACKS": "1", "AIPOOL_REDIS_REPLICA_ACK_TIMEOUT": "1"}
+    ).problems

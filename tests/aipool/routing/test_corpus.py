@@ -7,7 +7,8 @@ from collections import Counter
 from aipool.routing import corpus
 from aipool.routing.corpus.generate import FIT_SERVICES, TEST_SERVICES, build, dump
 from aipool.routing.intent import Intent
-from aipool.routing.tiers import TIERS, tier_for
+from aipool.routing.tier_names import TIERS
+from aipool.routing.tiers import tier_for
 
 
 def _all() -> dict[str, list[dict]]:

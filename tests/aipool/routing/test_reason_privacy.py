@@ -19,7 +19,7 @@ from aipool.routing.complexity import _STEP_MARKERS
 from aipool.routing.intent import SIGNALS, Intent
 from aipool.routing.router import decide
 from aipool.routing.table import load_table
-from aipool.routing.tiers import TIERS
+from aipool.routing.tier_names import TIERS
 
 _FIXED_PHRASES = (
     "intent", "complexity", "rule", "model unsure", "model", "keyword rules", "keyword signals",

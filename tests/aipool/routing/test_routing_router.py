@@ -10,11 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aipool.chains import Hop, default_model
+from aipool.chains import default_model
 from aipool.contract.request import Message, Request, Tool, parse_request
+from aipool.contract.route import Hop, Route
 from aipool.routing.intent import names_an_act
 from aipool.routing.model import Prediction
-from aipool.routing.router import Route, choose_complexity, choose_intent, decide, explain
+from aipool.routing.router import choose_complexity, choose_intent, decide, explain
 from aipool.routing.table import parse_table
 
 TOOL = Tool(name="k8s_restart", description="restart", parameters={"type": "object"})

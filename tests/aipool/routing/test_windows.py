@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from aipool.chains import Hop
 from aipool.contract.request import Message, Request
+from aipool.contract.route import Hop
 from aipool.routing.table import RouteTableError, parse_table
 from aipool.routing.windows import CONTEXT_TOO_LONG, fits, skip_reason, window
 

@@ -198,10 +198,9 @@ def test_the_served_usage_report_counts_every_outcome(every_name, tmp_path):
 
 def test_every_outcome_and_failure_code_is_a_metric_label() -> None:
     from aipool.attempt.event import AttemptEvent
-    from aipool.chains import Hop
     from aipool.contract.journey import Attempt
+    from aipool.contract.route import Hop, Route
     from aipool.metrics.hops import observe_attempt
-    from aipool.routing.router import Route
 
     hop = Hop("gemini", "gemini-2.5-flash")
     route = Route("QUERY", 4, (hop,), "test")
