@@ -23,6 +23,7 @@ def usage_record(event: AttemptEvent) -> UsageRecord:
         request_id=event.request_id,
         journey_id=event.journey_id,
         attempt=event.position,
+        call_id=event.call_id,
         provider=event.hop.provider,
         model=completion.model if completion else event.hop.model,
         outcome=event.attempt.outcome,

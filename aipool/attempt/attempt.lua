@@ -7,7 +7,9 @@
 --
 -- Every op shares one header:
 --   KEYS[1] the attempt's record (hash; the route record for 'advance')
---   KEYS[2] the attempt's kept answer       KEYS[3] live leases (sorted set: record -> lease end)
+--   KEYS[2] the attempt's kept answer (for 'advance': the first hop's attempt record, which a
+--   request sent straight there has without a route record)
+--   KEYS[3] live leases (sorted set: record -> lease end)
 --   KEYS[4] the ledger's pending records    KEYS[5] the request's route record (when the pool
 --   first saw the request, and where routing sent it)    KEYS[6] the month's spend (hash: all,
 --   svc:<service>; micro-dollars; the month the call began in, for 'finish')    KEYS[7..11] the
@@ -242,7 +244,7 @@ if op == 'begin' then
   local bound, grace, abandon_json = tonumber(ARGV[args + 3]), tonumber(ARGV[args + 4]),
     ARGV[args + 5]
   local rec = redis.call('HMGET', KEYS[1], 'state', 'rid', 'lease', 'code', 'detail', 'next',
-    'trail')
+    'trail', 'owner', 'start', 'limit', 'gen', 'trial')
   local state = rec[1]
   if state then
     -- An earlier delivery got here first: its outcome decides, before any deadline or breaker.
@@ -253,6 +255,13 @@ if op == 'begin' then
       return {'answered', NOW, '[]', redis.call('GET', KEYS[2]) or ''}
     end
     if state == 'calling' then
+      if rec[8] == owner and tonumber(rec[3]) > now then
+        -- This delivery's own begin, asked again (its reply was lost after the script ran): the
+        -- same call, charged once, with what is left of its bound. Its time is when it began:
+        -- the day and month it is charged to.
+        local left = math.max(0, tonumber(rec[9]) + tonumber(rec[10] or '0') - now)
+        return {'call', rec[9], '[]', rec[11], rec[12] or '', fmt(left), rec[3]}
+      end
       if tonumber(rec[3]) > now then
         return {'busy', NOW, '[]', rec[3]}
       end
@@ -326,7 +335,8 @@ if op == 'begin' then
   end
   local lease = now + limit + grace
   redis.call('HSET', KEYS[1], 'state', 'calling', 'rid', ARGV[3], 'owner', owner,
-    'lease', fmt(lease), 'start', NOW, 'gen', gen, 'trial', trial, 'tokens', ARGV[6],
+    'lease', fmt(lease), 'start', NOW, 'limit', fmt(limit), 'gen', gen, 'trial', trial,
+    'tokens', ARGV[6],
     'lim', own.lim, 'member', member, 'provider', own.p, 'abandon', abandon_json,
     'cost', own.c or 0, 'svc', SVC, 'shared', own.s and 1 or 0)
   redis.call('EXPIRE', KEYS[1], ARGV[4])
@@ -344,18 +354,37 @@ if op == 'finish' then
   local f = redis.call('HMGET', KEYS[1], 'state', 'owner', 'tokens', 'lim', 'member', 'gen',
     'trial', 'next', 'trail', 'code', 'detail', 'cost', 'svc', 'shared')
   local state = f[1]
-  if not state then
-    -- Redis lost the record (a restart without persistence): the call still happened, so the
-    -- ledger gets it, and the quota restore rebuilds the counters from the ledger.
+  if not state or (state == 'calling' and f[2] ~= owner) then
+    -- Redis lost this call's record (a restart without persistence), and another delivery may
+    -- have begun a call of its own since: this call still happened, so it is booked whoever owns
+    -- the record now (its own row: the ledger keeps one per call), and charged again where the
+    -- restart lost its reservation. The other delivery's record is left alone but for a mark
+    -- that this call is booked, so a finish retried after its reply was lost books nothing twice.
+    if redis.call('HSETNX', KEYS[1], 'booked:' .. owner, 1) == 0 then
+      return {'missing', NOW, '[]'}
+    end
+    if not state then
+      redis.call('EXPIRE', KEYS[1], ARGV[4])
+    end
     redis.call('LPUSH', KEYS[4], ledger_json)
+    local k = guard_keys(own_base)
+    if own.lim == 1 then
+      redis.call('HINCRBY', k[4], 'requests', 1)
+      redis.call('HINCRBY', k[4], 'tokens', booked)
+      redis.call('EXPIRE', k[4], ttl(own.d[4]))
+      redis.call('HINCRBY', k[5], 'tokens', booked)
+      redis.call('EXPIRE', k[5], ttl(own.m[3]))
+    end
+    if cost > 0 then
+      redis.call('HINCRBY', KEYS[6], 'all', cost)
+      redis.call('HINCRBY', KEYS[6], 'svc:' .. SVC, cost)
+      redis.call('EXPIRE', KEYS[6], ttl(own.m[3]))
+    end
     return {'missing', NOW, '[]'}
   end
   if state ~= 'calling' and state ~= 'abandoned' then
     -- A finish retried after its first try was applied: nothing changes twice.
     return {'done', NOW, '[]', state, f[10] or '', f[11] or '[]', f[8] or '', f[9] or '[]'}
-  end
-  if state == 'calling' and f[2] ~= owner then
-    return {'foreign', NOW, '[]'}
   end
   if result ~= 'answered' and not f[8] and not all_current() then
     return {'clock', NOW, '[]'}
@@ -420,6 +449,20 @@ if op == 'advance' then
   end
   if f[2] then
     return {'next', NOW, '[]', f[2], f[3], f[4]}
+  end
+  -- A request sent straight to its first hop (HopRunner.dispatch) has no route record, but may
+  -- have that hop's attempt (KEYS[2]): a later copy goes where the first went, whatever the
+  -- breakers say now, and finds its outcome there (the answer, the call in hand, or the choice
+  -- made after it), never a second call further down the chain.
+  if n > 0 then
+    local straight = redis.call('HMGET', KEYS[2], 'state', 'rid', 'start')
+    if straight[1] and straight[2] == ARGV[3] then
+      local received = math.min(tonumber(straight[3]) or now, tonumber(ARGV[8]) or now, now)
+      redis.call('HSET', KEYS[1], 'rid', ARGV[3], 'next', candidates[1].p, 'trail', '[]',
+        'received', fmt(received))
+      redis.call('EXPIRE', KEYS[1], ARGV[4])
+      return {'next', NOW, '[]', candidates[1].p, '[]', fmt(received)}
+    end
   end
   if not all_current() then
     return {'clock', NOW, '[]'}

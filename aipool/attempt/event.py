@@ -20,6 +20,7 @@ class AttemptEvent:
     attempt (metrics do not count it twice). ``estimated``: the tokens are the estimate of a call
     that may have been billed without a usage report. ``saved_usd``: of an answer from the
     response cache (outcome ``cached``), what the answer cost when a provider gave it.
+    ``call_id``: the call whose row this is (the ledger keeps one row per call).
     """
 
     request_id: str
@@ -38,6 +39,8 @@ class AttemptEvent:
     replayed: bool = False
     estimated: bool = False
     saved_usd: Decimal = Decimal(0)
+    #: The call this hop made (its delivery's owner name), or ``""`` when it made none.
+    call_id: str = ""
 
 
 Observer = Callable[[AttemptEvent], None]

@@ -2,10 +2,10 @@
 
 A producer picks the task id, and may pick it twice: a retry after a lost publish confirm sends
 the same message again (one request: it must pay once), and a careless producer reuses an id for
-another request (two requests: the second must never receive the first one's answer). Naming the
-journey after both tells them apart: a duplicate of one message has the same name, a reused id
-with another request has another. The name is a BLAKE2b digest (128 bits) of the task id
-and the request as canonical JSON; it holds no prompt text, and nothing can be read back from it
+another request (two requests: the second must never receive the first one's answer, so it is
+refused its id: :mod:`aipool.attempt.task_ids`). Naming the journey after both tells them apart:
+a duplicate of one message has the same name, a reused id with another request has another. The
+name is a BLAKE2b digest (128 bits) of the task id and the request as canonical JSON; it holds no prompt text, and nothing can be read back from it
 short of guessing the whole request together with its random task id.
 """
 

@@ -115,7 +115,8 @@ class Recorded:
 
 @dataclass(frozen=True)
 class Missing:
-    """The record is gone (Redis restarted empty): the call's ledger row was booked anyway."""
+    """This call's record is gone (Redis restarted empty), or is another delivery's since: the
+    call was booked anyway (its own ledger row and its charge)."""
 
     now: float
 

@@ -86,21 +86,49 @@ the same place)::
     breaker opens,       gates this new     nothing: the call runs  nothing      nothing
     quota spent,         call only
     provider paused
-    Redis restarts       = new              record gone: a late     = new        = new
-    empty                                   finish books its row    (documented limit: Redis
-                                            (quota restored from    without persistence can pay
-                                            the ledger)             twice)
+    Redis restarts       = new              record gone, or a new   = new        = new
+    empty                                   delivery's: a late      (documented limit: Redis
+                                            finish books its call   without persistence can pay
+                                            whoever owns the        twice: each call booked)
+                                            record (its own row,
+                                            its charge; once)
+    copy routed, no      = new (decide)     routed here: busy       routed here: routed here: the same
+    route record                            there, no call          the kept     next hop and trail
+    (advance; the first                                             answer
+    hop's attempt, sent
+    straight there)
+    reply lost after     (never reached     begin: the same call    the first    the first outcome and
+    the script ran;      Redis: as the      (what is left of its    outcome      next hop again
+    the same delivery    first time)        bound), charged once;   again
+    asks again (begin,                      finish: as the first
+    finish, advance)                        time (lost record:
+                                            booked once)
+    another request      refused            —                       —            —
+    under a used task    (task_id_reused):
+    id (its first hop)   no call, no
+                         record; its
+                         refusal replaces
+                         the id's result
 
 Rules that follow: an earlier outcome is resolved before the deadline and the breaker are asked;
-a live lease is never called twice and never swept; only a provider's fault counts against its
-breaker (a timeout the deadline made short does not, nor an answer with nothing usable in it,
+a live lease is never called twice and never swept; every op is safe to ask again, and the same
+delivery asking again gets its first outcome (the runner asks ``begin`` and routing again for
+``SCRIPT_RETRY_S`` after Redis failed to answer, before it takes the guards as unavailable);
+only a provider's fault counts against its breaker (a timeout the deadline made short does not, nor an answer with nothing usable in it,
 nor a 429 that declared its delay: that pauses the provider instead, and only 429s without one
 are counted); any success while CLOSED ends a run of failures; times inside the script are Redis's (``TIME``), and a deadline counts from the route
 record, the moment the pool first saw the request, never from a producer's clock. A request
 without a deadline whose first hop is free and unlimited may reach ``begin`` with no route record
 at all (sent straight, :meth:`~aipool.attempt.runner.HopRunner.dispatch`): ``begin`` needs none,
-and the first ``advance`` of a later copy creates it as for a new request (the model test's
-``send_straight`` rule).
+and the first ``advance`` of a later copy creates it pointing at that first hop whenever its
+attempt exists, so the copy finds that attempt's outcome (the answer, the call in hand, the choice
+made after it) whatever the breakers say now, and is routed as a new request only when it does not
+(the model test's ``send_straight`` rule). A task id names one request: its first hop claims it
+for the journey (:mod:`aipool.attempt.task_ids`), and another request sent under it is refused
+(``task_id_reused``) with a refusal that replaces whatever the id's result held, so no producer
+holding that id reads an answer that may be another request's (the first request's producer, if it
+has not read its answer yet, reads the refusal too: a reused id is the producer's bug, and a clear
+error is safer than another request's answer).
 """
 
 from __future__ import annotations
@@ -238,7 +266,9 @@ class AttemptBook:
             keys, configs = self._candidates(header, -1, now, skips, table)
             first = route_key(header.journey_id)
             month = self.configs.periods(now, header.chain[0].provider)[1].label
-            return [*header_keys(first, header.journey_id, month), *keys], self._header(
+            # The first hop's attempt: a request sent straight there has one and no route record.
+            straight = record_key(header.journey_id, header.chain[0].provider)
+            return [*header_keys(first, header.journey_id, month, straight), *keys], self._header(
                 ADVANCE, header, configs, table
             )
 

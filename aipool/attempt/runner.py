@@ -18,11 +18,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from redis.exceptions import RedisError
 
 from aipool import lanes
+from aipool.attempt import task_ids
 from aipool.attempt.bound import within
 from aipool.attempt.event import AttemptEvent, Observer
 from aipool.attempt.layout import (
@@ -69,6 +70,7 @@ from aipool.scrub import scrub
 from aipool.settings import settings
 
 log = logging.getLogger("aipool.hop")
+T = TypeVar("T")
 
 #: How long an owner keeps trying to record its call's outcome while Redis does not answer, at
 #: most (its lease bounds it too): a Redis stalled for a while must not cost a paid answer.
@@ -86,6 +88,31 @@ _MONEY_SKIPS = {
 LOOK_FRESH_S = 1.0
 #: How soon a delivery that found its call owned by another comes back to look again, at most.
 BUSY_RECHECK_S = 5.0
+#: How long a hop asks ``begin`` (or routing) again while Redis does not answer, counted from its
+#: first failure, before it takes the guards as unavailable: a reply lost after the script ran
+#: must not leave a reservation for a call never made, and every script asked again by the same
+#: delivery returns its first outcome (``attempt.lua``: the same owner's ``begin`` is the same
+#: call).
+SCRIPT_RETRY_S = 5.0
+
+
+def asked_again(ask: Callable[[], T], retry_s: float | None = None) -> T:
+    """``ask()``, asked again while Redis does not answer, for at most ``retry_s`` (default
+    :data:`SCRIPT_RETRY_S`) after the first failure; the last :class:`RedisError` then."""
+    give_up: float | None = None
+    pause = 0.1
+    while True:
+        try:
+            return ask()
+        except RedisError:
+            now = time.monotonic()
+            if give_up is None:
+                give_up = now + (SCRIPT_RETRY_S if retry_s is None else retry_s)
+            if now + pause > give_up:
+                raise
+            log.info("Redis did not answer a script; asking again in %.1f s", pause)
+            time.sleep(pause)
+            pause = min(1.0, pause * 2)
 
 
 @dataclass(frozen=True)
@@ -230,7 +257,7 @@ class HopRunner:
         visit = Visit(request, request_id, journey, self.pricing)
         self._pass_over_long_waits(visit, range(len(route.chain)))
         try:
-            routed = self.book.route(visit.header, visit.skips)
+            routed = asked_again(lambda: self.book.route(visit.header, visit.skips))
         except RedisError as exc:
             step = self._unguarded(visit, 0, exc)
         else:
@@ -265,9 +292,10 @@ class HopRunner:
 
         A duplicate of a request sent straight (a redelivery, a producer's retry) goes to the
         same provider while its breaker looks closed, and the attempt there is one call whoever
-        delivers it. One that arrives after the breaker was seen open is routed afresh and may
-        start further down the chain while the first copy's call is in flight: a second call then
-        happens only if a provider whose breaker opened still answers that first copy.
+        delivers it. One that arrives after the breaker was seen open is routed by the pool,
+        which sends it to that same first hop whenever its attempt exists (``attempt.lua``,
+        ``advance``): it gets the answer there, waits for the call in hand, or follows the choice
+        made after it, and is never called a second time further down the chain.
         """
         first = route.chain[0]
         # The quota's limits are in memory: a limited first hop (every paid provider) is routed
@@ -297,6 +325,24 @@ class HopRunner:
             seen_at=seen_at() if seen_at is not None else None,
         )
 
+    def reused(self, request_id: str, journey_id: str) -> Done | None:
+        """The refusal of a request sent under a task id another request holds
+        (:mod:`aipool.attempt.task_ids`), or ``None`` when the id is this request's."""
+        try:
+            mine = task_ids.claim(self.book.client, request_id, journey_id, self.book.answer_keep)
+        except RedisError:
+            return None  # routing meets the outage and says so
+        if mine:
+            return None
+        log.warning("request_id=%s refused: the task id names another request", request_id)
+        return Done(
+            result.error(
+                request_id,
+                "task_id_reused",
+                "this task id was used for another request; send this one under a new id",
+            )
+        )
+
     def _looks_closed(self, provider: str) -> bool:
         try:
             return self.book.breakers[provider].looks_closed(LOOK_FRESH_S, self.book.clock.told)
@@ -315,13 +361,15 @@ class HopRunner:
         owner = new_owner()
         bound = self.timeouts(hop.provider)
         try:
-            begun = self.book.begin(
-                visit.header,
-                position,
-                owner=owner,
-                bound_s=min(bound, self._share(visit, position)),
-                abandoned_row=lambda start: self._abandoned_row(visit, position, start),
-                skips=visit.skips,
+            begun = asked_again(
+                lambda: self.book.begin(
+                    visit.header,
+                    position,
+                    owner=owner,
+                    bound_s=min(bound, self._share(visit, position)),
+                    abandoned_row=lambda start: self._abandoned_row(visit, position, start, owner),
+                    skips=visit.skips,
+                )
             )
         except RedisError as exc:
             return self._answer_if_terminal(visit, self._unguarded(visit, position, exc))
@@ -438,6 +486,7 @@ class HopRunner:
             model=completion.model,
             at=call.now,
             booked=True,
+            call_id=owner,
         )
         reply = self._finish(
             visit,
@@ -452,6 +501,16 @@ class HopRunner:
         )
         if isinstance(reply, Ended):  # a finish retried after its first try took the answer
             log.info("request_id=%s position=%d recorded already", visit.request_id, position)
+        elif isinstance(reply, Missing):
+            # Redis lost the call's record (a restart without persistence; another delivery may
+            # own a new one): the call was booked all the same, and its answer is still this
+            # delivery's to give.
+            log.warning(
+                "request_id=%s position=%d: %s answered after its record was lost; booked",
+                visit.request_id,
+                position,
+                hop.provider,
+            )
         return self._answered(visit, position, completion, call.now, event=event)
 
     def _failed(
@@ -499,6 +558,7 @@ class HopRunner:
             at=call.now,
             booked=True,
             estimated=estimated,
+            call_id=owner,
         )
         reply = self._finish(
             visit,
@@ -794,6 +854,7 @@ class HopRunner:
         booked: bool = False,
         replayed: bool = False,
         estimated: bool = False,
+        call_id: str = "",
     ) -> AttemptEvent:
         hop = visit.journey.route.chain[position]
         if completion is not None and self.price_completion is not None:
@@ -818,10 +879,12 @@ class HopRunner:
             booked=booked,
             replayed=replayed,
             estimated=estimated,
+            call_id=call_id,
         )
 
-    def _abandoned_row(self, visit: Visit, position: int, start: float) -> str:
-        """The ledger row booked if the call at ``position`` is abandoned: its estimate."""
+    def _abandoned_row(self, visit: Visit, position: int, start: float, owner: str) -> str:
+        """The ledger row booked if ``owner``'s call at ``position`` is abandoned: its
+        estimate."""
         hop = visit.journey.route.chain[position]
         event = self._event(
             visit,
@@ -831,6 +894,7 @@ class HopRunner:
             at=start,
             booked=True,
             estimated=True,
+            call_id=owner,
         )
         return usage_row(event).to_json()
 

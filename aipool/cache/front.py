@@ -91,6 +91,10 @@ class CacheFront:
             "aipool.model": route.first.model,
         }
         with tracing.span("aipool.route", decided) as made:
+            # Before the cache: a request refused its task id must not be answered under it.
+            refused = self.runner.reused(request_id, journey_id)
+            if refused is not None:
+                return refused
             step = self._dispatch(
                 request,
                 request_id,

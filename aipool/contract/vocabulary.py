@@ -269,6 +269,7 @@ ErrorCode = Literal[
     "positional_arguments",
     "unknown_argument",
     "invalid_journey",
+    "task_id_reused",
     # The pool could not serve it.
     "deadline",
     "time_limit",
@@ -386,6 +387,12 @@ ERROR_TERMS: dict[ErrorCode, Term] = {
         "the journey is not one the pool's router could have produced",
         "invalid journey",
         "行程無效",
+    ),
+    "task_id_reused": Term(
+        "the task id was used for another request: this one is not served under it (send it "
+        "again under a new id)",
+        "task id reused",
+        "任務編號重複使用",
     ),
     "deadline": Term(
         "the request's deadline passed before any provider could answer",

@@ -107,7 +107,9 @@ class UsageLogRow(Base):
 
     __tablename__ = "ai_usage_logs"
     __table_args__ = (
-        UniqueConstraint("journey_id", "attempt", name="uq_ai_usage_logs_journey_attempt"),
+        UniqueConstraint(
+            "journey_id", "attempt", "call_id", name="uq_ai_usage_logs_journey_attempt_call"
+        ),
         Index("ix_ai_usage_logs_request_id", "request_id"),
         Index("ix_ai_usage_logs_created_at", "created_at"),
         Index("ix_ai_usage_logs_provider_created_at", "provider", "created_at"),
@@ -121,6 +123,10 @@ class UsageLogRow(Base):
     # another journey, so its rows never merge with the first request's.
     journey_id: Mapped[str] = mapped_column(String(64))
     attempt: Mapped[int] = mapped_column(Integer)
+    # The call the row books (the owner name of the delivery that made it; "" for a hop that made
+    # no call): a second call of one attempt (Redis restarted empty under the first) is its own
+    # row, and one call recorded twice is one.
+    call_id: Mapped[str] = mapped_column(String(32), default="", server_default="")
     provider: Mapped[str] = mapped_column(String(32))
     model: Mapped[str] = mapped_column(String(128))
     input_tokens: Mapped[int] = mapped_column(Integer, default=0)

@@ -36,8 +36,10 @@ def storable_text(value: str, limit: int | None = None) -> str:
 class UsageRecord:
     """One attempt at one provider, as stored in ``ai_usage_logs``.
 
-    ``(journey_id, attempt)`` identifies the attempt: recording it twice (a redelivered message)
-    still stores one row. ``journey_id`` is the pool's name for the request (``request_id`` when
+    ``(journey_id, attempt, call_id)`` identifies the row: recording it twice (a redelivered
+    message) still stores one row. ``call_id`` names the call a row books (its delivery's owner
+    name; empty for a hop that made no call): two calls of one attempt (a Redis that restarted
+    empty under the first) are two rows, one call is one row however often it is recorded. ``journey_id`` is the pool's name for the request (``request_id`` when
     left empty, as records written before journeys were named). ``estimated``: the tokens are the
     reservation's estimate, billed for a call that ended without a usage report. ``created_at``
     is timezone-aware UTC: when the call started, which decides the day and month it counts in
@@ -72,6 +74,8 @@ class UsageRecord:
     saved_usd: Decimal = Decimal(0)
     #: The request's trace (32 hex digits) when the pool traces (:mod:`aipool.tracing`).
     trace_id: str | None = None
+    #: The call this row books (the owner name of the delivery that made it), or ``""``.
+    call_id: str = ""
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:

@@ -6,8 +6,8 @@ A worker calls ``UsageLog(redis).record(rec)`` after every attempt: one LPUSH of
 records into ``ai_usage_logs`` in batches:
 
 1. read the oldest ``batch`` records (LRANGE from the tail; new records arrive at the head),
-2. INSERT ... ON CONFLICT (journey_id, attempt) and commit: when two rows arrive for one attempt
-   (a redelivered hop), the paid outcome wins: a success replaces a row that is not one, and
+2. INSERT ... ON CONFLICT (journey_id, attempt, call_id) and commit: when two rows arrive for
+   one call (a redelivered hop), the paid outcome wins: a success replaces a row that is not one, and
    otherwise the first row stays. The write takes the ledger clock first and numbers its rows
    (``ledger_seq``), so the roll-ups know exactly which rows they hold (:mod:`aipool.ledger.spend`),
 3. only then trim exactly those records from the list (a Lua script that trims only while the
@@ -146,7 +146,7 @@ class DrainResult:
     written: int = 0
     #: Stored rows of failed or skipped attempts replaced by the same attempt's success.
     replaced: int = 0
-    #: Records removed from Redis because their (journey_id, attempt) already had the row that
+    #: Records removed from Redis because their (journey_id, attempt, call_id) already had the row that
     #: wins (stored, or earlier in the same batch).
     duplicates: int = 0
     #: Records moved to the dead-letter list.
@@ -184,6 +184,7 @@ def _row(record: UsageRecord) -> dict[str, Any]:
         "request_id": rec.request_id,
         "journey_id": rec.journey_id,
         "attempt": rec.attempt,
+        "call_id": rec.call_id,
         "provider": rec.provider,
         "model": rec.model,
         "input_tokens": rec.input_tokens,
@@ -208,7 +209,8 @@ def _row(record: UsageRecord) -> dict[str, Any]:
 
 
 def insert_keeping_success(engine: Engine) -> Insert:
-    """INSERT into ai_usage_logs where, for one (journey_id, attempt), the paid outcome wins.
+    """INSERT into ai_usage_logs where, for one (journey_id, attempt, call_id), the paid outcome
+    wins.
 
     A redelivered hop can record one attempt twice, e.g. an ``error`` row from a run cut short
     and then the ``ok`` row of the call that was paid for. An incoming success replaces a stored
@@ -228,24 +230,24 @@ def insert_keeping_success(engine: Engine) -> Insert:
     replacement = {
         c.name: stmt.excluded[c.name]
         for c in table.columns
-        if c.name not in ("id", "journey_id", "attempt")
+        if c.name not in ("id", "journey_id", "attempt", "call_id")
     }
     return stmt.on_conflict_do_update(
-        index_elements=["journey_id", "attempt"],
+        index_elements=["journey_id", "attempt", "call_id"],
         set_=replacement,
         where=and_(stmt.excluded.success, not_(table.c.success)),
     ).returning(table.c.id)
 
 
 def _winners(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (journey_id, attempt) of a batch, chosen as the database would choose.
+    """One row per (journey_id, attempt, call_id) of a batch, chosen as the database would choose.
 
     PostgreSQL refuses an upsert that touches one row twice in a statement, so two records of
     one attempt in the same batch are settled here: the first success, else the first row.
     """
-    kept: dict[tuple[str, int], dict[str, Any]] = {}
+    kept: dict[tuple[str, int, str], dict[str, Any]] = {}
     for row in rows:
-        key = (row["journey_id"], row["attempt"])
+        key = (row["journey_id"], row["attempt"], row["call_id"])
         held = kept.get(key)
         if held is None or (row["success"] and not held["success"]):
             kept[key] = row
@@ -306,13 +308,13 @@ def _upsert_numbered(conn: Connection, stmt: Insert, rows: list[dict[str, Any]])
     """
     seq, rolled_through = take_clock(conn)
     t = usage_logs.c
-    keys = [(row["journey_id"], row["attempt"]) for row in rows if row["success"]]
+    keys = [(row["journey_id"], row["attempt"], row["call_id"]) for row in rows if row["success"]]
     rolled: dict[Any, datetime] = {}
     if keys:
         rolled = dict(
             conn.execute(
                 select(t.id, t.created_at).where(
-                    tuple_(t.journey_id, t.attempt).in_(keys),
+                    tuple_(t.journey_id, t.attempt, t.call_id).in_(keys),
                     not_(t.success),
                     t.ledger_seq <= rolled_through,
                 )

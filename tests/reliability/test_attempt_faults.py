@@ -2,8 +2,7 @@
 
 Each test is one bullet of issue #20, run with real worker processes against the simulated
 providers: a duplicate publish, a countdown past the visibility timeout, a redelivery past the
-deadline, a deadline that cut a healthy provider short, a reused task id, a producer whose clock is
-behind, an answer trickled byte by byte, a call killed by the hard time limit, a free provider's
+deadline, a deadline that cut a healthy provider short, a producer whose clock is behind, an answer trickled byte by byte, a call killed by the hard time limit, a free provider's
 hop redelivered. After each, the provider was called once per attempt, and the quota and the
 ledger say what was called.
 """
@@ -188,32 +187,6 @@ def test_a_deadline_that_cut_calls_short_never_opens_a_healthy_providers_breaker
     )
     # Then Ollama answers it: the timeouts its requests' own deadlines made said nothing about it
     assert (calm["status"], calm["provider"]) == ("ok", "ollama")
-
-
-def test_a_task_id_reused_for_another_request_is_served_for_itself(
-    providers: Simulator,
-    clean_redis: redis.Redis,
-    celery_app: Any,
-    pool: Worker,
-    ledger: Engine,
-) -> None:
-    # Given a request answered under task id X
-    task_id = str(uuid.uuid4())
-    celery_app.send_task(
-        "ai.generate", kwargs={"request": QUESTION}, queue="router", task_id=task_id
-    ).get(timeout=TIMEOUT)
-    # When the producer reuses X for another request
-    other = {**QUESTION, "prompt": "What is a node?"}
-    celery_app.send_task("ai.generate", kwargs={"request": other}, queue="router", task_id=task_id)
-    # Then the second request is served for itself (its own call, not the first one's kept
-    # answer), and the ledger keeps both calls under the id the producer holds. (Celery never
-    # replaces a stored SUCCESS, so that producer reads the first result: task ids must be unique.)
-    eventually(lambda: providers.calls("ollama") == 2, TIMEOUT, "the second request served")
-    _idle(clean_redis, ("router", "ollama"))
-    drain_everything(clean_redis, ledger)
-    rows = ledger_rows(ledger, [task_id])
-    assert [(r.provider, r.outcome) for r in rows] == [("ollama", "ok"), ("ollama", "ok")]
-    assert len({r.journey_id for r in rows}) == 2
 
 
 def test_a_producer_whose_clock_is_behind_does_not_spend_its_requests_budget(

@@ -93,8 +93,17 @@ def header(
     )
 
 
-def row(h: Header, position: int, outcome: str, tokens: int, *, estimated: bool = False) -> str:
-    """A ledger row as the runner books it (tokens split 1:1, $0.001 per token)."""
+def row(
+    h: Header,
+    position: int,
+    outcome: str,
+    tokens: int,
+    *,
+    estimated: bool = False,
+    call_id: str = "",
+) -> str:
+    """A ledger row as the runner books it (tokens split 1:1, $0.001 per token); ``call_id``:
+    the call it books (its owner's name)."""
     hop = h.chain[position]
     return UsageRecord(
         h.request_id,
@@ -108,6 +117,7 @@ def row(h: Header, position: int, outcome: str, tokens: int, *, estimated: bool 
         cost_usd=Decimal(tokens) / 1000,
         journey_id=h.journey_id,
         estimated=estimated,
+        call_id=call_id,
     ).to_json()
 
 
@@ -115,12 +125,15 @@ def begin(
     book: AttemptBook, h: Header, position: int = 0, *, owner: str = "", bound: float = 30.0
 ) -> Any:
     """One delivery of the attempt at ``position``; its owner name is ``owner`` (or a new one)."""
+    owner = owner or uuid.uuid4().hex
     return book.begin(
         h,
         position,
-        owner=owner or uuid.uuid4().hex,
+        owner=owner,
         bound_s=bound,
-        abandoned_row=lambda start: row(h, position, "abandoned", h.tokens, estimated=True),
+        abandoned_row=lambda start: row(
+            h, position, "abandoned", h.tokens, estimated=True, call_id=owner
+        ),
     )
 
 
@@ -143,7 +156,7 @@ def answered(
         verdict="success",
         booked=tokens,
         answer=json.dumps({"text": f"answer of {h.journey_id}", "model": h.chain[position].model}),
-        ledger_row=row(h, position, "ok", tokens),
+        ledger_row=row(h, position, "ok", tokens, call_id=owner),
         cost=cost,
     )
 
@@ -172,7 +185,7 @@ def failed(
         verdict=verdict,
         booked=booked,
         answer="",
-        ledger_row=row(h, position, "error", booked, estimated=billed),
+        ledger_row=row(h, position, "error", booked, estimated=billed, call_id=owner),
         code=code,
         detail=(f"{code}: test",),
         cost=(h.costs[position] if billed and position < len(h.costs) else 0),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -166,3 +167,21 @@ def test_given_a_success_stored_when_another_state_is_written_then_the_success_s
     assert (meta["status"], meta["result"]) == ("SUCCESS", {"answer": 6})
     assert redis_client.llen(PENDING_KEY) == 1
     backend.forget("task-r6")
+
+
+def test_given_a_success_stored_when_a_reused_task_id_is_refused_then_the_refusal_replaces_it(
+    redis_client: redis.Redis,
+) -> None:
+    # Given an answer stored under a task id, and a later answer of another kind under it
+    backend = _backend(TEST_REDIS_URL)
+    backend.store_result("task-r7", {"status": "ok", "content": "first"}, "SUCCESS")
+    backend.store_result("task-r7", {"status": "ok", "content": "second"}, "SUCCESS")
+    assert backend.get_task_meta("task-r7")["result"]["content"] == "first"
+    # When another request sent under the same id is refused
+    refusal = {"status": "error", "error": {"code": "task_id_reused", "message": "reused"}}
+    backend.store_result("task-r7", refusal, "SUCCESS")
+    # Then the first answer, kept against any other write, is replaced by the refusal alone:
+    # nobody holding the id reads an answer that may be another request's
+    stored = redis_client.get(backend.get_key_for_task("task-r7"))
+    assert json.loads(stored or b"{}")["result"] == refusal
+    backend.forget("task-r7")

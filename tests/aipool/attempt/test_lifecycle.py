@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from aipool.attempt.layout import Busy, Call, Ended, Kept, Recorded, Routed, record_key
+from aipool.attempt.layout import Busy, Call, Ended, Kept, Missing, Recorded, Routed, record_key
 from aipool.breaker import BreakerState
 from aipool.contract.route import Hop
 from aipool.settings import settings
@@ -331,3 +331,103 @@ def test_every_reply_names_the_breaker_transition_it_caused_once(pool: Simulated
     # Then the opening was heard once
     assert seen == [("closed", "open")]
     assert breaker.snapshot()["consecutive_failures"] == threshold
+
+
+#: A chain starting at a free, unlimited provider: a request without a deadline may be sent
+#: straight to its first hop, with no route record (HopRunner.dispatch).
+STRAIGHT = (
+    Hop("ollama", "llama3.2:3b"),
+    Hop("gemini", "gemini-2.5-flash"),
+    Hop("claude", "claude-sonnet-4-5"),
+    Hop("static", "static"),
+)
+
+
+def test_a_copy_routed_after_its_first_hop_answered_goes_to_that_answer(
+    pool: SimulatedPool,
+) -> None:
+    # Given a request sent straight to Ollama (no route record), answered there
+    worker = pool.worker()
+    h = header(chain=STRAIGHT)
+    call = begin(worker, h, owner="straight")
+    assert isinstance(call, Call)
+    answered(worker, h, 0, call, "straight")
+    # When Ollama's breaker opens, and a copy of the same message is routed by the pool
+    pool.client.hset(
+        "aipool:breaker:ollama:state",
+        mapping={"state": "open", "opened_at": pool.time.now, "gen": 9},
+    )
+    routed = worker.route(h)
+    # Then it goes where the first copy went, and gets that answer there: no second call
+    assert isinstance(routed, Routed)
+    assert (routed.decision.next, routed.decision.passed) == ("ollama", ())
+    again = begin(worker, h, owner="copy")
+    assert isinstance(again, Kept) and again.answer
+    # And the route record now says so for every later copy
+    assert worker.route(h).decision.next == "ollama"
+    assert [(r.provider, r.outcome) for r in ledger(pool.client)] == [("ollama", "ok")]
+
+
+def test_a_copy_routed_while_its_first_hop_is_called_waits_for_that_call(
+    pool: SimulatedPool,
+) -> None:
+    # Given a request sent straight to Ollama whose call is in flight
+    worker = pool.worker()
+    h = header(chain=STRAIGHT)
+    assert isinstance(begin(worker, h, owner="straight"), Call)
+    # When Ollama's breaker opens and a copy is routed by the pool
+    pool.client.hset(
+        "aipool:breaker:ollama:state",
+        mapping={"state": "open", "opened_at": pool.time.now, "gen": 9},
+    )
+    routed = worker.route(h)
+    # Then the copy goes to the call in hand (busy), never to Gemini
+    assert routed.decision.next == "ollama"
+    assert isinstance(begin(worker, h, owner="copy"), Busy)
+
+
+def test_a_late_finish_after_redis_restarted_empty_books_its_call(pool: SimulatedPool) -> None:
+    # Given a Gemini call in flight when Redis restarts with nothing on disk, and a second
+    # delivery of the same message that then calls Gemini again
+    worker = pool.worker()
+    h = header()
+    first = begin(worker, h, owner="first")
+    assert isinstance(first, Call)
+    pool.client.flushdb()
+    second = begin(worker, h, owner="second")
+    assert isinstance(second, Call)
+    # When the first call answers (its record now the second delivery's), then the second
+    late = answered(worker, h, 0, first, "first", tokens=40)
+    again = answered(worker, h, 0, first, "first", tokens=40)  # its reply lost: retried
+    answered(worker, h, 0, second, "second", tokens=42)
+    # Then both calls are booked, each once, under its own call: two rows, two requests charged
+    assert isinstance(late, Missing) and isinstance(again, Missing)
+    rows = ledger(pool.client)
+    assert sorted((r.call_id, r.outcome, r.tokens) for r in rows) == [
+        ("first", "ok", 40),
+        ("second", "ok", 42),
+    ]
+    assert usage(worker) == (2, 82)
+    # And the second delivery's record is its own: a later delivery gets its answer
+    assert isinstance(begin(worker, h, owner="third"), Kept)
+
+
+def test_a_begin_asked_again_by_its_delivery_is_the_same_call(pool: SimulatedPool) -> None:
+    # Given a delivery whose begin ran (the call reserved) but whose reply was lost
+    worker = pool.worker()
+    h = header()
+    first = begin(worker, h, owner="owner", bound=30.0)
+    assert isinstance(first, Call)
+    # When the same delivery asks again, 2 s later
+    pool.time.advance(2)
+    again = begin(worker, h, owner="owner", bound=30.0)
+    # Then it is told the same call, with what is left of its bound, charged once
+    assert isinstance(again, Call)
+    assert (again.now, again.generation, again.lease) == (first.now, first.generation, first.lease)
+    assert again.limit_s == pytest.approx(first.limit_s - 2)
+    assert usage(worker) == (1, 100)
+    # And another delivery is still told the call is in hand; the owner's answer is booked once
+    assert isinstance(begin(worker, h, owner="other"), Busy)
+    answered(worker, h, 0, again, "owner")
+    assert [(r.outcome, r.tokens) for r in ledger(pool.client)] == [("ok", 42)]
+    assert usage(worker) == (1, 42)

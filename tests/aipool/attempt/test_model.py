@@ -2,7 +2,9 @@
 
 Several simulated workers, each with a clock that drifts from the pool's, deliver and redeliver the
 messages of a few requests, make calls that answer, fail, time out or never end (a worker that
-dies), let time pass (leases end, deadlines pass, days turn) and sweep. After every step the
+dies), let time pass (leases end, deadlines pass, days turn) and sweep; a breaker opens (Ollama's
+too), a script's reply is lost after it ran and the same delivery asks again (``begin``,
+``finish``), and another request is sent under a task id already claimed. After every step the
 pool's promises are checked:
 
 - a provider is called at most once per attempt;
@@ -14,7 +16,12 @@ pool's promises are checked:
 - only provider faults count against a breaker, and any success ends a run of failures;
 - a provider that declared a retry delay (a 429's ``Retry-After`` or ``RetryInfo``) is paused for
   the whole pool: no delivery calls it and no routing chooses it until the delay has passed, and
-  the 429 never counts against its breaker.
+  the 429 never counts against its breaker;
+- a script asked again by the same delivery returns its first outcome (the same call, charged
+  once; the same next hop);
+- every ended call is one ledger row (journey, attempt, call), compared with the calls made
+  without deduplicating rows per attempt, on every provider, Ollama included;
+- a task id claimed by its request's first hop is refused to another request, and kept by a copy.
 
 ``make test`` runs a bounded number of interleavings; ``make soak-model`` (or
 ``AIPOOL_TEST_MODEL_EXAMPLES``) runs more. Failing examples found while the pool's scripts were
@@ -49,8 +56,19 @@ from hypothesis.stateful import (
     rule,
 )
 
-from aipool.attempt.layout import Busy, Call, Ended, Header, Kept, Missing, Recorded, Routed
+from aipool.attempt.layout import (
+    Busy,
+    Call,
+    Decision,
+    Ended,
+    Header,
+    Kept,
+    Missing,
+    Recorded,
+    Routed,
+)
 from aipool.attempt.lifecycle import AttemptBook
+from aipool.attempt.task_ids import claim
 from aipool.contract.route import Hop
 from aipool.contract.vocabulary import CALLED_OUTCOMES
 from aipool.ledger.record import UsageRecord
@@ -148,6 +166,9 @@ class AttemptLifecycle(RuleBasedStateMachine):
         self.failures: dict[str, int] = {}
         #: Until when each provider is paused by the retry delay it declared (pool time).
         self.paused: dict[str, float] = {}
+        #: Task ids claimed by their request's first hop; replies lost and asked again.
+        self.claimed: set[str] = set()
+        self.lost_replies = 0
 
     def teardown(self) -> None:
         self.client.flushdb()
@@ -184,11 +205,16 @@ class AttemptLifecycle(RuleBasedStateMachine):
     def route(self, request: int, worker: int) -> Any:
         """A producer (or the router) routes the request; a retry routes it again."""
         req = self.requests[request]
+        self._claim(req.header)
         routed = self._worker(worker).route(req.header)
         assert isinstance(routed, Routed)
         # A request routed again (a producer's retry) goes where it went the first time.
         if req.first is not None:
             assert routed.decision == req.first
+        elif self.model.of(request, 0).state != "new":
+            # A copy of a request sent straight goes to that first hop's attempt, whatever the
+            # breakers say now: its answer, its call in hand or its choice decides there.
+            assert routed.decision == Decision(req.header.chain[0].provider), routed
         else:
             # A paused provider is never chosen first.
             assert not self._paused(routed.decision.next), routed
@@ -203,18 +229,33 @@ class AttemptLifecycle(RuleBasedStateMachine):
         req = self.requests[request]
         if req.header.deadline_s is not None or req.header.costs[0] or self._limited(req.header, 0):
             return multiple()
+        self._claim(req.header)
         return self._forward(request, req.header.chain[0].provider)
 
-    @rule(target=calls, message=messages, worker=st.integers(0, 2))
-    def deliver(self, message: tuple[int, int], worker: int) -> Any:
+    @rule(target=calls, message=messages, worker=st.integers(0, 2), lost=st.booleans())
+    def deliver(self, message: tuple[int, int], worker: int, lost: bool) -> Any:
         """A message is delivered; it stays in the bundle, so it may be delivered again (a
-        redelivery, a requeue, a producer's duplicate)."""
+        redelivery, a requeue, a producer's duplicate). ``lost``: the reply to ``begin`` was
+        lost after the script ran, and the same delivery asks again (the runner's retry)."""
         request, position = message
         h = self.requests[request].header
         book = self._worker(worker)
         owner = uuid.uuid4().hex
         before = self.model.of(request, position).state
         reply = begin(book, h, position, owner=owner)
+        if lost:
+            self.lost_replies += 1
+            again = begin(book, h, position, owner=owner)
+            # A retry returns the first outcome: the same call, charged once.
+            assert type(again) is type(reply), (reply, again)
+            if isinstance(reply, Call):
+                assert (again.now, again.generation, again.lease) == (
+                    reply.now,
+                    reply.generation,
+                    reply.lease,
+                ), (reply, again)
+            elif isinstance(reply, Ended):
+                assert again.decision == reply.decision, (reply, again)
         attempt = self.model.of(request, position)
         if before == "answered":
             # A paid answer is never thrown away.
@@ -241,16 +282,20 @@ class AttemptLifecycle(RuleBasedStateMachine):
                 assert reply.state == attempt.state, (reply, attempt)
         return multiple()
 
-    @rule(call=consumes(calls), tokens=st.integers(1, 400))
-    def call_answers(self, call: InFlight, tokens: int) -> None:
-        """The owner's call answers with ``tokens`` tokens."""
+    @rule(call=consumes(calls), tokens=st.integers(1, 400), lost=st.booleans())
+    def call_answers(self, call: InFlight, tokens: int, lost: bool) -> None:
+        """The owner's call answers with ``tokens`` tokens; ``lost``: the reply to ``finish``
+        was lost after the script ran, and the owner asks again."""
         h = self.requests[call.request].header
         attempt = self.model.of(call.request, call.position)
         cost = 10 * tokens if h.costs[call.position] else 0
-        reply = answered(
-            self._worker(call.worker), h, call.position, call.call, call.owner, tokens, cost
-        )
+        book = self._worker(call.worker)
+        reply = answered(book, h, call.position, call.call, call.owner, tokens, cost)
         assert isinstance(reply, Recorded | Missing), reply
+        if lost:
+            self.lost_replies += 1
+            again = answered(book, h, call.position, call.call, call.owner, tokens, cost)
+            assert isinstance(again, Recorded | Missing), again
         self.failures[h.chain[call.position].provider] = 0
         if attempt.state == "abandoned":
             attempt.answered_late = True
@@ -262,24 +307,34 @@ class AttemptLifecycle(RuleBasedStateMachine):
         target=messages,
         call=consumes(calls),
         outcome=st.sampled_from(["fault", "rejected", "timeout", "short_timeout"]),
+        lost=st.booleans(),
     )
-    def call_fails(self, call: InFlight, outcome: str) -> Any:
+    def call_fails(self, call: InFlight, outcome: str, lost: bool) -> Any:
         """The owner's call fails: a provider fault, a rejection (not the provider's fault), a
-        timeout (which may have been billed), or a timeout the deadline made short."""
+        timeout (which may have been billed), or a timeout the deadline made short; ``lost``:
+        the reply to ``finish`` was lost after the script ran, and the owner asks again."""
         h = self.requests[call.request].header
         attempt = self.model.of(call.request, call.position)
         verdict = "failure" if outcome in ("fault", "timeout") else "release"
         billed = outcome in ("timeout", "short_timeout")
-        reply = failed(
-            self._worker(call.worker),
-            h,
-            call.position,
-            call.call,
-            call.owner,
-            verdict=verdict,
-            billed=billed,
-        )
+
+        def finish() -> Any:
+            return failed(
+                self._worker(call.worker),
+                h,
+                call.position,
+                call.call,
+                call.owner,
+                verdict=verdict,
+                billed=billed,
+            )
+
+        reply = finish()
         assert isinstance(reply, Ended), reply
+        if lost:
+            self.lost_replies += 1
+            again = finish()
+            assert isinstance(again, Ended) and again.decision == reply.decision, (reply, again)
         provider = h.chain[call.position].provider
         if verdict == "failure":
             self.failures[provider] = self.failures.get(provider, 0) + 1
@@ -316,6 +371,16 @@ class AttemptLifecycle(RuleBasedStateMachine):
             attempt.spent = 0
         return self._forward(call.request, reply.decision.next)
 
+    @rule(request=st.integers(0, 2))
+    def task_id_reused(self, request: int) -> None:
+        """Another request is sent under this request's task id: once the first one's hop
+        claimed the id, the other is refused it; a copy of the first keeps it."""
+        h = self.requests[request].header
+        if h.request_id not in self.claimed:
+            return
+        assert not claim(self.client, h.request_id, uuid.uuid4().hex, 86_400)
+        assert claim(self.client, h.request_id, h.journey_id, 86_400)
+
     @rule(call=consumes(calls))
     def worker_dies(self, call: InFlight) -> None:
         """The owner is SIGKILLed mid-call: no outcome will ever come from it."""
@@ -338,7 +403,7 @@ class AttemptLifecycle(RuleBasedStateMachine):
                     attempt.state = "abandoned"
 
     @precondition(lambda self: bool(self.requests))
-    @rule(provider=st.sampled_from(["gemini", "claude"]))
+    @rule(provider=st.sampled_from(["gemini", "claude", "ollama"]))
     def breaker_opens(self, provider: str) -> None:
         """The provider fails elsewhere and its breaker opens: it gates new calls only."""
         state = f"aipool:breaker:{provider}:state"
@@ -380,6 +445,24 @@ class AttemptLifecycle(RuleBasedStateMachine):
                 assert mine is None
 
     @invariant()
+    def every_ended_call_is_one_row(self) -> None:
+        # Calls against rows, not deduplicated per attempt: the ledger keeps one row per call
+        # (journey, attempt, call), on every provider, Ollama included.
+        for provider in ("gemini", "claude", "ollama"):
+            ended = sum(
+                a.calls
+                for (request, position), a in self.model.attempts.items()
+                if self.requests[request].header.chain[position].provider == provider
+                and a.state in ("answered", "failed", "abandoned")
+            )
+            booked = {
+                (rec.journey_id, rec.attempt, rec.call_id)
+                for rec in self._rows()
+                if rec.provider == provider and rec.outcome in CALLED_OUTCOMES
+            }
+            assert len(booked) == ended, (provider, booked, ended)
+
+    @invariant()
     def the_months_spend_is_what_the_calls_cost(self) -> None:
         # The pool's and each service's spend hold every call's estimate while it runs (and
         # after, when it may have been billed or was abandoned), its cost once answered.
@@ -408,6 +491,11 @@ class AttemptLifecycle(RuleBasedStateMachine):
 
     # -- helpers -----------------------------------------------------------------------------
 
+    def _claim(self, h: Header) -> None:
+        # The first hop claims the task id for its request; a copy finds its own claim.
+        assert claim(self.client, h.request_id, h.journey_id, 86_400)
+        self.claimed.add(h.request_id)
+
     def _paused(self, provider: str) -> bool:
         return self.pool.time.now < self.paused.get(provider, float("-inf"))
 
@@ -432,6 +520,11 @@ class AttemptLifecycle(RuleBasedStateMachine):
             requests += int(day.get(b"requests", 0))
             tokens += int(day.get(b"tokens", 0))
         return requests, tokens
+
+    def _rows(self) -> list[UsageRecord]:
+        return [
+            UsageRecord.from_json(raw) for raw in self.client.lrange("aipool:ledger:pending", 0, -1)
+        ]
 
     def _ledger(self) -> dict[tuple[str, int], UsageRecord]:
         """The ledger as the drain stores it: per attempt, the first success, else the first row."""

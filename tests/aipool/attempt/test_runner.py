@@ -3,6 +3,7 @@ when a message is redelivered, and what an attempt's error may say."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
@@ -857,3 +858,20 @@ def test_the_soft_time_limit_while_finish_records_a_paid_answer_does_not_lose_it
     assert [(e.attempt.outcome, e.booked) for e in events] == [("ok", True)]
     (row,) = ledger(redis_client)
     assert row.outcome == "ok"
+
+
+def test_a_begin_redis_does_not_answer_is_asked_again_before_the_guards_count_as_gone(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given Redis not answering when the hop asks its guards, and back 0.5 s later
+    gemini, events = Provider(), []
+    runner = _runner(redis_client, {"gemini": gemini}, events)
+    redis_client.down = True
+    threading.Timer(0.5, lambda: setattr(redis_client, "down", False)).start()
+    # When the hop runs
+    step = _run(runner)
+    # Then begin was asked again (within SCRIPT_RETRY_S) and Gemini answers, called once
+    assert isinstance(step, Done)
+    assert (step.result["status"], step.result["provider"]) == ("ok", "gemini")
+    assert gemini.calls == 1
+    assert [(e.hop.provider, e.attempt.outcome) for e in events] == [("gemini", "ok")]

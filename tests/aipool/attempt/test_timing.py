@@ -5,6 +5,7 @@ from __future__ import annotations
 import fakeredis
 import pytest
 
+from aipool.attempt import timing
 from aipool.attempt.timing import (
     FLOOR_S,
     MARGIN_S,
@@ -57,6 +58,9 @@ def test_latencies_keep_the_last_samples_and_nothing_else() -> None:
 
 
 def test_a_process_keeps_at_most_one_sample_per_provider_in_a_short_while() -> None:
+    # The process's own memory of its last samples starts empty (earlier tests in this process
+    # ran hops that kept some).
+    timing._last_sample.clear()
     client = fakeredis.FakeRedis()
     for _ in range(5):
         record_latency(client, "claude", 0.1, every_s=60)

@@ -26,6 +26,9 @@ class _Runner:
     def now(self) -> float:
         return 1000.0
 
+    def reused(self, request_id: str, journey_id: str) -> Any:
+        return None  # every task id is its request's own
+
     def dispatch(self, request: Any, request_id: str, journey_id: str, route: Any, **_: Any) -> Any:
         return Forward(route.first.provider, Journey(route=route, id=journey_id))
 

@@ -398,3 +398,23 @@ def test_given_a_record_without_a_journey_id_then_its_request_id_names_its_journ
     )
     assert record.journey_id == "old"
     assert not record.estimated
+
+
+def test_given_two_calls_of_one_attempt_then_each_is_a_row_and_each_once(
+    ledger_redis: redis.Redis, any_engine: Engine
+) -> None:
+    # Given: two calls of one attempt (a Redis restarted empty under the first), the first
+    # recorded twice (its abandoned estimate, then its late answer) and the second once
+    log = UsageLog(ledger_redis)
+    log.record(_failed("restart", 1, outcome="abandoned", call_id="first", estimated=True))
+    log.record(_record("restart", 1, call_id="first", input_tokens=90))
+    log.record(_record("restart", 1, call_id="second", input_tokens=95))
+    # When
+    result = drain(ledger_redis, any_engine)
+    # Then: one row per call, the paid outcome of each
+    rows = sorted(_stored(any_engine), key=lambda r: r.call_id)
+    assert [(r.call_id, r.outcome, r.input_tokens) for r in rows] == [
+        ("first", "ok", 90),
+        ("second", "ok", 95),
+    ]
+    assert (result.written, result.duplicates) == (2, 1)

@@ -1,0 +1,36 @@
+"""A task id names one request: the first request sent under it claims it.
+
+Results are keyed by the producer's task id (Celery's), so a second request sent under an id
+already used would read the first one's answer (:mod:`aipool.attempt.identity` names the two
+journeys apart, but the result key cannot). The first hop of a request claims its task id for its
+journey (``aipool:task-id:<id>``, kept as long as a result is): a copy of the same request finds
+its own claim, another request finds someone else's and is refused (``task_id_reused``), and its
+refusal replaces whatever that id's result held (``workers/store_result.lua``), so that no
+producer holding the id reads an answer that may not be its own. The key holds the journey id (a
+digest), never prompt text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aipool.redis.lua import text
+
+#: The error code of a request refused because its task id names another request.
+REUSED = "task_id_reused"
+
+
+def claim_key(request_id: str) -> str:
+    """Which journey the task id ``request_id`` names."""
+    return f"aipool:task-id:{request_id}"
+
+
+def claim(client: Any, request_id: str, journey_id: str, keep_s: int) -> bool:
+    """Claim ``request_id`` for ``journey_id`` for ``keep_s`` seconds; whether the id is this
+    journey's (claimed now, or by an earlier copy of the same request)."""
+    key = claim_key(request_id)
+    if client.set(key, journey_id, nx=True, ex=keep_s):
+        return True
+    held = client.get(key)
+    # Gone between the two commands (expired): nobody else holds it now.
+    return held is None or text(held) == journey_id
