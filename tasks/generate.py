@@ -19,6 +19,8 @@ from redis.exceptions import RedisError
 
 from aipool import lanes
 from aipool.attempt.identity import journey_id
+from aipool.attempt.layout import answer_key, replay_key
+from aipool.attempt.lifecycle import answer_keep_s
 from aipool.attempt.runner import Done, Drop, Forward
 from aipool.backlog import broker_client, first_seen
 from aipool.cache.front import Recheck
@@ -32,7 +34,7 @@ from aipool.settings import settings
 from tasks import soft_limit
 from workers.edge.withholding import GENERATE, described
 from workers.messages import AnswerWithheldRequest
-from workers.runtime import cache_front
+from workers.runtime import cache_front, shared_redis
 
 log = logging.getLogger("aipool.tasks")
 
@@ -49,6 +51,12 @@ class AnsweringRequest(AnswerWithheldRequest):
     The hard limit kills the pool process running the hop, so the answer can only come from the
     worker's parent, here. It is stored instead of Celery's FAILURE: the producer reads
     ``status: "error"``, code ``time_limit``, and the message is acked as Celery would.
+
+    Unless the hop got its answer before it was killed (``finish`` ran, the answer is kept beside
+    its attempt, and the process died writing the result): then the message goes back on its
+    queue, and the next delivery returns that kept answer (``begin`` replies with it) with the
+    journey's trail, as after a worker lost mid-write. Storing ``time_limit`` there lost a paid
+    answer the pool held (issue #42). Once per journey (:func:`~aipool.attempt.layout.replay_key`).
     """
 
     @property
@@ -72,6 +80,8 @@ class AnsweringRequest(AnswerWithheldRequest):
             super().on_timeout(soft, timeout)
             return
         log.error("hard time limit (%ss) passed for request_id=%s", timeout, self.id)
+        if self._replays_kept_answer():
+            return  # its message goes back on its queue once the pool reports the failure
         self._answer_time_limit(timeout)
 
     def on_failure(
@@ -85,9 +95,22 @@ class AnsweringRequest(AnswerWithheldRequest):
         # The pool reports the killed hop as failed too: ack it as Celery would, and keep the
         # contract answer in place of the FAILURE Celery would store.
         task_ready(self)
+        if self._replays_kept_answer():
+            log.warning("request_id=%s: its answer was recorded; delivered again for it", self.id)
+            self.reject(requeue=True)
+            return
         if self.task.acks_late and self.task.acks_on_failure_or_timeout:
             self.acknowledge()
         self._answer_time_limit(exc.args[0] if exc.args else None)
+
+    def _replays_kept_answer(self) -> bool:
+        """Whether this killed hop's message goes back on its queue for the answer its attempt
+        kept (decided once: the timeout and the pool's failure report both ask)."""
+        decided: bool | None = getattr(self, "_replay", None)
+        if decided is None:
+            decided = bool(self.task.acks_late) and kept_answer_replayable(self.id, self.kwargs)
+            self._replay = decided
+        return decided
 
     def _answer_time_limit(self, timeout: Any) -> None:
         limit = f" within {timeout:g} s" if isinstance(timeout, int | float) else ""
@@ -100,6 +123,26 @@ class AnsweringRequest(AnswerWithheldRequest):
             )
         except Exception:
             log.exception("time-limit answer not stored for request_id=%s", self.id)
+
+
+def kept_answer_replayable(request_id: str, kwargs: Any) -> bool:
+    """Whether the hop ``kwargs`` (a message's) names has its answer kept beside its attempt, and
+    no earlier hard kill of this journey was given back for it already."""
+    try:
+        journey = kwargs["journey"]
+        hop = journey["route"]["chain"][int(journey["position"])]
+        name = journey_id(request_id, kwargs["request"])
+        kept = answer_key(name, str(hop["provider"]))
+    except (KeyError, TypeError, ValueError, IndexError):
+        return False  # the router's hop, or a malformed message: no call was made
+    client = shared_redis()
+    try:
+        if not client.exists(kept):
+            return False
+        return bool(client.set(replay_key(name), 1, nx=True, ex=answer_keep_s()))
+    except RedisError:
+        log.warning("request_id=%s: no kept answer looked up (Redis failed)", request_id)
+        return False
 
 
 class GenerateTask(Task[Any, Any]):

@@ -38,6 +38,13 @@ def answer_key(journey_id: str, provider: str) -> str:
     return f"aipool:attempt:{journey_id}:{provider}:answer"
 
 
+def replay_key(journey_id: str) -> str:
+    """Set once a hop killed by its hard time limit after its answer was recorded is given back
+    to its queue to be answered (``tasks/generate.py``): once per journey, so a replay that dies
+    too ends in ``time_limit`` instead of coming back for ever."""
+    return f"aipool:attempt:{journey_id}:replay"
+
+
 def route_key(journey_id: str) -> str:
     """The request's route record: when the pool first saw it, and where routing sent it."""
     return f"aipool:attempt:{journey_id}:route"

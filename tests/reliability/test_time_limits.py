@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, create_engine
 
 from aipool.simulator import Simulator
 from tests.support.accounting import (
@@ -102,3 +102,45 @@ def test_the_soft_time_limit_while_finish_waits_for_a_stalled_redis_loses_no_pai
     assert [r.outcome for r in rows] == ["ok"] * 2
     assert quota_charges(client) == ledger_charges(rows)
     assert open_leases(client) == 0
+
+
+@pytest.fixture()
+def killed_after_finish(simulator: Simulator, ledger_url: str) -> Iterator[PrivatePool]:
+    """A worker of the instrumented app whose hop, once its answer is recorded with its attempt
+    (``finish`` ran), stalls before it stores its result until the 8 s hard time limit kills it
+    (no soft limit: nothing else cuts it first)."""
+    with private_pool(
+        15,
+        DATABASE_URL=ledger_url,
+        AIPOOL_TASK_SOFT_TIME_LIMIT="unlimited",
+        AIPOOL_TASK_TIME_LIMIT="8",
+        AIPOOL_CLAUDE_RPM="unlimited",
+        AIPOOL_TEST_CRASH_AT="store",
+        AIPOOL_TEST_CRASH_DELAY="60",
+    ) as pool:
+        yield pool
+
+
+def test_a_hard_kill_after_finish_still_gives_the_producer_the_recorded_answer(
+    providers: Simulator, killed_after_finish: PrivatePool, ledger_url: str
+) -> None:
+    # Given a critical request Claude answers, whose hop is killed by the hard time limit after
+    # the answer was recorded with its attempt and before the result was stored (issue #42,
+    # suspected: the worker's parent stored `time_limit`, and the kept answer never reached the
+    # producer)
+    pool = killed_after_finish
+    sent = send(pool, CRITICAL)
+    # When the hard limit kills the hop and the worker's parent answers for it
+    answer = sent.get(timeout=TIMEOUT)
+    # Then the producer reads Claude's answer, not `time_limit`; Claude was called once and the
+    # call is one ledger row, booked as answered
+    assert pool.client.exists("aipool:test:crashed"), "the hop was not killed"
+    assert (answer["status"], answer.get("provider")) == ("ok", "claude"), answer
+    assert providers.calls("claude") == 1
+    engine = create_engine(ledger_url)
+    drain_everything(pool.client, engine)
+    rows = ledger_rows(engine, [sent.id])
+    assert [(r.provider, r.outcome) for r in rows] == [("claude", "ok")]
+    assert quota_charges(pool.client) == ledger_charges(rows)
+    assert open_leases(pool.client) == 0
+    engine.dispose()
