@@ -22,6 +22,7 @@ from aipool.providers.endpoint import ProviderEndpoint
 from aipool.providers.gemini import GeminiProvider
 from aipool.providers.nemotron import NemotronProvider
 from aipool.providers.ollama import OllamaProvider
+from tests.support.resolver import slow_resolution
 
 ADAPTERS = {
     "ollama": (OllamaProvider, "ollama"),
@@ -84,6 +85,43 @@ def test_a_bound_away_from_the_main_thread_still_ends_the_wait() -> None:
 
 def test_a_call_within_its_bound_answers_and_leaves_no_timer() -> None:
     import signal
+    import socket
 
+    resolve = socket.getaddrinfo
     assert within(1.0, lambda: "answer", "fast") == "answer"
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    # and the process's resolver as it found it
+    assert socket.getaddrinfo is resolve
+
+
+@pytest.mark.parametrize("thread", ["main", "helper"])
+def test_a_host_name_that_resolves_slowly_is_cut_at_the_calls_bound(healthy, thread: str) -> None:  # type: ignore[no-untyped-def]
+    # Given Ollama's base URL by a host name whose resolution takes 8 s, as glibc's resolver does
+    # against a silent name server (a signal does not end its wait)
+    url = healthy.base_urls["ollama"].replace("127.0.0.1", "stalled-dns.test")
+    impl = OllamaProvider(ProviderEndpoint("ollama", url, timeout_s=1.0))
+    outcome: dict[str, Any] = {}
+
+    def call() -> None:
+        started = time.monotonic()
+        try:
+            within(2.0, lambda: impl.complete(REQUEST, default_model("ollama")), "ollama")
+        except ProviderTimeout as exc:
+            outcome["error"] = exc
+        outcome["took"] = time.monotonic() - started
+
+    try:
+        with slow_resolution("stalled-dns.test", 8.0):
+            # When the call is bounded to 2 s, from the main thread (the interval timer) or from
+            # another thread (the helper-thread fallback)
+            if thread == "main":
+                call()
+            else:
+                caller = threading.Thread(target=call)
+                caller.start()
+                caller.join(60)
+    finally:
+        impl.close()
+    # Then it ends at its bound as a timeout, not when the name resolves (8 s)
+    assert isinstance(outcome.get("error"), ProviderTimeout)
+    assert outcome["took"] < 4.0, f"bound 2 s, the call took {outcome['took']:.1f} s"
