@@ -18,6 +18,7 @@ from celery.worker.state import task_ready
 from redis.exceptions import RedisError
 
 from aipool import lanes
+from aipool.attempt import soft_limit
 from aipool.attempt.identity import journey_id
 from aipool.attempt.layout import answer_key, replay_key
 from aipool.attempt.lifecycle import answer_keep_s
@@ -31,7 +32,6 @@ from aipool.contract.route import Route
 from aipool.errors import InvalidJourney, InvalidRequest
 from aipool.routing.router import decide, routed_priority
 from aipool.settings import settings
-from tasks import soft_limit
 from workers.edge.withholding import GENERATE, described
 from workers.messages import AnswerWithheldRequest
 from workers.runtime import cache_front, shared_redis
@@ -192,7 +192,8 @@ def generate(
         queue = (self.request.delivery_info or {}).get("routing_key")
         step = _hop(request_id, parsed, journey_id(request_id, request), journey, queue)
         # The hop has its outcome: writing it (the result, or the next hop's message) must not
-        # be cut by a soft limit that arrives late (tasks/soft_limit.py).
+        # be cut by a soft limit that arrives late (aipool/attempt/soft_limit.py: a hop that
+        # made a call holds it already, from its finish on).
         soft_limit.hold()
     except InvalidRequest as exc:
         return result.error(request_id, exc.code, exc.message)

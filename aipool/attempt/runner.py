@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from redis.exceptions import RedisError
 
 from aipool import lanes
-from aipool.attempt import task_ids
+from aipool.attempt import soft_limit, task_ids
 from aipool.attempt.bound import within
 from aipool.attempt.event import AttemptEvent, Observer
 from aipool.attempt.layout import (
@@ -629,6 +629,9 @@ class HopRunner:
                 # call (a paid answer, maybe) is how the hop ends well, so it goes on, within the
                 # lease as before; the limit fires once, and the hard limit stays the backstop.
                 _soft_limit_passed(visit.request_id)
+        # The outcome is decided: from here on a soft limit delivered late must not cut the hop
+        # (aipool/attempt/soft_limit.py).
+        soft_limit.hold()
         self._observe(event, visit)
         return reply
 

@@ -18,8 +18,13 @@ from typing import Any
 
 @contextmanager
 def slow_resolution(host: str, seconds: float, to: str = "127.0.0.1") -> Iterator[None]:
-    """While open, resolving ``host`` takes ``seconds`` (uninterruptibly) and yields ``to``."""
+    """While open, resolving ``host`` takes ``seconds`` (uninterruptibly) and yields ``to``.
+
+    A resolution still waiting when the block closes fails instead (``gaierror``): the call that
+    asked was abandoned at its bound, and connecting it afterwards would leave a socket nobody
+    closes (a ``ResourceWarning`` in whichever later test collects it)."""
     real = socket.getaddrinfo
+    still_open = True
 
     def stalled(name: Any, *args: Any, **kwargs: Any) -> Any:
         if name != host:
@@ -29,10 +34,13 @@ def slow_resolution(host: str, seconds: float, to: str = "127.0.0.1") -> Iterato
             time.sleep(seconds)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        if not still_open:
+            raise socket.gaierror(socket.EAI_NONAME, f"{host}: resolution abandoned")
         return real(to, *args, **kwargs)
 
     socket.getaddrinfo = stalled
     try:
         yield
     finally:
+        still_open = False
         socket.getaddrinfo = real

@@ -6,7 +6,9 @@ hop's message, or the result and its usage records. The limit landing there lose
 paid answer stored as a Celery ``FAILURE``. It does land there: the worker's parent times the
 limit in its own loop, and a Redis that stalled that loop delivers it late, when Redis answers
 again and the hop is writing its result (issue #42). So from the moment the hop has its outcome
-until the task has ended (``task_postrun``, after the result's write) the signal is ignored; the
+(the runner's ``finish`` returned, before the latency sample and the observers: a late signal
+landing in either lost the answer, one run in three here; ``ai.generate`` holds it again, for hops
+that end without a call) until the task has ended (``task_postrun``, after the result's write) the signal is ignored; the
 next hop of this process, at the latest, takes it back. The hard limit is untouched.
 """
 
