@@ -354,12 +354,16 @@ if op == 'finish' then
   local f = redis.call('HMGET', KEYS[1], 'state', 'owner', 'tokens', 'lim', 'member', 'gen',
     'trial', 'next', 'trail', 'code', 'detail', 'cost', 'svc', 'shared')
   local state = f[1]
-  if not state or (state == 'calling' and f[2] ~= owner) then
+  if not state or f[2] ~= owner then
     -- Redis lost this call's record (a restart without persistence), and another delivery may
     -- have begun a call of its own since: this call still happened, so it is booked whoever owns
     -- the record now (its own row: the ledger keeps one per call), and charged again where the
     -- restart lost its reservation. The other delivery's record is left alone but for a mark
     -- that this call is booked, so a finish retried after its reply was lost books nothing twice.
+    -- Whatever that record's state: the other call may have ended already, or the new delivery
+    -- skipped (a record of this attempt is only ever owned by one delivery: a later owner
+    -- means the record was lost; #42's model test found the late call unbooked when the other
+    -- call had answered first).
     if redis.call('HSETNX', KEYS[1], 'booked:' .. owner, 1) == 0 then
       return {'missing', NOW, '[]'}
     end

@@ -412,6 +412,34 @@ def test_a_late_finish_after_redis_restarted_empty_books_its_call(pool: Simulate
     assert isinstance(begin(worker, h, owner="third"), Kept)
 
 
+def test_a_late_finish_after_the_restarts_second_call_ended_books_its_call(
+    pool: SimulatedPool,
+) -> None:
+    # Given a Gemini call in flight when Redis restarts with nothing on disk, and a second
+    # delivery that calls Gemini again and whose call answers first (found by #42's model test:
+    # the first call's finish met an answered record and booked nothing)
+    worker = pool.worker()
+    h = header()
+    first = begin(worker, h, owner="first")
+    assert isinstance(first, Call)
+    pool.client.flushdb()
+    second = begin(worker, h, owner="second")
+    assert isinstance(second, Call)
+    answered(worker, h, 0, second, "second", tokens=42)
+    # When the first call ends late, answered or failed, its reply lost and asked again
+    late = failed(worker, h, 0, first, "first", billed=True)
+    again = failed(worker, h, 0, first, "first", billed=True)
+    # Then it is booked once under its own call, and the second's record stays answered
+    assert isinstance(late, Missing) and isinstance(again, Missing)
+    rows = ledger(pool.client)
+    assert sorted((r.call_id, r.outcome, r.tokens) for r in rows) == [
+        ("first", "error", h.tokens),
+        ("second", "ok", 42),
+    ]
+    assert usage(worker) == (2, 42 + h.tokens)
+    assert isinstance(begin(worker, h, owner="third"), Kept)
+
+
 def test_a_begin_asked_again_by_its_delivery_is_the_same_call(pool: SimulatedPool) -> None:
     # Given a delivery whose begin ran (the call reserved) but whose reply was lost
     worker = pool.worker()

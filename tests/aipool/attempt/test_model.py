@@ -21,7 +21,13 @@ pool's promises are checked:
   once; the same next hop);
 - every ended call is one ledger row (journey, attempt, call), compared with the calls made
   without deduplicating rows per attempt, on every provider, Ollama included;
-- a task id claimed by its request's first hop is refused to another request, and kept by a copy.
+- a task id claimed by its request's first hop is refused to another request, and kept by a copy;
+- Redis restarting empty with calls in flight (``redis_restarts_empty``) forgets what lived in
+  Redis, not the calls made: the quota and spend hold what was charged since, a late finish of a
+  call made before it is booked once whoever owns its record now, and ended calls equal the rows
+  drained to PostgreSQL, waiting in the spool or lost with it (the bound: rows not yet drained
+  are lost, and a call in flight at the restart whose worker dies is never booked;
+  docs/attempts.md).
 
 ``make test`` runs a bounded number of interleavings; ``make soak-model`` (or
 ``AIPOOL_TEST_MODEL_EXAMPLES``) runs more. Failing examples found while the pool's scripts were
@@ -39,7 +45,7 @@ from typing import Any
 
 import hypothesis.strategies as st
 import redis
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, event, settings
 from hypothesis.database import (
     DirectoryBasedExampleDatabase,
     MultiplexedDatabase,
@@ -72,6 +78,7 @@ from aipool.attempt.task_ids import claim
 from aipool.contract.route import Hop
 from aipool.contract.vocabulary import CALLED_OUTCOMES
 from aipool.ledger.record import UsageRecord
+from aipool.ledger.usage_log import PENDING_KEY
 from aipool.settings import settings as pool_settings
 from aipool.settings.provider_limits import BreakerSettings, ProviderLimits, QuotaLimits
 from tests.support.attempts import SimulatedPool, answered, begin, failed
@@ -131,6 +138,7 @@ class Attempt:
     charged: int = 0  # tokens the quota should hold for it
     spent: int = 0  # micro-dollars the month's spend should hold for it
     answered_late: bool = False
+    owner: str = ""  # the delivery whose call it is
 
 
 @dataclass
@@ -140,6 +148,7 @@ class InFlight:
     position: int
     call: Call
     owner: str
+    epoch: int = 0  # Redis restarts (empty) before the call was made
 
 
 @dataclass
@@ -153,6 +162,8 @@ class Model:
 class AttemptLifecycle(RuleBasedStateMachine):
     messages = Bundle("messages")
     calls = Bundle("calls")
+    #: Whether Redis may restart empty (the failover model restores a replica's copy instead).
+    restarts_empty = True
 
     def __init__(self) -> None:
         super().__init__()
@@ -169,6 +180,24 @@ class AttemptLifecycle(RuleBasedStateMachine):
         #: Task ids claimed by their request's first hop; replies lost and asked again.
         self.claimed: set[str] = set()
         self.lost_replies = 0
+        #: Redis restarting empty: what the model knew of each earlier Redis (its attempts), the
+        #: rows the drain took into PostgreSQL (they survive), the rows the spool held when Redis
+        #: restarted (lost), and the owners that died mid-call: a call in flight at a restart
+        #: whose worker dies is never booked (the row its sweep would have booked was in its
+        #: record; docs/attempts.md), so its attempt stays ``calling`` in its Redis's model.
+        self.epoch = 0
+        self.earlier: list[Model] = []
+        self.drained: list[UsageRecord] = []
+        self.drained_since: list[UsageRecord] = []  # since the last restart
+        self.lost_rows: list[UsageRecord] = []
+        self.dead: set[str] = set()
+        #: Requests with any message from before the last restart (their records are gone).
+        self.stale: set[int] = set()
+        #: What the late finishes of calls made before the last restart charged since.
+        self.late_charged: dict[str, tuple[int, int]] = {}
+        self.late_spent = 0
+        self.late_owners: set[str] = set()
+        self.restarts = 0
 
     def teardown(self) -> None:
         self.client.flushdb()
@@ -267,7 +296,8 @@ class AttemptLifecycle(RuleBasedStateMachine):
             attempt.state = "calling"
             attempt.charged = h.tokens if self._limited(h, position) else 0
             attempt.spent = h.costs[position]
-            return InFlight(worker, request, position, reply, owner)
+            attempt.owner = owner
+            return InFlight(worker, request, position, reply, owner, self.epoch)
         if isinstance(reply, Kept):
             assert attempt.state == "answered"
         elif isinstance(reply, Busy):
@@ -296,6 +326,9 @@ class AttemptLifecycle(RuleBasedStateMachine):
             self.lost_replies += 1
             again = answered(book, h, call.position, call.call, call.owner, tokens, cost)
             assert isinstance(again, Recorded | Missing), again
+        if call.epoch != self.epoch:
+            self._finished_late(call, reply, "answered", tokens, cost)
+            return
         self.failures[h.chain[call.position].provider] = 0
         if attempt.state == "abandoned":
             attempt.answered_late = True
@@ -330,6 +363,18 @@ class AttemptLifecycle(RuleBasedStateMachine):
             )
 
         reply = finish()
+        if call.epoch != self.epoch:
+            if lost:
+                self.lost_replies += 1
+                finish()
+            self._finished_late(
+                call,
+                reply,
+                "failed",
+                h.tokens if billed else 0,
+                h.costs[call.position] if billed else 0,
+            )
+            return multiple()
         assert isinstance(reply, Ended), reply
         if lost:
             self.lost_replies += 1
@@ -360,6 +405,10 @@ class AttemptLifecycle(RuleBasedStateMachine):
             code="rate_limited",
             pause_s=delay,
         )
+        if call.epoch != self.epoch:
+            # The record holding the call is gone: the pause is not kept (a late 429).
+            self._finished_late(call, reply, "failed", 0, 0)
+            return multiple()
         assert isinstance(reply, Ended), reply
         provider = h.chain[call.position].provider
         # The script pauses from Redis's time when the outcome is recorded: the pool's now.
@@ -384,6 +433,51 @@ class AttemptLifecycle(RuleBasedStateMachine):
     @rule(call=consumes(calls))
     def worker_dies(self, call: InFlight) -> None:
         """The owner is SIGKILLed mid-call: no outcome will ever come from it."""
+        self.dead.add(call.owner)
+
+    @rule()
+    def ledger_drained(self) -> None:
+        """Beat's drain moves the spool's rows into PostgreSQL, where a restart cannot reach
+        them (the model keeps them; the drain's own storing is tested in tests/ledger/)."""
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.lrange(PENDING_KEY, 0, -1)
+            pipe.delete(PENDING_KEY)
+            raw, _ = pipe.execute()
+        rows = [UsageRecord.from_json(r) for r in reversed(raw)]
+        self.drained.extend(rows)
+        self.drained_since.extend(rows)
+
+    @precondition(lambda self: self.restarts_empty and bool(self.requests))
+    @rule(drained_first=st.booleans())
+    def redis_restarts_empty(self, drained_first: bool) -> None:
+        """Redis, keeping nothing on disk, restarts with calls in flight: every record, quota,
+        breaker, pause, route, claim, kept answer and undrained ledger row is gone (its scripts
+        too); the rows drained before it are in PostgreSQL. Calls in flight finish late into
+        the new Redis; messages already sent are delivered again and may call again."""
+        if drained_first:
+            self.ledger_drained()
+        lost = self._spool()
+        self.lost_rows.extend(lost)
+        if drained_first:
+            assert not lost, lost
+        self.client.flushdb()
+        self.client.script_flush()
+        self.earlier.append(self.model)
+        self.stale |= {request for request, _ in self.model.attempts}
+        self.model = Model()
+        self.opened = set()
+        self.failures = {}
+        self.paused = {}
+        self.claimed = set()
+        for req in self.requests:
+            req.first = None
+        self.late_charged = {}
+        self.late_spent = 0
+        self.late_owners = set()
+        self.drained_since = []
+        self.epoch += 1
+        self.restarts += 1
+        event("Redis restarted empty")
 
     @rule(seconds=st.sampled_from([1.0, 5.0, 20.0, 61.0, 400.0]))
     def time_passes(self, seconds: float) -> None:
@@ -429,9 +523,10 @@ class AttemptLifecycle(RuleBasedStateMachine):
                 if self.requests[request].header.chain[position].provider == provider:
                     calls += attempt.calls
                     charged += attempt.charged
+            late_requests, late_tokens = self.late_charged.get(provider, (0, 0))
             requests, tokens = self._quota(provider)
-            assert requests == calls, (provider, requests, calls)
-            assert tokens == charged, (provider, tokens, charged)
+            assert requests == calls + late_requests, (provider, requests, calls, late_requests)
+            assert tokens == charged + late_tokens, (provider, tokens, charged, late_tokens)
         # The ledger holds one row per ended call, with the tokens the quota holds for it.
         rows = self._ledger()
         for (request, position), attempt in self.model.attempts.items():
@@ -455,12 +550,28 @@ class AttemptLifecycle(RuleBasedStateMachine):
                 if self.requests[request].header.chain[position].provider == provider
                 and a.state in ("answered", "failed", "abandoned")
             )
-            booked = {
-                (rec.journey_id, rec.attempt, rec.call_id)
-                for rec in self._rows()
-                if rec.provider == provider and rec.outcome in CALLED_OUTCOMES
-            }
-            assert len(booked) == ended, (provider, booked, ended)
+            # Every Redis's attempts: a call made before a restart is booked by its late finish
+            # or was booked before it (drained, or lost with the spool: the documented limit).
+            ended += sum(
+                a.calls
+                for model in self.earlier
+                for (request, position), a in model.attempts.items()
+                if self.requests[request].header.chain[position].provider == provider
+                and a.state in ("answered", "failed", "abandoned")
+            )
+
+            def keys(
+                rows: list[UsageRecord], provider: str = provider
+            ) -> set[tuple[str, int, str]]:
+                return {
+                    (rec.journey_id, rec.attempt, rec.call_id)
+                    for rec in rows
+                    if rec.provider == provider and rec.outcome in CALLED_OUTCOMES
+                }
+
+            booked = keys(self.drained + self._spool())
+            lost = keys(self.lost_rows) - booked
+            assert len(booked) + len(lost) == ended, (provider, booked, lost, ended)
 
     @invariant()
     def the_months_spend_is_what_the_calls_cost(self) -> None:
@@ -469,11 +580,14 @@ class AttemptLifecycle(RuleBasedStateMachine):
         spent = 0
         for key in self.client.scan_iter("aipool:spend:*"):
             spent += int(self.client.hget(key, "all") or 0)
-        assert spent == sum(a.spent for a in self.model.attempts.values())
+        assert spent == self.late_spent + sum(a.spent for a in self.model.attempts.values())
 
     @invariant()
     def an_answered_request_is_not_sent_on(self) -> None:
         for request in range(len(self.requests)):
+            if request in self.stale:
+                # Its records went with a restart: a redelivery may call again (the limit).
+                continue
             answers = [
                 a
                 for (r, _), a in self.model.attempts.items()
@@ -495,6 +609,26 @@ class AttemptLifecycle(RuleBasedStateMachine):
         # The first hop claims the task id for its request; a copy finds its own claim.
         assert claim(self.client, h.request_id, h.journey_id, 86_400)
         self.claimed.add(h.request_id)
+
+    def _finished_late(
+        self, call: InFlight, reply: Any, state: str, tokens: int, cost: int
+    ) -> None:
+        """A call made before Redis restarted empty finished: whoever owns its record now, it
+        is booked (its own row, its charge, once: asked again, it books nothing more)."""
+        assert isinstance(reply, Missing), reply
+        h = self.requests[call.request].header
+        attempt = self.earlier[call.epoch].of(call.request, call.position)
+        assert attempt.owner == call.owner and attempt.state in ("calling", "abandoned")
+        if attempt.state == "abandoned":
+            attempt.answered_late = state == "answered"
+        attempt.state = state
+        provider = h.chain[call.position].provider
+        if self._limited(h, call.position):
+            requests, booked = self.late_charged.get(provider, (0, 0))
+            self.late_charged[provider] = (requests + 1, booked + tokens)
+        self.late_spent += cost
+        self.late_owners.add(call.owner)
+        event("a call made before a restart finished late")
 
     def _paused(self, provider: str) -> bool:
         return self.pool.time.now < self.paused.get(provider, float("-inf"))
@@ -521,16 +655,20 @@ class AttemptLifecycle(RuleBasedStateMachine):
             tokens += int(day.get(b"tokens", 0))
         return requests, tokens
 
-    def _rows(self) -> list[UsageRecord]:
+    def _spool(self) -> list[UsageRecord]:
+        """The rows waiting in Redis for the drain, oldest first."""
         return [
-            UsageRecord.from_json(raw) for raw in self.client.lrange("aipool:ledger:pending", 0, -1)
+            UsageRecord.from_json(raw) for raw in reversed(self.client.lrange(PENDING_KEY, 0, -1))
         ]
 
     def _ledger(self) -> dict[tuple[str, int], UsageRecord]:
-        """The ledger as the drain stores it: per attempt, the first success, else the first row."""
+        """This Redis's rows (drained since it started, or waiting) as the drain stores them:
+        per attempt, the first success, else the first row; late finishes of calls made before
+        a restart are left out (their attempts are the earlier Redis's)."""
         kept: dict[tuple[str, int], UsageRecord] = {}
-        for raw in reversed(self.client.lrange("aipool:ledger:pending", 0, -1)):
-            rec = UsageRecord.from_json(raw)
+        for rec in self.drained_since + self._spool():
+            if rec.call_id in self.late_owners:
+                continue
             key = (rec.journey_id, rec.attempt)
             held = kept.get(key)
             if held is None or (rec.success and not held.success):

@@ -56,6 +56,9 @@ class Acknowledging:
 
 
 class FailoverLifecycle(AttemptLifecycle):
+    # Its own check (no paid call twice across failovers) does not hold across an empty restart.
+    restarts_empty = False
+
     def __init__(self) -> None:
         # What the model knows is whatever its own __init__ adds to the state machine's: that is
         # what a failover takes back, together with Redis (but not the books, nor their client).
