@@ -15,17 +15,11 @@ not required (each write waits out its 100 ms timeout, and the call is made).
 
 from __future__ import annotations
 
-import shutil
-import statistics
-import tempfile
 import time
 import uuid
 from collections.abc import Callable
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
-
-import redis
 
 from aipool.attempt.identity import journey_id
 from aipool.attempt.lifecycle import AttemptBook
@@ -39,8 +33,9 @@ from aipool.contract.route import Hop, Route
 from aipool.quota import quotas_for
 from aipool.redis.durability import ReplicaAcks
 from aipool.settings.provider_limits import BreakerSettings, ProviderLimits, QuotaLimits
+from bench import figures
 from bench.bench_guards import ROUNDS, WARMUP
-from bench.bench_replica_ack import _free_port, _server
+from bench.bench_replica_ack import master_and_replica
 
 RAW = {"prompt": "What is a pod?"}
 REQUEST = parse_request(RAW)
@@ -116,21 +111,9 @@ def _runner(client: Any, acks: ReplicaAcks) -> tuple[HopRunner, TimedBook]:
     return runner, book
 
 
-def _p50_p99(samples: list[float]) -> tuple[float, float]:
-    cuts = statistics.quantiles(samples, n=100, method="inclusive")
-    return statistics.median(samples), cuts[98]
-
-
 def main() -> None:
-    root = Path(tempfile.mkdtemp(prefix="aipool-bench-acks-"))
-    master_port, replica_port = _free_port(), _free_port()
-    master = _server(root / "master", master_port)
-    replica = _server(root / "replica", replica_port, "--replicaof", "127.0.0.1", str(master_port))
-    client = redis.Redis(port=master_port)
-    try:
-        while redis.Redis(port=replica_port).info("replication")["master_link_status"] != "up":
-            time.sleep(0.05)
-        runners = {name: _runner(client, acks) for name, acks in MODES.items()}
+    with master_and_replica("aipool-bench-acks-") as pair:
+        runners = {name: _runner(pair.client, acks) for name, acks in MODES.items()}
         hops: dict[str, list[float]] = {name: [] for name in MODES}
         run = uuid.uuid4().hex[:8]
         for n in range(WARMUP + ROUNDS):
@@ -145,19 +128,19 @@ def main() -> None:
                     book.samples = {"begin": [], "finish": []}
                 else:
                     hops[name].append(took)
-        waits = client.info("commandstats").get("cmdstat_wait", {}).get("calls", 0)
-        print(f"master :{master_port}, replica :{replica_port}, rounds={ROUNDS} per mode")
+        waits = pair.client.info("commandstats").get("cmdstat_wait", {}).get("calls", 0)
+        print(f"master :{pair.master_port}, replica :{pair.replica_port}, rounds={ROUNDS} per mode")
         print(f"{'step':<34} {'p50 µs':>9} {'p99 µs':>9}")
         for name, (_, book) in runners.items():
             for op in ("begin", "finish"):
-                p50, p99 = _p50_p99(book.samples[op])
+                p50, p99 = figures.p50(book.samples[op]), figures.p99(book.samples[op])
                 print(f"{op + ', ' + name:<34} {p50:>9.1f} {p99:>9.1f}")
-            p50, p99 = _p50_p99(hops[name])
+            p50, p99 = figures.p50(hops[name]), figures.p99(hops[name])
             print(f"{'whole hop, ' + name:<34} {p50:>9.1f} {p99:>9.1f}")
         print(f"WAIT commands the master ran: {waits}")
         # No replica: each deciding write waits out its timeout (not required: the call is made).
-        replica.terminate()
-        replica.wait(timeout=10)
+        pair.replica.terminate()
+        pair.replica.wait(timeout=10)
         runner, book = runners["WAIT 1"]
         book.samples = {"begin": [], "finish": []}
         down: list[float] = []
@@ -169,17 +152,10 @@ def main() -> None:
             down.append((time.perf_counter_ns() - start) / 1000)
             assert isinstance(step, Done) and step.result["status"] == "ok", step
         for op in ("begin", "finish"):
-            p50, p99 = _p50_p99(book.samples[op])
+            p50, p99 = figures.p50(book.samples[op]), figures.p99(book.samples[op])
             print(f"{op + ', WAIT 1, replica down':<34} {p50:>9.1f} {p99:>9.1f}")
-        p50, p99 = _p50_p99(down)
+        p50, p99 = figures.p50(down), figures.p99(down)
         print(f"{'whole hop, WAIT 1, replica down':<34} {p50:>9.1f} {p99:>9.1f}")
-    finally:
-        client.close()
-        for process in (replica, master):
-            if process.poll() is None:
-                process.terminate()
-                process.wait(timeout=10)
-        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,9 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,8 +68,21 @@ def _server(directory: Path, port: int, *extra: str) -> subprocess.Popen[bytes]:
     raise RuntimeError(f"redis-server on {port} did not start")
 
 
-def main() -> None:
-    root = Path(tempfile.mkdtemp(prefix="aipool-bench-replica-"))
+@dataclass(frozen=True)
+class Replicated:
+    """A master and one replica on loopback, the replica caught up: ``client`` is on the master."""
+
+    client: redis.Redis[Any]
+    master_port: int
+    replica_port: int
+    replica: subprocess.Popen[bytes]
+
+
+@contextmanager
+def master_and_replica(prefix: str) -> Iterator[Replicated]:
+    """Start a master and its replica (append-only files in a temporary directory named with
+    ``prefix``), wait until the replica is linked, and stop both and remove the directory after."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
     master_port, replica_port = _free_port(), _free_port()
     master = _server(root / "master", master_port)
     replica = _server(root / "replica", replica_port, "--replicaof", "127.0.0.1", str(master_port))
@@ -74,9 +90,21 @@ def main() -> None:
     try:
         while redis.Redis(port=replica_port).info("replication")["master_link_status"] != "up":
             time.sleep(0.05)
-        quota = Quota(client, "bench-replica", ROOMY)
+        yield Replicated(client, master_port, replica_port, replica)
+    finally:
+        client.close()
+        for process in (replica, master):
+            if process.poll() is None:
+                process.terminate()
+                process.wait(timeout=10)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def main() -> None:
+    with master_and_replica("aipool-bench-replica-") as pair:
+        quota = Quota(pair.client, "bench-replica", ROOMY)
         store = quota.store
-        script = client.register_script(RESERVE)
+        script = pair.client.register_script(RESERVE)
         run = uuid.uuid4().hex[:8]
         counter = iter(range(10**9))
 
@@ -97,35 +125,28 @@ def main() -> None:
 
         def acknowledged() -> Any:
             keys, args = reservation()
-            return run_acknowledged(client, script, keys, args, ONE)
+            return run_acknowledged(pair.client, script, keys, args, ONE)
 
         def then_wait() -> Any:
             keys, args = reservation()
             script(keys=keys, args=args)
-            return client.wait(1, ONE.timeout_ms)
+            return pair.client.wait(1, ONE.timeout_ms)
 
-        print(f"master :{master_port}, replica :{replica_port}, rounds={ROUNDS}")
+        print(f"master :{pair.master_port}, replica :{pair.replica_port}, rounds={ROUNDS}")
         print(f"{'step':<58} {'p50 µs':>9} {'p99 µs':>9}")
         for name, step in (
-            ("redis PING round trip", client.ping),
+            ("redis PING round trip", pair.client.ping),
             ("quota reservation script (EVALSHA)", alone),
             ("the same + WAIT 1 in its pipeline (run_acknowledged)", acknowledged),
             ("the same, then WAIT 1 as a second round trip", then_wait),
         ):
             p50, p99 = measure(step)
             print(f"{name:<58} {p50:>9.1f} {p99:>9.1f}")
-        replica.terminate()
-        replica.wait(timeout=10)
+        pair.replica.terminate()
+        pair.replica.wait(timeout=10)
         p50, p99 = measure(acknowledged, ROUNDS_WITHOUT_REPLICA)
         name = f"acknowledged, replica down (timeout {ONE.timeout_ms} ms)"
         print(f"{name:<58} {p50:>9.1f} {p99:>9.1f}")
-    finally:
-        client.close()
-        for process in (replica, master):
-            if process.poll() is None:
-                process.terminate()
-                process.wait(timeout=10)
-        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":
