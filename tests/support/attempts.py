@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -54,15 +55,17 @@ class SimulatedPool:
         self.money = money or MoneyRules(None, Decimal(10), None, "normal")
         self.table = table or load_table()
 
-    def worker(self, skew: float = 0.0) -> AttemptBook:
-        """A worker whose host clock is ``skew`` seconds off the pool's."""
+    def worker(self, skew: float | Callable[[], float] = 0.0) -> AttemptBook:
+        """A worker whose host clock is ``skew`` seconds off the pool's (a callable: as far off as
+        it says at each reading, a host clock that steps)."""
+        off: Callable[[], float] = skew if callable(skew) else (lambda: skew)
         breakers = breakers_for(self.client, self.limits, clock=self.time)
         quotas = quotas_for(self.client, self.limits, clock=self.time)
         return AttemptBook(
             self.client,
             breakers,
             quotas,
-            clock=RedisClock(lambda: self.time.now + skew),
+            clock=RedisClock(lambda: self.time.now + off()),
             script_time=lambda: self.time.now,
             answer_keep=self.answer_keep,
             money=self.money,

@@ -65,7 +65,8 @@ class FailoverLifecycle(AttemptLifecycle):
         RuleBasedStateMachine.__init__(self)
         machine = set(vars(self))
         super().__init__()
-        self.known = sorted(set(vars(self)) - machine - {"client", "pool", "workers"})
+        # The workers' host clocks (skews) are the hosts', not Redis's: a failover keeps them.
+        self.known = sorted(set(vars(self)) - machine - {"client", "pool", "workers", "skews"})
         #: The owners that got a call, per attempt (journey, position): never taken back by a
         #: failover (the provider was called), and one owner asking again gets the same call.
         self.made: defaultdict[tuple[str, int], set[str]] = defaultdict(set)
