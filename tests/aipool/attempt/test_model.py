@@ -806,6 +806,7 @@ class AttemptLifecycle(RuleBasedStateMachine):
     def every_ended_call_is_one_row(self) -> None:
         # Calls against rows, not deduplicated per attempt: the ledger keeps one row per call
         # (journey, attempt, call), on every provider, Ollama included.
+        rows = self.drained + self._spool() + self.lost_rows
         for provider in ("gemini", "claude", "ollama"):
             # Every Redis's attempts: a call made before a restart is booked by its late finish
             # or was booked before it (drained, or lost with the spool: the documented limit).
@@ -821,7 +822,7 @@ class AttemptLifecycle(RuleBasedStateMachine):
 
             # Every row, none collapsed: a call booked twice shows as two rows of one call.
             per_call: defaultdict[tuple[str, int, str], list[str]] = defaultdict(list)
-            for rec in self.drained + self._spool() + self.lost_rows:
+            for rec in rows:
                 if rec.provider == provider and rec.outcome in CALLED_OUTCOMES:
                     per_call[(rec.journey_id, rec.attempt, rec.call_id)].append(rec.outcome)
             for (_, _, call_id), outcomes in per_call.items():
@@ -837,9 +838,7 @@ class AttemptLifecycle(RuleBasedStateMachine):
             assert len(per_call) == ended, (provider, sorted(per_call.items()), ended)
             # A call not made for want of a replica: one $0 row each, none made twice.
             unheld = [
-                rec
-                for rec in self.drained + self._spool() + self.lost_rows
-                if rec.provider == provider and rec.outcome == "replicas_behind"
+                rec for rec in rows if rec.provider == provider and rec.outcome == "replicas_behind"
             ]
             assert len(unheld) == behind, (provider, unheld, behind)
 
