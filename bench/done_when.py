@@ -63,7 +63,11 @@ def verdicts(figures: list[dict[str, Any]]) -> list[str]:
             continue
         verdict = "PASS" if all(f["met"] for f in mine) else "FAIL"
         values = ", ".join(f"{_value(f)}{'' if f['met'] else ' ✗'}" for f in mine)
-        lines.append(f"{verdict}  {target}: {values}")
+        # On the page, figures kept from earlier runs carry their commit (and were judged by
+        # the targets of their day): the line says which commits it stands on.
+        commits = sorted({f["commit"] for f in mine if "commit" in f})
+        at = f" (commit {', '.join(commits)})" if commits else ""
+        lines.append(f"{verdict}  {target}: {values}{at}")
     return lines
 
 

@@ -45,3 +45,14 @@ def test_a_figure_of_another_group_or_without_a_target_is_not_counted() -> None:
     ]
     # Then no target is judged by them
     assert all(line.startswith("not measured") for line in verdicts(figures))
+
+
+def test_on_the_page_a_line_names_the_commits_its_figures_were_measured_at() -> None:
+    # Given by name's figures from two runs, as the page keeps them
+    name = "by name → router → ollama vs plain Celery 2 hops + SDK call, {}: added at p50"
+    figures = [
+        {**_figure("plain", name.format("-c 1"), -1.0, True), "commit": "bbb"},
+        {**_figure("plain", name.format("-c 4"), -0.5, True), "commit": "aaa"},
+    ]
+    # Then its line says both commits
+    assert verdicts(figures)[3].endswith("-1.00 ms, -0.50 ms (commit aaa, bbb)")
