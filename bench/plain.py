@@ -338,7 +338,7 @@ def ratio_figure(group: str, name: str, mine: list[float], theirs: list[float], 
         f"≥ {THROUGHPUT_RATIO}x plain",
         ratio >= THROUGHPUT_RATIO,
         max(theirs),
-        "plain Celery",
+        f"plain Celery; pool/plain {ratio:.2f}x",
         {"ratio": ratio, "n": n, "rounds": mine, "plain_rounds": theirs},
     )
 

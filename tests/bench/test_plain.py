@@ -96,5 +96,6 @@ def test_the_throughput_figure_takes_each_sides_best_round_and_holds_the_ratio_t
     # Then the best rounds are compared: 0.90x meets the 0.85x target
     assert (figure.value, figure.baseline, figure.details["ratio"]) == (90.0, 100.0, 0.9)
     assert figure.met is True and figure.target == f"≥ {THROUGHPUT_RATIO}x plain"
+    assert figure.baseline_name == "plain Celery; pool/plain 0.90x"
     # and 0.80x does not
     assert ratio_figure("scaleout", "throughput", [80.0], [100.0], n=500).met is False
