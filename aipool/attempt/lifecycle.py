@@ -393,6 +393,17 @@ class AttemptBook:
         count, _ = read_reply(raw)
         return int(count)
 
+    def tell_clock(self) -> None:
+        """Have Redis tell this process its time, once, when no script has yet: a fresh
+        process's host clock may be far off, and a deadline is counted on Redis's clock."""
+        if self.clock.told_yet:
+            return
+        if self.script_time is not None:
+            self.clock.told(self.script_time())
+            return
+        seconds, micros = self.client.time()
+        self.clock.told(float(seconds) + float(micros) / 1_000_000)
+
     # -- plumbing -----------------------------------------------------------------------------
 
     # An op reads the route table once (load_table checks the file each time it is asked).

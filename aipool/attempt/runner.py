@@ -413,12 +413,10 @@ class HopRunner:
             return
         try:
             waits = self.lane_waits(sorted(set(candidates.values())))
-            if not self.book.clock.told_yet:
-                # A fresh process: no script has told it Redis's time yet, and its host's clock
-                # (90 s ahead, say) would make the deadline look spent and pass over every lane
-                # with a wait (issue #42). Asked once per process.
-                seconds, micros = self.book.client.time()
-                self.book.clock.told(float(seconds) + float(micros) / 1_000_000)
+            # A fresh process: no script has told it Redis's time yet, and its host's clock
+            # (90 s ahead, say) would make the deadline look spent and pass over every lane with
+            # a wait (issue #42). Asked once per process.
+            self.book.tell_clock()
         except Exception:  # ages are advice: a Redis that does not answer decides nothing here
             log.debug("lane waits unreadable for request_id=%s", visit.request_id, exc_info=True)
             return
@@ -442,6 +440,12 @@ class HopRunner:
             for at, hop in enumerate(chain[position + 1 :], start=position + 1)
             if not hop.terminal and at not in visit.skips
         ]
+        try:
+            # A fresh process's host clock may be far off: 5 s ahead made a 5 s deadline look
+            # spent, and the call was begun (and charged) with 0 s to answer (#42's model test).
+            self.book.tell_clock()
+        except RedisError:
+            log.debug("Redis's time unknown for request_id=%s", visit.request_id, exc_info=True)
         left = deadline - visit.journey.elapsed_s(self.now())
         return share(left, later, lambda provider: recent_median(self.book.client, provider))
 

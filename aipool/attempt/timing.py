@@ -9,7 +9,13 @@ of what is left of the deadline while later providers remain:
   least :data:`MIN_SAMPLES` times;
 - otherwise an even split of what is left between this hop and the providers after it;
 - never less than :data:`FLOOR_S` (a call shorter than that answers nothing), and never more than
-  what is left; the last provider gets all of it.
+  what is left while that is more than the floor; the last provider gets all of it.
+
+What is left is the worker's estimate, on its own clock corrected by Redis's replies; a host clock
+that stepped since Redis last told it the time can make it short, down to nothing. So a share is
+never below the floor even then: ``begin`` cuts every call at the deadline on Redis's clock, and
+makes none once it has passed, so a share never lets a call run past the deadline, and the
+estimate alone never begins (and charges) a call with no time to answer.
 
 Latencies are kept per provider in Redis (``aipool:latency:<provider>``, the last
 :data:`SAMPLES` answers' call times in seconds, nothing else: no prompt, no request id), so every
@@ -91,8 +97,8 @@ def share(left_s: float, later: Sequence[str], median: Median) -> float:
     providers ``later`` (in chain order) still to try after it."""
     left_s = max(0.0, left_s)
     if not later:
-        return left_s
+        return max(FLOOR_S, left_s)
     known = median(later[0])
     # Unknown: an even split between this hop and the later ones.
     wanted = left_s / (len(later) + 1) if known is None else left_s - known - MARGIN_S
-    return min(left_s, max(FLOOR_S, wanted))
+    return max(FLOOR_S, min(left_s, wanted))

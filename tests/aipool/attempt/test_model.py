@@ -96,6 +96,7 @@ from aipool.attempt.lifecycle import AttemptBook
 from aipool.attempt.money import restore_spend
 from aipool.attempt.runner import Forward, HopRunner, Visit
 from aipool.attempt.task_ids import claim
+from aipool.attempt.timing import FLOOR_S
 from aipool.contract.completion import Completion
 from aipool.contract.journey import Journey
 from aipool.contract.request import Request as Asked
@@ -394,6 +395,11 @@ class AttemptLifecycle(RuleBasedStateMachine):
                 if received is not None and request not in self.stale:
                     left = received + h.deadline_s - self.pool.time.now
                     assert reply.limit_s <= left + 1e-5, (reply, left)
+                    # Nor is it cut below the floor a share keeps while the deadline leaves it
+                    # (aipool.attempt.timing), whatever this worker's host clock says.
+                    if before == "new":
+                        floor = min(FLOOR_S, left, timeout)
+                        assert reply.limit_s >= floor - 1e-5, (reply, left, self.skews)
                     cut = cut or left < timeout - 1e-6
                 else:
                     cut = None
