@@ -25,6 +25,7 @@ from redis.exceptions import RedisError
 from aipool import lanes
 from aipool.attempt import soft_limit, task_ids
 from aipool.attempt.bound import within
+from aipool.attempt.clock import due_in
 from aipool.attempt.event import AttemptEvent, Observer
 from aipool.attempt.layout import (
     Busy,
@@ -232,6 +233,11 @@ class HopRunner:
         """The pool's time (Redis's), as this process estimates it."""
         return self.book.clock.now()
 
+    def eta(self, delay_s: float) -> datetime:
+        """The ETA of a message sent now to be taken ``delay_s`` seconds later, on the pool's
+        clock (:func:`~aipool.attempt.clock.due_in`): what a delayed step's message carries."""
+        return due_in(delay_s, self.book.clock, self.book.client)
+
     # -- entry points ---------------------------------------------------------------------------
 
     def start(
@@ -417,8 +423,7 @@ class HopRunner:
                 # A fresh process: no script has told it Redis's time yet, and its host's clock
                 # (90 s ahead, say) would make the deadline look spent and pass over every lane
                 # with a wait (issue #42). Asked once per process.
-                seconds, micros = self.book.client.time()
-                self.book.clock.told(float(seconds) + float(micros) / 1_000_000)
+                self.book.clock.ask(self.book.client)
         except Exception:  # ages are advice: a Redis that does not answer decides nothing here
             log.debug("lane waits unreadable for request_id=%s", visit.request_id, exc_info=True)
             return
