@@ -48,6 +48,8 @@ def _eta_of(client: redis.Redis, task_id: str) -> float | None:
     )
     for body in bodies:
         message = json.loads(body) if isinstance(body, bytes | str) else body
+        if not isinstance(message, dict):
+            continue  # not a message: another list (a provider's latency samples)
         headers = message.get("headers") or {}
         if headers.get("id") == task_id and headers.get("eta"):
             return datetime.fromisoformat(headers["eta"]).timestamp()
@@ -59,7 +61,7 @@ def test_a_busy_recheck_sent_by_a_worker_off_redis_waits_its_delay_on_the_pools_
     providers: Simulator, ledger_url: str, skew_s: int
 ) -> None:
     # Given a worker whose host clock is 60 s ahead of Redis's (or behind it), and Claude
-    # taking 8 s to answer
+    # slow to answer (the request's deadline cuts its call after about 2 s)
     providers.set_fault("claude", "slow", ms=8000)
     with private_pool(
         4,
@@ -87,7 +89,7 @@ def test_a_busy_recheck_sent_by_a_worker_off_redis_waits_its_delay_on_the_pools_
     # Then the recheck is due within its delay on the pool's (Redis's) clock, not a minute
     # later or earlier
     assert -1.0 <= ahead <= BUSY_RECHECK_S + 1.0
-    # And the worker waited for it on its own clock: the copy came back every few seconds while
-    # Claude's 8 s call lasted (router and Claude's hop for each copy, two rechecks or three),
-    # not at once, again and again, as a worker ahead reading the ETA on its host's clock would
-    assert deliveries <= 8
+    # And the worker waited for it on its own clock: six or seven deliveries of the task id (each
+    # copy's router and Claude hops, the first's next hop, the recheck), not the 38 of a worker
+    # ahead that read the ETA on its host's clock and came back at once while the call lasted
+    assert deliveries <= 10
