@@ -366,7 +366,7 @@ def round_trips_with_workers(pool: Pool, n: int) -> dict[str, dict[str, float]]:
     """Redis commands per request sent by real workers and producers (Redis's MONITOR), for the
     pool and plain Celery, task events on and off."""
     from bench import plain as plain_side
-    from bench.profile import count_commands
+    from bench.profile import commands_sent, count_each
     from tasks.client import submit
 
     kinds: dict[str, Callable[[], Any]] = {
@@ -378,18 +378,8 @@ def round_trips_with_workers(pool: Pool, n: int) -> dict[str, dict[str, float]]:
     found: dict[str, dict[str, float]] = {}
     for events in (False, True):
         with plain_side.side_by_side(pool, 1, events):
-            for kind, call in kinds.items():
-                for _ in range(5):
-                    call()
-
-                def run_all(call: Callable[[], Any] = call) -> None:
-                    for _ in range(n):
-                        call()
-
-                counted = count_commands(pool, run_all, n)
-                sent = sum(
-                    v for k, v in counted.items() if not k.startswith(("lua: ", "in MULTI: "))
-                )
+            for kind, counted in count_each(pool, kinds, n).items():
+                sent = commands_sent(counted)
                 found[f"{kind}, {plain_side.mode_name(events)}"] = {"sent": sent, **counted}
     return found
 

@@ -115,6 +115,29 @@ def count_commands(pool: Any, run: Callable[[], None], requests: int) -> dict[st
     return {name: count / requests for name, count in counts.most_common()}
 
 
+def count_each(
+    pool: Any, kinds: dict[str, Callable[[], Any]], n: int
+) -> dict[str, dict[str, float]]:
+    """:func:`count_commands` for each kind of request: 5 sent untimed first, then ``n``."""
+    found: dict[str, dict[str, float]] = {}
+    for kind, call in kinds.items():
+        for _ in range(5):
+            call()
+
+        def run_all(call: Callable[[], Any] = call) -> None:
+            for _ in range(n):
+                call()
+
+        found[kind] = count_commands(pool, run_all, n)
+    return found
+
+
+def commands_sent(counted: dict[str, float]) -> float:
+    """Of :func:`count_commands`' counts, the commands a client sent (not those a script ran,
+    nor those inside a transaction, which its ``EXEC`` counts)."""
+    return sum(v for k, v in counted.items() if not k.startswith(("lua: ", "in MULTI: ")))
+
+
 def _command_name(words: list[str], scripts: dict[str, str]) -> str:
     """A command's name, and for ``EVALSHA`` the script's name and op (the attempt script's first
     argument after its keys names its op)."""
