@@ -32,6 +32,8 @@ from tests.support.pool import ALL_QUEUES, Worker
 from tests.support.producer import Producer
 from tests.support.services import PostgresServer, RedisServer, SentinelSet
 
+READY_TIMEOUT_S = 90.0
+
 
 @pytest.fixture()
 def providers(healthy: Simulator) -> Iterator[Simulator]:
@@ -110,7 +112,9 @@ def spawn_worker(
         started.append(worker)
         if wait:
             with Producer(redis_url, env.get("AIPOOL_REDIS_SENTINEL_MASTER")) as probe:
-                worker.wait_ready(probe.app)
+                # A worker imports the provider SDKs before it answers: on a loaded machine that
+                # can take longer than the harness's default half minute.
+                worker.wait_ready(probe.app, timeout=READY_TIMEOUT_S)
         return worker
 
     yield spawn
