@@ -28,11 +28,9 @@ from sqlalchemy import Engine
 from aipool.ledger.db import make_engine
 from aipool.simulator import Simulator
 from tests.conftest import worker_env
-from tests.support.pool import ALL_QUEUES, Worker
+from tests.support.pool import ALL_QUEUES, READY_TIMEOUT_S, Worker
 from tests.support.producer import Producer
 from tests.support.services import PostgresServer, RedisServer, SentinelSet
-
-READY_TIMEOUT_S = 90.0
 
 
 @pytest.fixture()
@@ -112,8 +110,6 @@ def spawn_worker(
         started.append(worker)
         if wait:
             with Producer(redis_url, env.get("AIPOOL_REDIS_SENTINEL_MASTER")) as probe:
-                # A worker imports the provider SDKs before it answers: on a loaded machine that
-                # can take longer than the harness's default half minute.
                 worker.wait_ready(probe.app, timeout=READY_TIMEOUT_S)
         return worker
 

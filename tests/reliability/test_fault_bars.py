@@ -66,7 +66,7 @@ from tests.support.beat import Beat
 from tests.support.broker import wait_idle
 from tests.support.faketime import shifted
 from tests.support.figures import record_figure
-from tests.support.pool import ALL_QUEUES, Worker
+from tests.support.pool import ALL_QUEUES, READY_TIMEOUT_S, Worker
 from tests.support.producer import Outcome, Producer
 from tests.support.requests import CLOUD_TRIAGE, CRITICAL, QUESTION
 from tests.support.services import RedisServer
@@ -179,9 +179,11 @@ def test_after_the_fault_calls_ledger_rows_and_quota_agree_for_every_provider(
     empty_ledger(ledger)
     server = redis_server(appendonly=fault == "redis-crash-appendonly")
     client = server.client()
-    workers = [spawn_worker(server.url, concurrency=3, **WORKER_ENV)]
+    workers = [spawn_worker(server.url, concurrency=3, wait=False, **WORKER_ENV)]
     if fault == "worker-90s-ahead":
-        workers.append(spawn_worker(server.url, concurrency=2, **WORKER_ENV, **shifted("+90s")))
+        workers.append(
+            spawn_worker(server.url, concurrency=1, wait=False, **WORKER_ENV, **shifted("+90s"))
+        )
     beat = None
     if fault == "beat-10s-behind":
         beat = Beat(
@@ -195,6 +197,8 @@ def test_after_the_fault_calls_ledger_rows_and_quota_agree_for_every_provider(
             )
         )
     send = producer(server.url)
+    for worker in workers:  # started side by side: each spends seconds importing
+        worker.wait_ready(send.app, timeout=READY_TIMEOUT_S)
     mix = _requests(f"{fault} {uuid.uuid4().hex[:8]}")
     before = {p: providers.calls(p) for p in PROVIDERS}
     try:
