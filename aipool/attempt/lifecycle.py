@@ -400,9 +400,8 @@ class AttemptBook:
             return
         if self.script_time is not None:
             self.clock.told(self.script_time())
-            return
-        seconds, micros = self.client.time()
-        self.clock.told(float(seconds) + float(micros) / 1_000_000)
+        else:
+            self.clock.ask(self.client)
 
     # -- plumbing -----------------------------------------------------------------------------
 

@@ -94,9 +94,10 @@ from aipool.attempt.layout import (
 )
 from aipool.attempt.lifecycle import AttemptBook
 from aipool.attempt.money import restore_spend
-from aipool.attempt.runner import Forward, HopRunner, Visit
+from aipool.attempt.runner import HopRunner
 from aipool.attempt.task_ids import claim
 from aipool.attempt.timing import FLOOR_S
+from aipool.attempt.visit import Forward, Visit
 from aipool.contract.completion import Completion
 from aipool.contract.journey import Journey
 from aipool.contract.request import Request as Asked
