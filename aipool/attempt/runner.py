@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from redis.exceptions import RedisError
 
 from aipool import lanes
-from aipool.attempt import soft_limit, task_ids
+from aipool.attempt import result_write, soft_limit, task_ids
 from aipool.attempt.bound import within
 from aipool.attempt.event import AttemptEvent, Observer
 from aipool.attempt.layout import (
@@ -488,17 +488,26 @@ class HopRunner:
             booked=True,
             call_id=owner,
         )
-        reply = self._finish(
-            visit,
-            position,
-            call,
-            event,
-            owner=owner,
-            answered=True,
-            verdict="success",
-            booked=tokens,
-            answer=completion_to_json(completion),
-        )
+        # The producer's result is made before finish, which may write it with the answer.
+        done = self._answered(visit, position, completion, call.now, event=event)
+        write = result_write.prepare(visit.request_id, done.result)
+        reply: Recorded | Ended | Missing | Foreign | None = None
+        try:
+            reply = self._finish(
+                visit,
+                position,
+                call,
+                event,
+                owner=owner,
+                answered=True,
+                verdict="success",
+                booked=tokens,
+                answer=completion_to_json(completion),
+                result=write,
+            )
+        finally:
+            if write is not None:
+                result_write.settled(write, isinstance(reply, Recorded | Missing))
         if isinstance(reply, Ended):  # a finish retried after its first try took the answer
             log.info("request_id=%s position=%d recorded already", visit.request_id, position)
         elif isinstance(reply, Missing):
@@ -511,7 +520,7 @@ class HopRunner:
                 position,
                 hop.provider,
             )
-        return self._answered(visit, position, completion, call.now, event=event)
+        return done
 
     def _failed(
         self,
