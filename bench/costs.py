@@ -153,10 +153,11 @@ def pool_request(pool: Pool, meters: Meters) -> None:
     """One request by name through both hops, every step metered."""
     from celery.app.task import Context
 
-    from aipool.attempt import runner as runner_module
+    from aipool.attempt import call, visit
     from aipool.attempt.bound import within
     from aipool.attempt.identity import journey_id
     from aipool.attempt.lifecycle import AttemptBook
+    from aipool.attempt.records import HopRecords
     from aipool.contract import result
     from aipool.contract.journey import Journey
     from aipool.contract.request import parse_request
@@ -174,7 +175,7 @@ def pool_request(pool: Pool, meters: Meters) -> None:
     step = meters.step
     observers = runner.observers
     ledger, metrics = observers
-    # The hop looks these up in the modules that run it (tasks.generate, the runner): patched
+    # The hop looks these up in the modules that run it (tasks.generate, the call): patched
     # there, and the metered parse also called here, as the task calls it.
     parse = meters.wrap("contract parse", parse_request)
     with (
@@ -184,12 +185,12 @@ def pool_request(pool: Pool, meters: Meters) -> None:
         patched(AttemptBook, "route", meters.wrap("route record (script)", AttemptBook.route)),
         patched(AttemptBook, "begin", meters.wrap("admission (begin script)", AttemptBook.begin)),
         patched(AttemptBook, "finish", meters.wrap("settle (finish script)", AttemptBook.finish)),
-        patched(runner_module, "within", meters.wrap("call (SDK to the simulator)", within)),
+        patched(call, "within", meters.wrap("call (SDK to the simulator)", within)),
         patched(result, "answered", meters.wrap("result dict", result.answered)),
         patched(
-            runner_module.HopRunner,
+            HopRecords,
             "_observe",
-            meters.wrap("log line (hop, scrubbed)", runner_module.HopRunner._observe),
+            meters.wrap("log line (hop, scrubbed)", HopRecords._observe),
         ),
         patched(
             runner,
@@ -204,7 +205,7 @@ def pool_request(pool: Pool, meters: Meters) -> None:
         OUTBOX.task_started()
         parsed = parse(SIMPLE)
         forward = generate._hop(request_id, parsed, journey_id(request_id, SIMPLE), None, "router")
-        assert isinstance(forward, runner_module.Forward)
+        assert isinstance(forward, visit.Forward)
         with step("re-dispatch message (Task.replace)"):
             kwargs = {"request": SIMPLE, "journey": forward.journey.to_dict()}
             app.amqp.as_task_v2(
@@ -223,7 +224,7 @@ def pool_request(pool: Pool, meters: Meters) -> None:
         done = generate._hop(
             request_id, parsed, journey_id(request_id, SIMPLE), kwargs["journey"], "ollama"
         )
-        assert isinstance(done, runner_module.Done), done
+        assert isinstance(done, visit.Done), done
         _celery_hop_end(pool, meters, request_id, done.result, Context(id=request_id))
         left = OUTBOX.task_ended()
         if left:
@@ -365,7 +366,7 @@ def round_trips_with_workers(pool: Pool, n: int) -> dict[str, dict[str, float]]:
     """Redis commands per request sent by real workers and producers (Redis's MONITOR), for the
     pool and plain Celery, task events on and off."""
     from bench import plain as plain_side
-    from bench.profile import count_commands
+    from bench.profile import commands_sent, count_each
     from tasks.client import submit
 
     kinds: dict[str, Callable[[], Any]] = {
@@ -377,18 +378,8 @@ def round_trips_with_workers(pool: Pool, n: int) -> dict[str, dict[str, float]]:
     found: dict[str, dict[str, float]] = {}
     for events in (False, True):
         with plain_side.side_by_side(pool, 1, events):
-            for kind, call in kinds.items():
-                for _ in range(5):
-                    call()
-
-                def run_all(call: Callable[[], Any] = call) -> None:
-                    for _ in range(n):
-                        call()
-
-                counted = count_commands(pool, run_all, n)
-                sent = sum(
-                    v for k, v in counted.items() if not k.startswith(("lua: ", "in MULTI: "))
-                )
+            for kind, counted in count_each(pool, kinds, n).items():
+                sent = commands_sent(counted)
                 found[f"{kind}, {plain_side.mode_name(events)}"] = {"sent": sent, **counted}
     return found
 

@@ -20,12 +20,14 @@ from dataclasses import dataclass
 
 from rich.console import Console
 
+from bench.done_when import verdicts
 from bench.figures import Figure, Report
 
 GROUPS = (
     "cpu",
     "plain",
     "network",
+    "scaleout",
     "overhead",
     "skip",
     "failover",
@@ -52,6 +54,8 @@ class Sizes:
     plain: int
     plain_block: int
     plain_concurrency: tuple[int, ...]
+    #: Requests of each kind whose Redis commands are counted (MONITOR), Redis a network away.
+    counted: int
 
 
 QUICK = Sizes(
@@ -64,6 +68,7 @@ QUICK = Sizes(
     plain=20,
     plain_block=10,
     plain_concurrency=(1,),
+    counted=20,
 )
 FULL = Sizes(
     latency=300,
@@ -75,6 +80,7 @@ FULL = Sizes(
     plain=400,
     plain_block=20,
     plain_concurrency=(1, 4),
+    counted=50,
 )
 
 
@@ -121,12 +127,22 @@ def _redis_url() -> str:
 
 
 def _commit() -> str:
+    """HEAD's short hash, with ``+changes`` when tracked files differ from it (other than the
+    page and JSON ``--write`` rewrites): the figures then belong to no commit exactly."""
     try:
-        return subprocess.run(
+        head = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
         ).stdout.strip()
+        changed = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
     except (OSError, subprocess.CalledProcessError):
         return "?"
+    written = {"docs/benchmarks.json", "docs/benchmarks.md"}
+    return head + ("+changes" if any(line[3:] not in written for line in changed) else "")
 
 
 def _progress(message: str) -> None:
@@ -135,7 +151,7 @@ def _progress(message: str) -> None:
 
 def run(groups: tuple[str, ...], quick: bool) -> Report:
     """Measure ``groups`` and return the report (the JSON lines are printed as they come)."""
-    from bench import bench_rollup, cpu, latency, load, memory, plain
+    from bench import bench_rollup, cpu, latency, load, memory, network, plain
     from bench.environment import prepare
 
     sizes = QUICK if quick else FULL
@@ -162,7 +178,10 @@ def run(groups: tuple[str, ...], quick: bool) -> Report:
                 )
         if "network" in pool_groups:
             _progress("Redis a network away (0.5 ms per command)")
-            plain.network(pool, report, sizes.plain, sizes.plain_block)
+            network.network(pool, report, sizes.plain, sizes.plain_block, counted=sizes.counted)
+        if "scaleout" in pool_groups:
+            _progress(f"throughput, {plain.SPREAD_WORKERS} worker processes on 4 queues")
+            plain.spread(pool, report, sizes.throughput, sizes.rounds)
         # Back to the pool's defaults for the other groups.
         pool.app.conf.task_send_sent_event = True
         steps: list[tuple[str, Callable[[], None]]] = []
@@ -239,7 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--write",
         action="store_true",
-        help="keep the run in docs/benchmarks.json and its tables in docs/benchmarks.md",
+        help="keep the run in docs/benchmarks.json and its tables in docs/benchmarks.md (the "
+        "groups run replace theirs; the others' figures stay, each with its own commit)",
     )
     args = parser.parse_args(argv)
     if args.write:
@@ -260,6 +280,9 @@ def main(argv: list[str] | None = None) -> int:
     report = run(groups, args.quick)
     console = Console(file=sys.stdout, width=160)
     report.table(console)
+    console.print("Issue #44, done when:", highlight=False)
+    for line in verdicts([figure.to_dict() for figure in report.figures]):
+        console.print(f"  {line}", highlight=False, markup=False)
     console.print(
         f"{'quick' if args.quick else 'full'} run, {time.monotonic() - started:.0f} s, "
         + ", ".join(f"{k} {v}" for k, v in info.items())

@@ -7,7 +7,10 @@ none of the pool's settings, signals, consumer or result backend are in its figu
 
 - ``plain.generate``: on its first queue it replaces itself once onto the second (the pool's
   router → provider hop), where it makes one call to the simulated Ollama through its SDK;
-  sent straight to the second queue it is one hop (the pool's ``submit()``).
+  sent straight to the second queue it is one hop (the pool's ``submit()``). ``then`` names the
+  second queue: ``plain.second``, or ``plain.second.urgent`` for a request sent to the first
+  queue's urgent twin, as the pool's urgent requests keep to the urgent lanes (the figures with
+  four worker processes on four queues).
 
 Task events (``worker_send_task_events``, ``task_send_sent_event``), which Flower needs, are off
 as in Celery's defaults unless ``AIPOOL_BENCH_PLAIN_EVENTS=1``.
@@ -24,6 +27,9 @@ from bench.sdk_calls import call
 
 FIRST = "plain.first"
 SECOND = "plain.second"
+#: The twins of the two queues, as the pool's urgent lanes are of its routine ones.
+FIRST_URGENT = "plain.first.urgent"
+SECOND_URGENT = "plain.second.urgent"
 TASK_NAME = "plain.generate"
 EVENTS_ENV = "AIPOOL_BENCH_PLAIN_EVENTS"
 
@@ -54,12 +60,14 @@ configure(app, os.environ.get(EVENTS_ENV) == "1")
 
 
 @app.task(name=TASK_NAME, bind=True)
-def generate(self: Task[Any, Any], request: dict[str, Any], second: bool = False) -> Any:
-    """Replace onto the second queue, or, there, call the model and answer."""
+def generate(
+    self: Task[Any, Any], request: dict[str, Any], second: bool = False, then: str = SECOND
+) -> Any:
+    """Replace onto the second queue (``then``), or, there, call the model and answer."""
     if not second:
         return self.replace(
             self.signature(
-                kwargs={"request": request, "second": True}, queue=SECOND, routing_key=SECOND
+                kwargs={"request": request, "second": True}, queue=then, routing_key=then
             )
         )
     call("ollama")

@@ -33,7 +33,7 @@ INTERESTING = (
     ("HopRunner.run", "run (aipool/attempt/runner.py"),
     ("attempt script (begin, finish, advance)", "_run (aipool/attempt/lifecycle.py"),
     ("provider call (adapter)", "complete (aipool/providers/"),
-    ("hop records (ledger, metrics, log)", "_observe (aipool/attempt/runner.py"),
+    ("hop records (ledger, metrics, log)", "_observe (aipool/attempt/records.py"),
     ("result dict", "answered (aipool/contract/result.py"),
     ("Task.replace", "replace (celery/app/task.py"),
     ("backend store_result", "store_result (celery/backends/base.py"),
@@ -113,6 +113,29 @@ def count_commands(pool: Any, run: Callable[[], None], requests: int) -> dict[st
     pool.redis.ping()  # one more event so the listener sees the stop
     thread.join(5)
     return {name: count / requests for name, count in counts.most_common()}
+
+
+def count_each(
+    pool: Any, kinds: dict[str, Callable[[], Any]], n: int
+) -> dict[str, dict[str, float]]:
+    """:func:`count_commands` for each kind of request: 5 sent untimed first, then ``n``."""
+    found: dict[str, dict[str, float]] = {}
+    for kind, call in kinds.items():
+        for _ in range(5):
+            call()
+
+        def run_all(call: Callable[[], Any] = call) -> None:
+            for _ in range(n):
+                call()
+
+        found[kind] = count_commands(pool, run_all, n)
+    return found
+
+
+def commands_sent(counted: dict[str, float]) -> float:
+    """Of :func:`count_commands`' counts, the commands a client sent (not those a script ran,
+    nor those inside a transaction, which its ``EXEC`` counts)."""
+    return sum(v for k, v in counted.items() if not k.startswith(("lua: ", "in MULTI: ")))
 
 
 def _command_name(words: list[str], scripts: dict[str, str]) -> str:

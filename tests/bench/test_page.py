@@ -62,3 +62,59 @@ def test_a_page_without_its_markers_is_not_written(tmp_path: Path) -> None:
     # Then writing a run says so rather than losing the figures' place
     with pytest.raises(SystemExit, match="no generated section"):
         write(_report(), {}, tmp_path / "b.json", page)
+
+
+def _figure(group: str, name: str, value: float) -> Figure:
+    return Figure(group, name, value, "ms")
+
+
+def test_a_run_of_some_groups_keeps_the_others_each_figure_with_its_commit(
+    tmp_path: Path,
+) -> None:
+    # Given a page and the JSON of a full run at commit aaa, written before figures had commits
+    page = tmp_path / "benchmarks.md"
+    page.write_text(f"{START}\n{END}\n")
+    kept = tmp_path / "benchmarks.json"
+    old = {
+        "date": "2026-12-01 10:00 UTC",
+        "machine": {"commit": "aaa"},
+        "figures": [
+            _figure("cpu", "import time", 1.0).to_dict(),
+            _figure("network", "old network", 2.0).to_dict(),
+            _figure("memory", "rss", 3.0).to_dict(),
+        ],
+    }
+    kept.write_text(json.dumps(old))
+    # When a run of the network and scaleout groups at commit bbb is written
+    report = Report(io.StringIO())
+    report.add(_figure("scaleout", "four workers", 5.0))
+    report.add(_figure("network", "new network", 4.0))
+    run = {"date": "2026-12-06 23:00 UTC", "groups": ["network", "scaleout"]}
+    write(report, {**run, "machine": {"commit": "bbb"}}, kept, page)
+    # Then the network figure is replaced, the others kept, in bench/run's order of groups
+    figures = json.loads(kept.read_text())["figures"]
+    assert [(f["figure"], f["commit"]) for f in figures] == [
+        ("import time", "aaa"),
+        ("new network", "bbb"),
+        ("four workers", "bbb"),
+        ("rss", "aaa"),
+    ]
+    assert figures[0]["date"] == "2026-12-01 10:00 UTC"
+    # And the page says which commit each figure belongs to, and which groups are older
+    text = page.read_text()
+    assert "| network | new network | 4 ms |  |  |  | `bbb` |" in text
+    assert "| cpu | import time | 1 ms |  |  |  | `aaa` |" in text
+    assert "cpu, memory from commit `aaa` (2026-12-01 10:00 UTC)" in text
+
+
+def test_a_full_run_replaces_every_figure(tmp_path: Path) -> None:
+    # Given a kept run with a figure of a group the new run also measures
+    page = tmp_path / "benchmarks.md"
+    page.write_text(f"{START}\n{END}\n")
+    kept = tmp_path / "benchmarks.json"
+    write(_report(), {"groups": ["plain"], "machine": {"commit": "aaa"}}, kept, page)
+    # When the next run measures that group again
+    write(_report(), {"groups": ["plain"], "machine": {"commit": "bbb"}}, kept, page)
+    # Then only the new run's figures are kept, and the page names no earlier run
+    assert {f["commit"] for f in json.loads(kept.read_text())["figures"]} == {"bbb"}
+    assert "earlier runs" not in page.read_text()

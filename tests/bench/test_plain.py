@@ -8,7 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.plain import difference_ci, in_blocks
+from bench.latency import SIMPLE
+from bench.plain import (
+    THROUGHPUT_RATIO,
+    URGENT,
+    alternating,
+    difference_ci,
+    in_blocks,
+    ratio_figure,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,3 +64,38 @@ def test_the_interval_brackets_a_clear_difference_and_spans_zero_for_none() -> N
     # And two sides drawn alike have an interval that holds 0
     low, high = difference_ci(plain, list(reversed(plain)))
     assert low <= 0.0 <= high
+
+
+def test_with_lanes_each_send_alternates_routine_and_urgent() -> None:
+    # Given a send that notes whether it was urgent
+    sent: list[bool] = []
+    # When it is called four times with lanes, and twice without
+    with_lanes = alternating(sent.append, lanes=True)
+    for _ in range(4):
+        with_lanes()
+    without = alternating(sent.append, lanes=False)
+    without()
+    without()
+    # Then the lanes take turns, and without lanes every request is routine
+    assert sent == [False, True, False, True, False, False]
+
+
+def test_the_urgent_request_is_the_routine_one_with_a_deadline_that_makes_it_urgent() -> None:
+    from aipool.contract.request import parse_request
+    from aipool.lanes import is_urgent
+
+    # The spread figures' urgent half differs from the routine half only by its deadline
+    assert {k: v for k, v in URGENT.items() if k != "deadline_s"} == SIMPLE
+    assert is_urgent(parse_request(URGENT), "GENERAL", "normal")
+    assert not is_urgent(parse_request(SIMPLE), "GENERAL", "normal")
+
+
+def test_the_throughput_figure_takes_each_sides_best_round_and_holds_the_ratio_to_target() -> None:
+    # Given the pool's rounds and plain Celery's
+    figure = ratio_figure("scaleout", "throughput", [80.0, 90.0], [100.0, 95.0], n=500)
+    # Then the best rounds are compared: 0.90x meets the 0.85x target
+    assert (figure.value, figure.baseline, figure.details["ratio"]) == (90.0, 100.0, 0.9)
+    assert figure.met is True and figure.target == f"≥ {THROUGHPUT_RATIO}x plain"
+    assert figure.baseline_name == "plain Celery; pool/plain 0.90x"
+    # and 0.80x does not
+    assert ratio_figure("scaleout", "throughput", [80.0], [100.0], n=500).met is False
