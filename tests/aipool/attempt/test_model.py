@@ -518,7 +518,8 @@ class AttemptLifecycle(RuleBasedStateMachine):
         h = self.requests[call.request].header
         write = result_write(h, call.owner)
         before = self.client.get(write.key)
-        book = self._worker(call.worker)
+        # The worker's own book (a subclass's _worker may wrap it anew each time it is asked).
+        book = self.workers[call.worker % len(self.workers)]
 
         # The model's own call_answers, its finish carrying the result (the runner's, when the
         # task hands it a writer).
