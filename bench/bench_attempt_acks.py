@@ -24,7 +24,8 @@ from typing import Any
 from aipool.attempt.identity import journey_id
 from aipool.attempt.lifecycle import AttemptBook
 from aipool.attempt.money import MoneyRules
-from aipool.attempt.runner import Done, HopRunner
+from aipool.attempt.runner import HopRunner
+from aipool.attempt.visit import Done
 from aipool.breaker import breakers_for
 from aipool.contract.completion import Completion
 from aipool.contract.journey import Journey

@@ -153,10 +153,11 @@ def pool_request(pool: Pool, meters: Meters) -> None:
     """One request by name through both hops, every step metered."""
     from celery.app.task import Context
 
-    from aipool.attempt import runner as runner_module
+    from aipool.attempt import call, visit
     from aipool.attempt.bound import within
     from aipool.attempt.identity import journey_id
     from aipool.attempt.lifecycle import AttemptBook
+    from aipool.attempt.records import HopRecords
     from aipool.contract import result
     from aipool.contract.journey import Journey
     from aipool.contract.request import parse_request
@@ -174,7 +175,7 @@ def pool_request(pool: Pool, meters: Meters) -> None:
     step = meters.step
     observers = runner.observers
     ledger, metrics = observers
-    # The hop looks these up in the modules that run it (tasks.generate, the runner): patched
+    # The hop looks these up in the modules that run it (tasks.generate, the call): patched
     # there, and the metered parse also called here, as the task calls it.
     parse = meters.wrap("contract parse", parse_request)
     with (
@@ -184,12 +185,12 @@ def pool_request(pool: Pool, meters: Meters) -> None:
         patched(AttemptBook, "route", meters.wrap("route record (script)", AttemptBook.route)),
         patched(AttemptBook, "begin", meters.wrap("admission (begin script)", AttemptBook.begin)),
         patched(AttemptBook, "finish", meters.wrap("settle (finish script)", AttemptBook.finish)),
-        patched(runner_module, "within", meters.wrap("call (SDK to the simulator)", within)),
+        patched(call, "within", meters.wrap("call (SDK to the simulator)", within)),
         patched(result, "answered", meters.wrap("result dict", result.answered)),
         patched(
-            runner_module.HopRunner,
+            HopRecords,
             "_observe",
-            meters.wrap("log line (hop, scrubbed)", runner_module.HopRunner._observe),
+            meters.wrap("log line (hop, scrubbed)", HopRecords._observe),
         ),
         patched(
             runner,
@@ -204,7 +205,7 @@ def pool_request(pool: Pool, meters: Meters) -> None:
         OUTBOX.task_started()
         parsed = parse(SIMPLE)
         forward = generate._hop(request_id, parsed, journey_id(request_id, SIMPLE), None, "router")
-        assert isinstance(forward, runner_module.Forward)
+        assert isinstance(forward, visit.Forward)
         with step("re-dispatch message (Task.replace)"):
             kwargs = {"request": SIMPLE, "journey": forward.journey.to_dict()}
             app.amqp.as_task_v2(
@@ -223,7 +224,7 @@ def pool_request(pool: Pool, meters: Meters) -> None:
         done = generate._hop(
             request_id, parsed, journey_id(request_id, SIMPLE), kwargs["journey"], "ollama"
         )
-        assert isinstance(done, runner_module.Done), done
+        assert isinstance(done, visit.Done), done
         _celery_hop_end(pool, meters, request_id, done.result, Context(id=request_id))
         left = OUTBOX.task_ended()
         if left:

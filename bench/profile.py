@@ -33,7 +33,7 @@ INTERESTING = (
     ("HopRunner.run", "run (aipool/attempt/runner.py"),
     ("attempt script (begin, finish, advance)", "_run (aipool/attempt/lifecycle.py"),
     ("provider call (adapter)", "complete (aipool/providers/"),
-    ("hop records (ledger, metrics, log)", "_observe (aipool/attempt/runner.py"),
+    ("hop records (ledger, metrics, log)", "_observe (aipool/attempt/records.py"),
     ("result dict", "answered (aipool/contract/result.py"),
     ("Task.replace", "replace (celery/app/task.py"),
     ("backend store_result", "store_result (celery/backends/base.py"),

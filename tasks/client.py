@@ -22,7 +22,7 @@ from celery.result import AsyncResult
 
 from aipool import tracing
 from aipool.attempt.identity import journey_id
-from aipool.attempt.runner import Done
+from aipool.attempt.visit import Done
 from aipool.cache.front import Recheck
 from aipool.contract.request import parse_request
 from aipool.routing.router import decide

@@ -22,7 +22,7 @@ from aipool.attempt import soft_limit
 from aipool.attempt.identity import journey_id
 from aipool.attempt.layout import answer_key, replay_key
 from aipool.attempt.lifecycle import answer_keep_s
-from aipool.attempt.runner import Done, Drop, Forward
+from aipool.attempt.visit import Done, Drop, Forward
 from aipool.backlog import broker_client, first_seen
 from aipool.cache.front import Recheck
 from aipool.contract import result

@@ -33,7 +33,8 @@ from typing import Any
 
 from aipool import lanes, tracing
 from aipool.attempt.event import AttemptEvent
-from aipool.attempt.runner import Done, Drop, Forward, HopRunner
+from aipool.attempt.runner import HopRunner
+from aipool.attempt.visit import Done, Drop, Forward
 from aipool.cache.policy import Cacheable, cacheable
 from aipool.cache.store import Entry, Hit, ResponseStore, Wait
 from aipool.contract import result

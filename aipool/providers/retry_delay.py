@@ -14,7 +14,7 @@ defines for it:
 
 :func:`declared_delay` reads them all and answers the delay in seconds, or ``None`` when the
 provider declared none (a 429 without a delay counts against the provider's breaker; one with a
-delay pauses it, :mod:`aipool.attempt.runner`).
+delay pauses it, :mod:`aipool.attempt.call`).
 """
 
 from __future__ import annotations

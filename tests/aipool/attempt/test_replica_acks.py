@@ -16,7 +16,8 @@ from prometheus_client import REGISTRY
 from aipool.attempt.identity import journey_id
 from aipool.attempt.layout import record_key
 from aipool.attempt.lifecycle import AttemptBook
-from aipool.attempt.runner import Done, Forward, HopRunner
+from aipool.attempt.runner import HopRunner
+from aipool.attempt.visit import Done, Forward
 from aipool.breaker import breakers_for
 from aipool.contract.completion import Completion
 from aipool.contract.journey import Journey

@@ -11,7 +11,8 @@ import fakeredis
 from aipool.attempt.clock import RedisClock
 from aipool.attempt.identity import journey_id
 from aipool.attempt.lifecycle import AttemptBook
-from aipool.attempt.runner import Forward, HopRunner
+from aipool.attempt.runner import HopRunner
+from aipool.attempt.visit import Forward
 from aipool.breaker import breakers_for
 from aipool.contract.request import parse_request
 from aipool.contract.route import Hop, Route

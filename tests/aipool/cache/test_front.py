@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from aipool.attempt.runner import Forward
+from aipool.attempt.visit import Forward
 from aipool.cache.front import RECHECK_MAX_S, RECHECK_MIN_S, CacheFront, Recheck
 from aipool.cache.store import Lead, Wait
 from aipool.contract.journey import Journey
