@@ -51,7 +51,8 @@ def decision_inputs(request: Request) -> Iterator[str]:
     yield str(len(request.tools))
     yield request.intent or ""
     yield request.priority
-    yield request.service if request.service is not None else "\0none"
+    # No service and a named one never read alike: a name is marked, absence is empty.
+    yield "" if request.service is None else "=" + request.service
 
 
 class Recall:
