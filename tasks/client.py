@@ -43,7 +43,8 @@ class Dispatch:
     kwargsrepr: str
     #: An answer the response cache gave: :func:`send` writes it as the result, sends nothing.
     answer: dict[str, Any] | None = None
-    #: Seconds before the message is to be taken (an identical request is being answered).
+    #: Seconds before the message is to be taken (an identical request is being answered):
+    #: :func:`send` writes its ETA on the pool's clock.
     countdown: float | None = None
 
 
@@ -82,8 +83,9 @@ def send(dispatch: Dispatch, *, app: Celery | None = None, **options: Any) -> As
     if dispatch.answer is not None:
         app.backend.store_result(dispatch.task_id, dispatch.answer, "SUCCESS")
         return AsyncResult(dispatch.task_id, app=app)
-    if dispatch.countdown is not None:
-        options.setdefault("countdown", dispatch.countdown)
+    if dispatch.countdown is not None and not {"countdown", "eta"} & options.keys():
+        # On the pool's clock, as the workers' own rechecks (tasks.generate._forward).
+        options["eta"] = cache_front().runner.eta(dispatch.countdown)
     headers = {**(options.pop("headers", None) or {}), **described()}
     return app.send_task(
         TASK_NAME,

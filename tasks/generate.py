@@ -274,10 +274,14 @@ def _forward(task: Task[Any, Any], request: Any, step: Forward | Recheck) -> Any
     limits: the pool's settings own every hop's.
 
     A :class:`Recheck` goes back by name to the router, without a journey (an identical request
-    is fetching its answer: it looks in the response cache again when it arrives)."""
+    is fetching its answer: it looks in the response cache again when it arrives).
+
+    A step with a delay is sent with its ETA on the pool's clock (:meth:`HopRunner.eta`); the
+    worker that takes it waits for that instant on its own (``workers/edge/eta.py``)."""
     options = carried_options(task.request)
     if step.delay_s:
-        options["countdown"] = step.delay_s
+        # On the pool's clock, not as a countdown Celery would add to this host's (issue #42).
+        options["eta"] = cache_front().runner.eta(step.delay_s)
     journey = step.journey if isinstance(step, Forward) else None
     kwargs: dict[str, Any] = {"request": request}
     if journey is not None:

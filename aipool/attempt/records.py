@@ -8,12 +8,14 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
 from redis.exceptions import RedisError
 
 from aipool.attempt import soft_limit
+from aipool.attempt.clock import due_in
 from aipool.attempt.event import AttemptEvent, Observer
 from aipool.attempt.layout import Call, Ended, Foreign, Missing, Recorded
 from aipool.attempt.lifecycle import AttemptBook
@@ -52,6 +54,11 @@ class HopRecords:
     def now(self) -> float:
         """The pool's time (Redis's), as this process estimates it."""
         return self.book.clock.now()
+
+    def eta(self, delay_s: float) -> datetime:
+        """The ETA of a message sent now to be taken ``delay_s`` seconds later, on the pool's
+        clock (:func:`~aipool.attempt.clock.due_in`): what a delayed step's message carries."""
+        return due_in(delay_s, self.book.clock, self.book.client)
 
     def _finish(
         self,

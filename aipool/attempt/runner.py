@@ -302,8 +302,7 @@ class HopRunner(HopCall):
                 # A fresh process: no script has told it Redis's time yet, and its host's clock
                 # (90 s ahead, say) would make the deadline look spent and pass over every lane
                 # with a wait (issue #42). Asked once per process.
-                seconds, micros = self.book.client.time()
-                self.book.clock.told(float(seconds) + float(micros) / 1_000_000)
+                self.book.clock.ask(self.book.client)
         except Exception:  # ages are advice: a Redis that does not answer decides nothing here
             log.debug("lane waits unreadable for request_id=%s", visit.request_id, exc_info=True)
             return

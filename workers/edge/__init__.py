@@ -30,9 +30,9 @@ Where the check sits, and why there:
   (``broker_transport``).
 
 One idea per module: ``inspection`` (what is wrong with a message, and the ``Refusal`` that says
-so, built in one place), ``withholding`` (the prompt kept out of task events), ``consumer`` (the
-consumer and its handler wrapper) and ``transport`` (the Redis transport, a pinned copy of one
-kombu method).
+so, built in one place), ``withholding`` (the prompt kept out of task events), ``eta`` (a
+message's ETA moved from the pool's clock onto this host's), ``consumer`` (the consumer and its
+handler wrapper) and ``transport`` (the Redis transport, a pinned copy of one kombu method).
 
 A refused message is rejected without requeue (so it leaves the queue and, on Redis, the unacked
 set), logged once on one line with its task id, queue and reason and never its body, and, when it

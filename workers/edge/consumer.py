@@ -15,9 +15,11 @@ from celery.worker.consumer import Consumer
 from kombu.serialization import prepare_accept_content
 
 from aipool.contract import result
+from workers.edge.eta import EtaOnHost
 from workers.edge.inspection import Refusal, inspect_message, log_refusal, refusal_of, shown
 from workers.edge.transport import RedisTransport
 from workers.edge.withholding import withhold_prompt
+from workers.runtime import shared_redis
 
 log = logging.getLogger("aipool.edge")
 
@@ -32,13 +34,15 @@ def guarded(
     inspect: Callable[[Any], Refusal | None],
     refuse: Callable[[Refusal, Any], None],
     connection_errors: tuple[type[BaseException], ...],
+    on_time: Callable[[Any], None] = lambda headers: None,
 ) -> Callable[[Any], Any]:
     """Celery's task message handler ``handle`` with the edge in front of it.
 
     A message ``inspect`` finds fault with is refused and never reaches ``handle``. One that passes
-    and still makes ``handle`` raise is refused too, unless Celery already acknowledged it or the
-    error is the connection's own (``connection_errors``: re-raised, so Celery reconnects and the
-    broker redelivers it).
+    has its headers' times read on this host's clock (``on_time``, :mod:`workers.edge.eta`), and
+    one that still makes ``handle`` raise is refused too, unless Celery already acknowledged it or
+    the error is the connection's own (``connection_errors``: re-raised, so Celery reconnects and
+    the broker redelivers it).
     """
 
     def on_task_received(message: Any) -> Any:
@@ -48,6 +52,7 @@ def guarded(
             return None
         withhold_prompt(message)
         try:
+            on_time(message.headers)
             return handle(message)
         except connection_errors:
             raise
@@ -72,6 +77,10 @@ class EdgeConsumer(Consumer):
     Selected with ``worker_consumer`` in ``workers.app``.
     """
 
+    #: Moves each message's ETA from the pool's clock onto this host's (one per worker: it keeps
+    #: the offset Redis last told).
+    _eta_on_host = EtaOnHost(shared_redis)
+
     def create_task_handler(self, *args: Any, **kwargs: Any) -> Callable[[Any], Any]:
         # Exactly the tasks Celery would dispatch: those it built a strategy for.
         known = {name: self.app.tasks[name] for name in self.strategies if name in self.app.tasks}  # type: ignore[attr-defined]  # Consumer's, not in celery-types' stub
@@ -88,6 +97,7 @@ class EdgeConsumer(Consumer):
             lambda message: inspect_message(message, known, accept),
             self.refuse,
             connection_errors,
+            self._eta_on_host,
         )
 
     def on_decode_error(self, message: Any, exc: Exception) -> None:

@@ -78,3 +78,23 @@ def test_a_failure_after_celery_acknowledged_the_message_is_only_logged(
     assert [r.getMessage() for r in caplog.records] == [
         "message id-7 failed after it was handed on (RuntimeError)"
     ]
+
+
+def test_a_message_reaches_celery_with_its_eta_on_this_hosts_clock() -> None:
+    # Given the edge reading times on this host's clock (here: moving every ETA by a minute)
+    seen: list[Any] = []
+
+    def on_time(headers: dict[str, Any]) -> None:
+        headers["eta"] = "2026-12-06T10:01:05+00:00"
+
+    handler = guarded(
+        lambda message: seen.append(message.headers["eta"]),
+        lambda m: None,
+        _Refusals(),
+        (),
+        on_time,
+    )
+    # When a message with an ETA on the pool's clock arrives
+    handler(_message("[[1, 2], {}, {}]", {"task": "edge.add", "id": "i", "eta": "x"}))
+    # Then Celery reads the ETA moved onto this host's clock
+    assert seen == ["2026-12-06T10:01:05+00:00"]
