@@ -59,6 +59,7 @@ def test_a_request_that_differs_in_anything_the_router_reads_is_decided_apart() 
         replace(base, intent="ALERT_TRIAGE"),
         replace(base, tools=(TOOL,)),
         replace(base, priority="critical"),
+        replace(base, service="copilot"),
         replace(base, system="Review nothing."),
         replace(base, messages=(Message("user", "restart the api"),)),
         replace(base, messages=(*base.messages, Message("assistant", "ok"))),
