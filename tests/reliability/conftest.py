@@ -28,7 +28,7 @@ from sqlalchemy import Engine
 from aipool.ledger.db import make_engine
 from aipool.simulator import Simulator
 from tests.conftest import worker_env
-from tests.support.pool import ALL_QUEUES, Worker
+from tests.support.pool import ALL_QUEUES, READY_TIMEOUT_S, Worker
 from tests.support.producer import Producer
 from tests.support.services import PostgresServer, RedisServer, SentinelSet
 
@@ -110,7 +110,7 @@ def spawn_worker(
         started.append(worker)
         if wait:
             with Producer(redis_url, env.get("AIPOOL_REDIS_SENTINEL_MASTER")) as probe:
-                worker.wait_ready(probe.app)
+                worker.wait_ready(probe.app, timeout=READY_TIMEOUT_S)
         return worker
 
     yield spawn

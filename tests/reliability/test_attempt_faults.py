@@ -35,6 +35,8 @@ from tests.support.accounting import (
     quota_charges,
     trail,
 )
+from tests.support.broker import wait_idle
+from tests.support.faketime import shifted
 from tests.support.figures import record_figure
 from tests.support.pool import ALL_QUEUES, Worker
 from tests.support.private_pool import PrivatePool, private_pool, send
@@ -47,15 +49,6 @@ pytestmark = pytest.mark.integration
 TIMEOUT = 60
 ROOT = Path(__file__).resolve().parents[2]
 NO_RPM = {"AIPOOL_CLAUDE_RPM": "unlimited"}
-
-
-def _idle(client: redis.Redis, queues: tuple[str, ...], timeout: float = 60.0) -> None:
-    """Wait until no message waits or is held (the redeliveries are done)."""
-    eventually(
-        lambda: sum(client.llen(q) for q in queues) + client.hlen("unacked") == 0,
-        timeout,
-        "the broker emptied",
-    )
 
 
 def _accounted(client: redis.Redis, engine: Engine, request_ids: list[str]) -> list[Any]:
@@ -88,7 +81,7 @@ def test_a_request_published_twice_under_one_task_id_pays_once(
     send(private, CRITICAL, task_id=task_id)
     # When both messages are served
     answer = first.get(timeout=TIMEOUT)
-    _idle(private.client, private.worker.queues)
+    wait_idle(private.client, private.worker.queues)
     # Then Claude answered once, and once is what the quota and the ledger charge
     assert (answer["status"], answer["provider"]) == ("ok", "claude")
     assert providers.calls("claude") == 1
@@ -118,7 +111,7 @@ def test_a_countdown_past_the_visibility_timeout_pays_once(
     # When it comes due
     answer = result.get(timeout=TIMEOUT)
     time.sleep(12)  # one more visibility timeout, for any copy still held
-    _idle(private.client, private.worker.queues)
+    wait_idle(private.client, private.worker.queues)
     # Then Claude was called once for it, and charged once
     assert (answer["status"], answer["provider"]) == ("ok", "claude")
     assert providers.calls("claude") == 1
@@ -145,7 +138,7 @@ def test_a_paid_answer_redelivered_past_its_deadline_is_the_answer(
     result = send(private, {**CRITICAL, "deadline_s": 2})
     # When the message comes back and is served again
     answer = result.get(timeout=TIMEOUT)
-    _idle(private.client, private.worker.queues)
+    wait_idle(private.client, private.worker.queues)
     # Then the producer gets Claude's answer (not a deadline skip to the static answer), and
     # Claude was not called again
     assert private.client.exists("aipool:test:crashed")
@@ -165,7 +158,7 @@ def test_a_free_providers_redelivered_hop_calls_it_once(
     result = send(private, TOOL_QUESTION)
     answer = result.get(timeout=TIMEOUT)
     eventually(lambda: private.client.exists("aipool:test:crashed"), 30, "the crash")
-    _idle(private.client, private.worker.queues)
+    wait_idle(private.client, private.worker.queues)
     # Then the redelivered hop returned the kept answer: free does not mean "may run twice"
     assert answer["provider"] == "nemotron"
     assert providers.calls("nemotron") == 1
@@ -298,16 +291,10 @@ def test_a_redis_that_stalls_for_20_s_mid_call_costs_no_second_call(
         ("ok", "claude")
     ] * 4
     assert providers.calls("claude") == 4
-    _idle(client, ALL_QUEUES)
+    wait_idle(client, ALL_QUEUES)
     rows = _accounted(client, ledger, [o.task_id for o in outcomes])
     assert [r.outcome for r in rows] == ["ok"] * 4
     record_figure("Redis SIGSTOP 20 s mid-call", "Claude calls for 4 requests", 4)
-
-
-def _faketime_library() -> str:
-    found = sorted(Path("/usr/lib").glob("*/faketime/libfaketimeMT.so.1"))
-    assert found, "libfaketime is not installed (.ci/services installs it)"
-    return str(found[0])
 
 
 def test_a_worker_whose_clock_is_90_s_ahead_changes_nothing_the_pool_counts(
@@ -326,9 +313,7 @@ def test_a_worker_whose_clock_is_90_s_ahead_changes_nothing_the_pool_counts(
     spawn_worker(
         server.url,
         concurrency=1,
-        LD_PRELOAD=_faketime_library(),
-        FAKETIME="+90s",
-        FAKETIME_DONT_FAKE_MONOTONIC="1",
+        **shifted("+90s"),
         **limits,
     )
     providers.set_fault("ollama", "down")
@@ -346,7 +331,7 @@ def test_a_worker_whose_clock_is_90_s_ahead_changes_nothing_the_pool_counts(
         if a["provider"] == "gemini" and a["outcome"] == "ok"
     )
     assert gemini_attempts == 10
-    _idle(client, ALL_QUEUES)
+    wait_idle(client, ALL_QUEUES)
     _accounted(client, ledger, [o.task_id for o in outcomes])
     # And the RPM window was stamped on Redis's clock, not the fast worker's
     now = client.time()[0]

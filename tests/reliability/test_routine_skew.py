@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine
@@ -22,27 +21,13 @@ from tests.conftest import worker_env
 from tests.support.accounting import ledger_charges, ledger_rows, open_leases, quota_charges
 from tests.support.attempts import SimulatedPool, begin, header
 from tests.support.beat import Beat
+from tests.support.faketime import shifted
 from tests.support.figures import record_figure
 from tests.support.pool import Worker
 from tests.support.services import RedisServer
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
-
-
-def _faketime_library() -> str:
-    found = sorted(Path("/usr/lib").glob("*/faketime/libfaketimeMT.so.1"))
-    assert found, "libfaketime is not installed (.ci/services installs it)"
-    return str(found[0])
-
-
-def _shifted(by: str, *, monotonic: bool = False) -> dict[str, str]:
-    # Beat sleeps between ticks: with its wall clock shifted and its monotonic clock not,
-    # libfaketime makes time.sleep fail (EINVAL), so beat's monotonic clock is shifted too.
-    shifted = {"LD_PRELOAD": _faketime_library(), "FAKETIME": by}
-    if not monotonic:
-        shifted["FAKETIME_DONT_FAKE_MONOTONIC"] = "1"
-    return shifted
 
 
 def test_a_beat_10_s_behind_and_a_maintenance_worker_90_s_ahead_still_sweep_and_drain(
@@ -60,14 +45,14 @@ def test_a_beat_10_s_behind_and_a_maintenance_worker_90_s_ahead_still_sweep_and_
     lost = header(str(uuid.uuid4()), str(uuid.uuid4()))
     begin(simulated.worker(), lost, 0, bound=30)
     assert open_leases(client) == 1
-    worker = spawn_worker(server.url, queues=("maintenance",), concurrency=1, **_shifted("+90s"))
+    worker = spawn_worker(server.url, queues=("maintenance",), concurrency=1, **shifted("+90s"))
     beat = Beat(
         worker_env(
             REDIS_URL=server.url,
             CELERY_BROKER_URL=server.url,
             CELERY_RESULT_BACKEND=server.url,
             DATABASE_URL=ledger_url,
-            **_shifted("-10s", monotonic=True),
+            **shifted("-10s", monotonic=True),
         )
     )
     try:

@@ -20,7 +20,9 @@ from aipool.contract.vocabulary import CALLED_OUTCOMES
 from aipool.ledger.models import UsageLogRow
 from aipool.ledger.record import UsageRecord
 from aipool.ledger.usage_log import DEAD_KEY, PENDING_KEY, DrainResult, drain
+from aipool.periods import day_of, month_of, pool_zone
 from aipool.quota import quotas_for
+from aipool.quota.storage import QuotaStore
 
 #: Providers whose quota is counted by default (ADR-006 limits); the others are unlimited.
 LIMITED_PROVIDERS = ("gemini", "claude")
@@ -113,3 +115,38 @@ def quota_charges(client: Any) -> dict[str, Charge]:
 def open_leases(client: Any) -> int:
     """Calls whose outcome is not known yet: leases neither ended by an outcome nor abandoned."""
     return int(client.zcard(LEASES_KEY))
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One provider's three counts of the calls made to it, which must be equal.
+
+    ``calls``: requests that reached the provider's (simulated) server, faulted or not;
+    ``rows``: ledger rows of that provider whose outcome is a call (``CALLED_OUTCOMES``: ok, error,
+    abandoned), every row counted, none merged; ``quota``: the requests the provider's quota
+    counted today in Redis.
+    """
+
+    calls: int
+    rows: int
+    quota: int
+
+    @property
+    def level(self) -> bool:
+        """Whether the three counts agree."""
+        return self.calls == self.rows == self.quota
+
+
+def called_rows(rows: Iterable[UsageLogRow], provider: str) -> int:
+    """Ledger rows recording a call to ``provider`` (ok, error, abandoned): each row counts."""
+    return sum(1 for r in rows if r.provider == provider and r.outcome in CALLED_OUTCOMES)
+
+
+def counted_requests(client: Any, provider: str) -> int:
+    """Requests ``provider``'s quota counted today (the pool's day, on Redis's clock), read from
+    the counters whatever the provider's limits: a provider with no limit at all has none (0)."""
+    seconds, micros = client.time()
+    now = float(seconds) + micros / 1e6
+    zone = pool_zone()
+    store = QuotaStore(client, provider)
+    return store.read(now, day_of(now, zone).label, month_of(now, zone).label).day_requests

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
+
+from tests.support.waiting import eventually
 
 #: kombu's Redis transport keeps messages a worker took, until acknowledged, in this hash.
 UNACKED_KEY = "unacked"
@@ -20,3 +23,14 @@ def leftover_messages(client: Any) -> dict[str, int]:
     if unacked:
         left[UNACKED_KEY] = unacked
     return left
+
+
+def wait_idle(client: Any, queues: Iterable[str], timeout: float = 60.0) -> None:
+    """Wait until no message waits in ``queues`` or is held unacknowledged (the redeliveries are
+    done)."""
+    names = tuple(queues)
+    eventually(
+        lambda: sum(client.llen(q) for q in names) + client.hlen(UNACKED_KEY) == 0,
+        timeout,
+        "the broker emptied",
+    )

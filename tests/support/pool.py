@@ -8,5 +8,8 @@ from pathlib import Path
 from aipool.harness.worker import ALL_QUEUES, Worker
 
 ROOT = Path(__file__).resolve().parents[2]
+#: How long a test waits for a worker it started to answer a ping: a worker imports the provider
+#: SDKs first, which on a loaded machine takes longer than the harness's default half minute.
+READY_TIMEOUT_S = 90.0
 
-__all__ = ["ALL_QUEUES", "ROOT", "Worker"]
+__all__ = ["ALL_QUEUES", "READY_TIMEOUT_S", "ROOT", "Worker"]
