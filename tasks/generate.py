@@ -18,7 +18,7 @@ from celery.worker.state import task_ready
 from redis.exceptions import RedisError
 
 from aipool import lanes
-from aipool.attempt import soft_limit
+from aipool.attempt import result_write, soft_limit
 from aipool.attempt.identity import journey_id
 from aipool.attempt.layout import answer_key, replay_key
 from aipool.attempt.lifecycle import answer_keep_s
@@ -35,6 +35,7 @@ from aipool.routing.router import routed_priority
 from aipool.settings import settings
 from workers.edge.withholding import GENERATE, described
 from workers.messages import AnswerWithheldRequest
+from workers.result_backend import finish_writer
 from workers.runtime import cache_front, shared_redis
 
 log = logging.getLogger("aipool.tasks")
@@ -191,7 +192,9 @@ def generate(
     try:
         parsed = parse_request(request)
         queue = (self.request.delivery_info or {}).get("routing_key")
-        step = _hop(request_id, parsed, journey_id(request_id, request), journey, queue)
+        # An answer's finish writes the producer's result too, where the backend allows it.
+        with result_write.writing(finish_writer(self)):
+            step = _hop(request_id, parsed, journey_id(request_id, request), journey, queue)
         # The hop has its outcome: writing it (the result, or the next hop's message) must not
         # be cut by a soft limit that arrives late (aipool/attempt/soft_limit.py: a hop that
         # made a call holds it already, from its finish on).

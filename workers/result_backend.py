@@ -25,13 +25,14 @@ from celery.backends import redis as celery_redis
 from celery.exceptions import BackendStoreError
 from kombu.utils.encoding import bytes_to_str
 
+from aipool.attempt.result_write import ResultWrite, written_already
 from aipool.ledger.outbox import OUTBOX
 from aipool.ledger.record import UsageRecord
 from aipool.redis.lua import LuaScripts
 from aipool.redis.sentinel import pool_place
 from workers.runtime import shared_redis, usage_log
 
-_SCRIPTS = LuaScripts("workers", "store_result")
+_SCRIPTS = LuaScripts("aipool.attempt", "store_result")
 
 
 class OneWriteResults(celery_redis.RedisBackend):
@@ -49,8 +50,18 @@ class OneWriteResults(celery_redis.RedisBackend):
         request: Any = None,
         **kwargs: Any,
     ) -> Any:
-        # Celery's own _store_result (celery.backends.base.BaseKeyValueStoreBackend), with its
-        # GET folded into the write.
+        if written_already(bytes_to_str(task_id)):
+            # The hop's finish wrote this result with its answer (FinishWriter): the same meta,
+            # and nothing may be written over it.
+            return result
+        self.ensure(self._write, self._encoded(task_id, result, state, traceback, request))
+        return result
+
+    def _encoded(
+        self, task_id: Any, result: Any, state: str, traceback: Any, request: Any
+    ) -> tuple[Any, Any, Any]:
+        """The result's key, encoded meta and expiry: Celery's own _store_result
+        (celery.backends.base.BaseKeyValueStoreBackend) up to its write."""
         meta = self._get_result_meta(  # type: ignore[attr-defined]  # private, not in celery-types' stub
             result=result, state=state, traceback=traceback, request=request
         )
@@ -61,8 +72,7 @@ class OneWriteResults(celery_redis.RedisBackend):
                 "value too large for Redis backend", state=state, task_id=task_id
             )
         expires = self.failure_expires if state == states.FAILURE else self.expires  # type: ignore[attr-defined]  # the key-value backend's, not in celery-types' stub
-        self.ensure(self._write, (self.get_key_for_task(task_id), value, expires))
-        return result
+        return self.get_key_for_task(task_id), value, expires
 
     def _write(self, key: Any, value: Any, expires: Any) -> None:
 
@@ -85,6 +95,60 @@ class OneWriteResults(celery_redis.RedisBackend):
             mine = pool_place(self.client.connection_pool)
             self._rides = mine == pool_place(shared_redis().connection_pool)
         return self._rides
+
+
+class FinishWriter:
+    """Celery's result write of one ``ai.generate`` request, handed to the ``finish`` that
+    records its answer (:mod:`aipool.attempt.result_write`).
+
+    Only where that saves a round trip and changes nothing Celery does: a result backend on one
+    Redis server (not Sentinel's: its client follows a master of its own), the attempts' and the
+    ledger's (same server, same database), and a request with no callbacks or chain (Celery adds
+    the children they make to the result after the task returns). A chord or group member is
+    written here: Celery still reports it to its chord (``mark_as_done`` does, its store
+    skipped), and a group reads each member's result from its key.
+    """
+
+    def __init__(self, task: Any) -> None:
+        self.task = task
+        self._records: dict[str, list[UsageRecord]] = {}
+
+    def prepare(self, task_id: str, result: dict[str, Any]) -> ResultWrite | None:
+        backend, request = self.task.backend, self.task.request
+        if type(backend) is not RedisBackend or not backend._shares_ledger():
+            return None
+        if request.is_eager or request.callbacks or request.chain or self.task.ignore_result:
+            return None
+        if getattr(request, "ignore_result", False):
+            return None
+        try:
+            key, value, expires = backend._encoded(
+                task_id,
+                backend.encode_result(result, states.SUCCESS),
+                states.SUCCESS,
+                None,
+                request,
+            )
+        except BackendStoreError:
+            return None  # Celery's own store fails it as it would
+        log = usage_log()
+        records = log.held() if OUTBOX.holding else []
+        self._records[task_id] = records
+        return ResultWrite(
+            task_id=task_id,
+            key=bytes_to_str(key),
+            value=bytes_to_str(value),
+            expires=int(expires or 0),
+            records=tuple(record.to_json() for record in records),
+        )
+
+    def missed(self, write: ResultWrite) -> None:
+        usage_log().missed(self._records.pop(write.task_id, []))
+
+
+def finish_writer(task: Any) -> FinishWriter:
+    """The writer ``task``'s hop hands its ``finish``."""
+    return FinishWriter(task)
 
 
 class RedisBackend(OneWriteResults):

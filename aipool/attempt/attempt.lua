@@ -1,7 +1,8 @@
 -- The life of one attempt (one call at one hop of one request), atomically for the whole pool.
 --
 -- Composed with breaker/acquire.lua, breaker/record.lua, breaker/refusing.lua, quota/room.lua,
--- quota/reserve.lua and quota/adjust.lua, each prepended as a local function of (KEYS, ARGV).
+-- quota/reserve.lua, quota/adjust.lua and store_result.lua, each prepended as a local function of
+-- (KEYS, ARGV).
 -- aipool/attempt/lifecycle.py draws the table of states and events this script implements and
 -- names every argument and reply layout (aipool/attempt/layout.py builds and reads them).
 --
@@ -14,7 +15,8 @@
 --   first saw the request, and where routing sent it)    KEYS[6] the month's spend (hash: all,
 --   svc:<service>; micro-dollars; the month the call began in, for 'finish')    KEYS[7..11] the
 --   hop's own guard keys ('begin', 'finish'), then five guard keys per candidate hop: breaker
---   state, breaker trials, quota window, quota day, quota month
+--   state, breaker trials, quota window, quota day, quota month; for 'finish', then the
+--   producer's result key (Celery's), when the answer's result is written with it
 --   ARGV[1] op: 'begin' | 'finish' | 'advance' | 'sweep'
 --   ARGV[2] '' (the time is Redis's own TIME) or epoch seconds (a test's clock)
 --   ARGV[3] the request id the record belongs to    ARGV[4] how long records are kept (s)
@@ -345,6 +347,16 @@ if op == 'begin' then
 end
 
 if op == 'finish' then
+  -- ARGV[args + 13 ..], when the result backend is this Redis: the producer's result (Celery's
+  -- encoded meta), seconds to keep it, and the hop's held usage records; its key is the last key.
+  -- An answer recorded here is the producer's result in the same step (store_result.lua's rules:
+  -- never over a SUCCESS; the records pushed in any case), so no second round trip writes it.
+  local function write_result()
+    local value = ARGV[args + 13]
+    if value and value ~= '' then
+      store_result({KEYS[cand_base + 5 * n], KEYS[4]}, {value, unpack(ARGV, args + 14)})
+    end
+  end
   local owner, result, verdict = ARGV[args], ARGV[args + 1], ARGV[args + 2]
   local booked, answer, keep = tonumber(ARGV[args + 3]), ARGV[args + 4], ARGV[args + 5]
   local ledger_json, code, own = ARGV[args + 6], ARGV[args + 7], cjson.decode(ARGV[args + 8])
@@ -384,6 +396,8 @@ if op == 'finish' then
       redis.call('HINCRBY', KEYS[6], 'svc:' .. SVC, cost)
       redis.call('EXPIRE', KEYS[6], ttl(own.m[3]))
     end
+    -- The answer is still this delivery's to give (a failed call carries no result).
+    write_result()
     return {'missing', NOW, '[]'}
   end
   if state ~= 'calling' and state ~= 'abandoned' then
@@ -425,6 +439,7 @@ if op == 'finish' then
       redis.call('SET', KEYS[2], answer, 'EX', keep)
     end
     redis.call('LPUSH', KEYS[4], ledger_json)
+    write_result()
     return {'answered', NOW, enc(events)}
   end
   if late then

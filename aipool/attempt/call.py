@@ -10,10 +10,11 @@ from __future__ import annotations
 import logging
 import time
 
+from aipool.attempt import result_write
 from aipool.attempt.bound import within
 from aipool.attempt.forwarding import REPLICAS_BEHIND, HopForwarding
 from aipool.attempt.kept_answer import completion_to_json
-from aipool.attempt.layout import Call, Decision, Ended, Missing
+from aipool.attempt.layout import Call, Decision, Ended, Foreign, Missing, Recorded
 from aipool.attempt.timing import recent_median, record_latency, share
 from aipool.attempt.visit import Done, Forward, Visit
 from aipool.contract.completion import Completion
@@ -95,17 +96,26 @@ class HopCall(HopForwarding):
             booked=True,
             call_id=owner,
         )
-        reply = self._finish(
-            visit,
-            position,
-            call,
-            event,
-            owner=owner,
-            answered=True,
-            verdict="success",
-            booked=tokens,
-            answer=completion_to_json(completion),
-        )
+        # The producer's result is made before finish, which may write it with the answer.
+        done = self._answered(visit, position, completion, call.now, event=event)
+        write = result_write.prepare(visit.request_id, done.result)
+        reply: Recorded | Ended | Missing | Foreign | None = None
+        try:
+            reply = self._finish(
+                visit,
+                position,
+                call,
+                event,
+                owner=owner,
+                answered=True,
+                verdict="success",
+                booked=tokens,
+                answer=completion_to_json(completion),
+                result=write,
+            )
+        finally:
+            if write is not None:
+                result_write.settled(write, isinstance(reply, Recorded | Missing))
         if isinstance(reply, Ended):  # a finish retried after its first try took the answer
             log.info("request_id=%s position=%d recorded already", visit.request_id, position)
         elif isinstance(reply, Missing):
@@ -118,7 +128,7 @@ class HopCall(HopForwarding):
                 position,
                 hop.provider,
             )
-        return self._answered(visit, position, completion, call.now, event=event)
+        return done
 
     def _failed(
         self,

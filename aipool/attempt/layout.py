@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from aipool.attempt.result_write import ResultWrite
 from aipool.breaker import Breaker
 from aipool.contract.route import Hop
 from aipool.contract.vocabulary import Outcome, outcome_named
@@ -339,3 +340,11 @@ def header_keys(first: str, journey_id: str, month: str, answer: str | None = No
         route_key(journey_id),
         spend_key(month),
     ]
+
+
+def result_args(write: ResultWrite | None) -> list[Any]:
+    """ARGV[args + 13 ..] of ``finish``: the producer's result written with the answer (its
+    encoded value, seconds to keep it, the usage records riding with it), or nothing."""
+    if write is None:
+        return []
+    return [write.value, write.expires, *write.records]

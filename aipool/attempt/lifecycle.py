@@ -48,6 +48,14 @@ the same place)::
     call returns         —                  answered: real tokens,  —            abandoned: answered late
     (finish answered)                       answer kept, breaker                 (real tokens replace the
                                             success, ledger row                  estimate, row replaced)
+    call returns, its    —                  answered as above, and  —            answered late as above,
+    result backend the                      the producer's result                and its result written
+    attempts' Redis                         written in the same                  the same way
+    (finish answered,                       step: never over a
+    with the result)                        SUCCESS, the held
+                                            ledger records pushed;
+                                            Celery's own store of
+                                            it skipped
     call fails           —                  failed: estimate kept   —            abandoned stays; the
     (finish failed)                         if it may have billed,               owner forwards to the
                                             else tokens back;                    kept (or a new) choice
@@ -91,7 +99,8 @@ the same place)::
                                             finish books its call   without persistence can pay
                                             whoever owns the        twice: each call booked)
                                             record (its own row,
-                                            its charge; once)
+                                            its charge, an answer's
+                                            result; once)
     copy routed, no      = new (decide)     routed here: busy       routed here: routed here: the same
     route record                            there, no call          the kept     next hop and trail
     (advance; the first                                             answer
@@ -162,9 +171,11 @@ from aipool.attempt.layout import (
     header_keys,
     read_reply,
     record_key,
+    result_args,
     route_key,
 )
 from aipool.attempt.money import MoneyRules
+from aipool.attempt.result_write import ResultWrite
 from aipool.breaker import Breaker, BreakerState
 from aipool.errors import ReplicasBehind
 from aipool.ledger.usage_log import PENDING_KEY
@@ -188,6 +199,7 @@ _SCRIPTS = LuaScripts(
             room=ROOM,
             reserve=source("aipool.quota", "reserve"),
             adjust=ADJUST,
+            store_result=source("aipool.attempt", "store_result"),
         )
     },
 )
@@ -340,6 +352,7 @@ class AttemptBook:
         skips: Mapping[int, str] | None = None,
         pause_s: float = 0.0,
         ends: bool = False,
+        result: ResultWrite | None = None,
     ) -> Recorded | Ended | Missing | Foreign:
         """Record how the owner's call ended (see the table): ``verdict`` is what the breaker
         hears (``success``, ``failure``, or ``release`` when the failure proves nothing about
@@ -348,7 +361,9 @@ class AttemptBook:
         ``ledger_row`` the call's row (JSON). ``pause_s``: the provider asked to be left alone
         that long (a rate limit's retry delay): it is paused for the whole pool. ``ends``: the
         failure ends the chain (a refusal the route will not take elsewhere): the next hop is
-        the terminal one."""
+        the terminal one. ``result``: the producer's result, written with an answer that is
+        recorded (:class:`Recorded`, or :class:`Missing`: the answer is still the caller's) in
+        the same step (:mod:`aipool.attempt.result_write`)."""
         hop = header.chain[position]
 
         def build(now: float) -> tuple[list[str], list[Any]]:
@@ -371,6 +386,7 @@ class AttemptBook:
                 int(cost),
                 repr(float(pause_s)),
                 "1" if ends else "0",
+                *result_args(result),
             ]
             month = self.configs.periods(call.now, hop.provider)[1].label
             answer_at = answer_key(header.journey_id, hop.provider)
@@ -378,6 +394,7 @@ class AttemptBook:
                 *header_keys(first, header.journey_id, month, answer_at),
                 *self.configs.keys(hop.provider, call.now),
                 *keys,
+                *([result.key] if result is not None else []),
             ], args
 
         reply = self._run(build, header.chain, hop.provider, self._acked(FINISH, header, position))

@@ -5,7 +5,7 @@ already used would read the first one's answer (:mod:`aipool.attempt.identity` n
 journeys apart, but the result key cannot). The first hop of a request claims its task id for its
 journey (``aipool:task-id:<id>``, kept as long as a result is): a copy of the same request finds
 its own claim, another request finds someone else's and is refused (``task_id_reused``), and its
-refusal replaces whatever that id's result held (``workers/store_result.lua``), so that no
+refusal replaces whatever that id's result held (``aipool/attempt/store_result.lua``), so that no
 producer holding the id reads an answer that may not be its own. The key holds the journey id (a
 digest), never prompt text.
 """

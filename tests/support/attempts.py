@@ -16,6 +16,7 @@ from aipool.attempt.clock import RedisClock
 from aipool.attempt.layout import Call, Header
 from aipool.attempt.lifecycle import AttemptBook
 from aipool.attempt.money import MoneyRules
+from aipool.attempt.result_write import ResultWrite
 from aipool.breaker import breakers_for
 from aipool.contract.route import Hop
 from aipool.ledger.record import UsageRecord
@@ -145,8 +146,10 @@ def answered(
     owner: str,
     tokens: int = 42,
     cost: int = 0,
+    result: ResultWrite | None = None,
 ) -> Any:
-    """The owner's call answered with ``tokens`` tokens costing ``cost`` micro-dollars."""
+    """The owner's call answered with ``tokens`` tokens costing ``cost`` micro-dollars;
+    ``result``: the producer's result written with it."""
     return book.finish(
         h,
         position,
@@ -158,6 +161,21 @@ def answered(
         answer=json.dumps({"text": f"answer of {h.journey_id}", "model": h.chain[position].model}),
         ledger_row=row(h, position, "ok", tokens, call_id=owner),
         cost=cost,
+        result=result,
+    )
+
+
+def result_write(
+    h: Header, owner: str, records: tuple[str, ...] = (), status: str = "SUCCESS"
+) -> ResultWrite:
+    """A result as Celery's Redis backend stores it for ``h``'s task id, naming ``owner``."""
+    meta = {"status": status, "result": {"status": "ok", "by": owner}, "task_id": h.request_id}
+    return ResultWrite(
+        task_id=h.request_id,
+        key=f"celery-task-meta-{h.request_id}",
+        value=json.dumps(meta),
+        expires=3600,
+        records=records,
     )
 
 

@@ -11,8 +11,11 @@
 
 - ``dispatch``: a hop's call has ended and the hop is about to publish the next hop's message;
 - ``ack``: a hop answered and its result is stored, but the message is not acked yet;
-- ``store``: a hop answered (the answer is recorded with its attempt) and is about to store its
-  result: the producer has nothing yet.
+- ``finish``: a provider answered and the hop is about to record the answer (``finish``): nothing
+  of it is recorded yet;
+- ``store``: a hop answered (the answer is recorded with its attempt) and has not returned: where
+  the result backend is the attempts' Redis, that ``finish`` wrote the producer's result too
+  (issue #44); elsewhere the producer has nothing yet.
 
 "First time" is pool-wide: a key in Redis (``AIPOOL_TEST_CRASH_FLAG``) is set when it fires.
 ``AIPOOL_TEST_CRASH_DELAY`` (seconds) holds the process that long before it dies, so its message
@@ -29,6 +32,7 @@ from typing import Any
 
 from celery.signals import before_task_publish, task_postrun, task_prerun
 
+from aipool.attempt.lifecycle import AttemptBook
 from workers import result_backend
 from workers.app import app
 
@@ -94,6 +98,23 @@ def _crash_before_store(self: Any, key: Any, value: Any, expires: Any = None) ->
 
 
 result_backend.RedisBackend._write = _crash_before_store  # type: ignore[method-assign]
+
+_finish = AttemptBook.finish
+
+
+def _crash_around_finish(self: AttemptBook, *args: Any, **kwargs: Any) -> Any:
+    answered = kwargs.get("answered") is True
+    if _POINT == "finish" and answered and _first_time():
+        time.sleep(_DELAY)
+        os.kill(os.getpid(), signal.SIGKILL)
+    reply = _finish(self, *args, **kwargs)
+    if _POINT == "store" and answered and _first_time():
+        time.sleep(_DELAY)
+        os.kill(os.getpid(), signal.SIGKILL)
+    return reply
+
+
+AttemptBook.finish = _crash_around_finish  # type: ignore[method-assign]
 
 
 @task_postrun.connect

@@ -8,17 +8,20 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
 from celery import Celery
+from celery.app.task import Context
 
+from aipool.attempt import result_write
 from aipool.ledger.outbox import OUTBOX
 from aipool.ledger.record import UsageRecord
 from aipool.ledger.usage_log import PENDING_KEY
 from tests.conftest import TEST_REDIS_URL
 from tests.support.shared_servers import redis_db
-from workers.result_backend import RedisBackend, install
+from workers.result_backend import FinishWriter, RedisBackend, install
 
 OTHER_DB_URL = redis_db(13)
 ROOT = Path(__file__).resolve().parents[2]
@@ -185,3 +188,74 @@ def test_given_a_success_stored_when_a_reused_task_id_is_refused_then_the_refusa
     stored = redis_client.get(backend.get_key_for_task("task-r7"))
     assert json.loads(stored or b"{}")["result"] == refusal
     backend.forget("task-r7")
+
+
+# -- the result written by the answer's finish (#44) ------------------------------------------
+
+
+class _Task:
+    """What FinishWriter reads of a running task: its backend, its request and its options."""
+
+    def __init__(self, backend: RedisBackend, **request: Any) -> None:
+        self.backend = backend
+        self.request = Context(id="task-f1", is_eager=False, **request)
+        self.ignore_result = False
+
+
+@pytest.mark.usefixtures("held")
+def test_given_the_pools_redis_when_finish_writes_a_result_then_it_is_celerys_write_and_celerys_store_is_skipped(
+    redis_client: redis.Redis,
+) -> None:
+    # Given a task on the pool's Redis, a record held
+    backend = _backend(TEST_REDIS_URL)
+    OUTBOX.hold(_record("f1"))
+    answer = {"status": "ok", "content": "from finish"}
+    # When its finish is handed the result's write
+    with result_write.writing(FinishWriter(_Task(backend))):
+        write = result_write.prepare("task-f1", answer)
+        assert write is not None
+        redis_client.set(write.key, write.value, ex=write.expires)
+        result_write.settled(write, True)
+    # Then the write is Celery's own (its key, meta and expiry), the record riding with it
+    assert write.key == backend.get_key_for_task("task-f1").decode()
+    assert write.expires == backend.expires
+    meta = backend.get_task_meta("task-f1")
+    assert (meta["status"], meta["result"], meta["task_id"]) == ("SUCCESS", answer, "task-f1")
+    assert [UsageRecord.from_json(r).request_id for r in write.records] == ["f1"]
+    assert OUTBOX.take() == []
+    # And Celery's store that follows writes nothing (not even over a state that is no SUCCESS)
+    redis_client.set(write.key, json.dumps({"status": "PENDING"}))
+    backend.store_result("task-f1", {"status": "ok", "content": "celery's"}, "SUCCESS")
+    assert backend.get_task_meta("task-f1")["status"] == "PENDING"
+    # Only that one store: the next is Celery's again
+    backend.store_result("task-f1", {"status": "ok", "content": "celery's"}, "SUCCESS")
+    assert backend.get_task_meta("task-f1")["result"]["content"] == "celery's"
+    backend.forget("task-f1")
+
+
+@pytest.mark.usefixtures("held")
+def test_given_a_write_finish_could_not_make_when_it_ends_then_its_records_are_held_again() -> None:
+    backend = _backend(TEST_REDIS_URL)
+    OUTBOX.hold(_record("f2"))
+    with result_write.writing(FinishWriter(_Task(backend))):
+        write = result_write.prepare("task-f1", {"status": "ok"})
+        assert write is not None
+        result_write.settled(write, False)
+    assert [r.request_id for r in OUTBOX.take()] == ["f2"]
+    assert not result_write.written_already("task-f1")
+
+
+@pytest.mark.parametrize(
+    ("url", "request_options"),
+    [
+        (OTHER_DB_URL, {}),  # results in another database than the attempts'
+        (TEST_REDIS_URL, {"callbacks": [{"task": "tests.collect"}]}),  # children come later
+        (TEST_REDIS_URL, {"chain": [{"task": "tests.collect"}]}),
+        (TEST_REDIS_URL, {"ignore_result": True}),
+    ],
+)
+def test_given_a_result_celery_must_write_itself_when_finish_asks_then_it_gets_no_write(
+    url: str, request_options: dict[str, Any]
+) -> None:
+    writer = FinishWriter(_Task(_backend(url), **request_options))
+    assert writer.prepare("task-f1", {"status": "ok"}) is None

@@ -23,6 +23,8 @@ from tests.support.attempts import (
     failed,
     header,
     ledger,
+    result_write,
+    row,
     usage,
 )
 from tests.support.guards import client, real_redis
@@ -459,3 +461,84 @@ def test_a_begin_asked_again_by_its_delivery_is_the_same_call(pool: SimulatedPoo
     answered(worker, h, 0, again, "owner")
     assert [(r.outcome, r.tokens) for r in ledger(pool.client)] == [("ok", 42)]
     assert usage(worker) == (1, 42)
+
+
+# -- the result written with the answer (#44) -------------------------------------------------
+
+
+def _published(pubsub: Any) -> list[bytes]:
+    """What the result's channel received since the last look (Celery's producer listens
+    there)."""
+    seen = []
+    while (message := pubsub.get_message(timeout=0.2)) is not None:
+        if message["type"] == "message":
+            seen.append(message["data"])
+    return seen
+
+
+def test_finish_writes_the_answers_result_in_the_same_step(real_redis: Any) -> None:
+    # Given a call to Gemini, and the producer listening on its result's channel
+    pool = SimulatedPool(real_redis)
+    worker = pool.worker()
+    h = header()
+    call = begin(worker, h, owner="owner")
+    write = result_write(h, "owner", records=(row(h, 1, "skipped", 0),))
+    listening = real_redis.pubsub()
+    listening.subscribe(write.key)
+    _published(listening)
+    # When the owner's answer is recorded with its result, and its reply is lost and it is
+    # asked again
+    first = answered(worker, h, 0, call, "owner", result=write)
+    again = answered(worker, h, 0, call, "owner", result=write)
+    # Then the result is Celery's meta with its expiry, published once; the answer's row and the
+    # record riding with the result are in the spool once each
+    assert isinstance(first, Recorded) and isinstance(again, Recorded)
+    assert real_redis.get(write.key) == write.value.encode()
+    assert 3590 < real_redis.ttl(write.key) <= 3600
+    assert _published(listening) == [write.value.encode()]
+    assert [(r.attempt, r.outcome) for r in ledger(real_redis)] == [(0, "ok"), (1, "skipped")]
+    listening.close()
+
+
+def test_a_late_answers_result_never_replaces_the_producers_success(pool: SimulatedPool) -> None:
+    # Given a call abandoned by its worker, and the request answered meanwhile further down
+    # the chain (its result written: a SUCCESS)
+    worker = pool.worker()
+    h = header()
+    call = begin(worker, h, owner="owner")
+    pool.time.advance(call.lease - pool.time.now + 1)
+    assert worker.sweep() == 1
+    earlier = result_write(h, "the next hop")
+    pool.client.set(earlier.key, earlier.value)
+    # When the late answer is recorded with its result
+    late = answered(worker, h, 0, call, "owner", result=result_write(h, "owner"))
+    # Then the answer is kept and booked, and the producer's SUCCESS stays
+    assert isinstance(late, Recorded)
+    assert pool.client.get(earlier.key) == earlier.value.encode()
+    assert ("ok", 42) in [(r.outcome, r.tokens) for r in ledger(pool.client)]
+
+
+def test_a_finish_whose_record_redis_lost_still_writes_its_result(pool: SimulatedPool) -> None:
+    # Given a call whose record Redis lost (restarted empty) while it ran
+    worker = pool.worker()
+    h = header()
+    call = begin(worker, h, owner="owner")
+    pool.client.flushdb()
+    write = result_write(h, "owner")
+    # When its answer is recorded with its result
+    reply = answered(worker, h, 0, call, "owner", result=write)
+    # Then the call is booked and the answer, still this delivery's to give, is the result
+    assert isinstance(reply, Missing)
+    assert pool.client.get(write.key) == write.value.encode()
+    assert [r.outcome for r in ledger(pool.client)] == ["ok"]
+
+
+def test_a_failed_finish_writes_no_result(pool: SimulatedPool) -> None:
+    # Given a call to Gemini that fails (the request goes on down the chain)
+    worker = pool.worker()
+    h = header()
+    call = begin(worker, h, owner="owner")
+    # When its failure is recorded
+    failed(worker, h, 0, call, "owner")
+    # Then no result is written: the next hop's answer will be
+    assert pool.client.get(result_write(h, "owner").key) is None

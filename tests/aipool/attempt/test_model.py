@@ -81,7 +81,7 @@ from aipool.ledger.record import UsageRecord
 from aipool.ledger.usage_log import PENDING_KEY
 from aipool.settings import settings as pool_settings
 from aipool.settings.provider_limits import BreakerSettings, ProviderLimits, QuotaLimits
-from tests.support.attempts import SimulatedPool, answered, begin, failed
+from tests.support.attempts import SimulatedPool, answered, begin, failed, result_write
 from tests.support.guards import GUARDS_REDIS_URL
 from tests.support.sizes import sized
 
@@ -506,6 +506,33 @@ class AttemptLifecycle(RuleBasedStateMachine):
             state, mapping={"state": "open", "gen": gen, "opened_at": self.pool.time.now}
         )
         self.opened.add(provider)
+
+    # -- the result written with the answer (#44) ---------------------------------------------
+
+    @rule(call=consumes(calls), tokens=st.integers(1, 400), lost=st.booleans())
+    def call_answers_with_its_result(self, call: InFlight, tokens: int, lost: bool) -> None:
+        """As ``call_answers``, with the producer's result written by the same ``finish`` (the
+        result backend on the attempts' Redis, issue #44): the first answer's result is the
+        producer's, a later one (a late finish, another call after a restart) never replaces it,
+        and a ``finish`` asked again changes nothing."""
+        h = self.requests[call.request].header
+        write = result_write(h, call.owner)
+        before = self.client.get(write.key)
+        # The worker's own book (a subclass's _worker may wrap it anew each time it is asked).
+        book = self.workers[call.worker % len(self.workers)]
+
+        # The model's own call_answers, its finish carrying the result (the runner's, when the
+        # task hands it a writer).
+        def finish(*args: Any, **kwargs: Any) -> Any:
+            return AttemptBook.finish(book, *args, **{**kwargs, "result": write})
+
+        book.finish = finish  # type: ignore[method-assign]
+        try:
+            self.call_answers(call, tokens, lost)
+        finally:
+            del book.finish
+        assert self.client.get(write.key) == (before or write.value.encode())
+        event("an answer's result written with it")
 
     # -- invariants -----------------------------------------------------------------------------
 

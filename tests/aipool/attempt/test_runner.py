@@ -3,6 +3,7 @@ when a message is redelivered, and what an attempt's error may say."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from decimal import Decimal
@@ -12,11 +13,12 @@ import fakeredis
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from aipool.attempt import timing
+from aipool.attempt import result_write, timing
 from aipool.attempt.clock import RedisClock
 from aipool.attempt.event import AttemptEvent
 from aipool.attempt.identity import journey_id
 from aipool.attempt.lifecycle import AttemptBook
+from aipool.attempt.result_write import ResultWrite
 from aipool.attempt.runner import HopRunner
 from aipool.attempt.visit import Done, Forward
 from aipool.breaker import breakers_for
@@ -118,19 +120,24 @@ def _run(runner: HopRunner, position: int = 0) -> Done | Forward:
     return runner.run(REQUEST, "req-1", Journey(route=ROUTE, position=position, id=JOURNEY_ID))
 
 
+def _lose_redis_once_answered(provider: Provider, redis_client: FlakyRedis) -> None:
+    """Redis goes away once ``provider`` has answered (before its answer is recorded)."""
+    original = provider.complete
+
+    def answer_then_lose_redis(*args: Any, **kwargs: Any) -> Completion:
+        redis_client.down = True
+        return original(*args, **kwargs)
+
+    provider.complete = answer_then_lose_redis  # type: ignore[method-assign]
+
+
 def test_a_paid_answer_reaches_the_producer_when_redis_fails_while_charging_it(
     redis_client: FlakyRedis,
 ) -> None:
     # Given gemini answering, and Redis going away once the call is admitted
     gemini, events = Provider(), []
     runner = _runner(redis_client, {"gemini": gemini}, events)
-    original = gemini.complete
-
-    def answer_then_lose_redis(*args: Any, **kwargs: Any) -> Completion:
-        redis_client.down = True
-        return original(*args, **kwargs)
-
-    gemini.complete = answer_then_lose_redis  # type: ignore[method-assign]
+    _lose_redis_once_answered(gemini, redis_client)
     # When the hop runs
     step = _run(runner)
     # Then the producer gets the paid answer with its cost, and the ledger observer saw it
@@ -876,3 +883,51 @@ def test_a_begin_redis_does_not_answer_is_asked_again_before_the_guards_count_as
     assert (step.result["status"], step.result["provider"]) == ("ok", "gemini")
     assert gemini.calls == 1
     assert [(e.hop.provider, e.attempt.outcome) for e in events] == [("gemini", "ok")]
+
+
+def test_an_answers_finish_writes_the_producers_result(redis_client: FlakyRedis) -> None:
+    # Given a hop run by a task whose result backend is the attempts' Redis
+    gemini, events = Provider(), []
+    runner = _runner(redis_client, {"gemini": gemini}, events)
+    writer = _Recording()
+    # When gemini answers
+    with result_write.writing(writer):
+        step = _run(runner)
+    # Then the producer's result, the one the hop returns, was written by its finish, and
+    # Celery's own store of it is skipped
+    assert isinstance(step, Done)
+    stored = json.loads(redis_client.get("celery-task-meta-req-1") or b"{}")
+    assert stored["result"] == json.loads(json.dumps(step.result))
+    assert result_write.written_already("req-1")
+    assert writer.given_back == []
+
+
+def test_an_answers_result_finish_could_not_write_is_celerys_to_write(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given a hop whose Redis goes away once gemini has answered
+    gemini, events = Provider(), []
+    runner = _runner(redis_client, {"gemini": gemini}, events)
+    _lose_redis_once_answered(gemini, redis_client)
+    writer = _Recording()
+    # When the hop runs
+    with result_write.writing(writer):
+        step = _run(runner)
+    # Then the answer is the producer's, its write handed back, and Celery stores it
+    assert isinstance(step, Done) and step.result["provider"] == "gemini"
+    assert [w.task_id for w in writer.given_back] == ["req-1"]
+    assert not result_write.written_already("req-1")
+
+
+class _Recording:
+    """A result backend's writer: Celery's meta as JSON; the writes finish could not make."""
+
+    def __init__(self) -> None:
+        self.given_back: list[ResultWrite] = []
+
+    def prepare(self, task_id: str, result: dict[str, Any]) -> ResultWrite:
+        meta = json.dumps({"status": "SUCCESS", "result": result, "task_id": task_id})
+        return ResultWrite(task_id, f"celery-task-meta-{task_id}", meta, 3600)
+
+    def missed(self, write: ResultWrite) -> None:
+        self.given_back.append(write)

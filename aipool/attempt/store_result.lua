@@ -1,5 +1,8 @@
 -- A task's result, written as Celery's Redis backend writes it, in one round trip.
 --
+-- Run on its own by the result backend (workers/result_backend.py), and as a function of
+-- attempt.lua, whose 'finish' writes an answer's result in the step that records the answer.
+--
 -- Celery first GETs the stored result and writes nothing over a SUCCESS (so a lost worker's late
 -- answer never replaces the answer its producer may have read), then SETs the result with its
 -- expiry and PUBLISHes it to the producer waiting on the key's channel: two round trips. Here the
