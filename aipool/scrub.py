@@ -62,7 +62,9 @@ _PATTERNS: list[tuple[tuple[str, ...], re.Pattern[str]]] = [
             r"|(?:gh[pousr]|xox[abpr])[-_][A-Za-z0-9-]{8,})"
         ),
     ),
-    (("=",), re.compile(r"(?i)([?&](?:key|api_key|token|access_token)=)[^&\s]+")),
+    # Every name it matches ends in "key=" or "token=": a bare "=" (every key=value log line)
+    # is no cue.
+    (("key=", "token="), re.compile(r"(?i)([?&](?:key|api_key|token|access_token)=)[^&\s]+")),
     # The password of a URL's user info: scheme://user:<password>@host.
     (("://",), re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@]*:)[^@\s/]+(?=@)")),
     # Long hex runs are secrets (or digests) far more often than they are useful context.

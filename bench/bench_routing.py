@@ -3,12 +3,13 @@ model adds to a worker.
 
 Run: ``.venv/bin/python bench/bench_routing.py [--repeat N]``. Prints p50 and p99 of thread CPU
 microseconds per stage (the keyword rules, the model, the complexity score, the whole ``decide``)
-over every request of the corpus's train split, then ``decide`` on ~100 KB prompts of five shapes
-(``bench.cpu.PROMPTS``), then the resident memory of a fresh interpreter after ``import workers.app``
+over every request of the corpus's train split, the worker's own route (``aipool.routing.recall``)
+of a request its process has not decided and of one it has, then ``decide`` on ~100 KB prompts of
+five shapes (``bench.cpu.PROMPTS``), then the resident memory of a fresh interpreter after ``import workers.app``
 and again after the model is loaded and one request routed. Targets (issue #22): ``decide`` p50 under
 1 ms for a typical prompt and under 5 ms for 100 KB; the model adds under 30 MB.
 Requests are parsed up front and each timed call gets a request it has not seen (nothing is cached
-across decisions); the route table and model are loaded once, as in a worker.
+across decisions but in the ``own_route, seen before`` line); the route table and model are loaded once, as in a worker.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from aipool.routing import corpus  # noqa: E402
 from aipool.routing.complexity import score  # noqa: E402
 from aipool.routing.intent import classify  # noqa: E402
 from aipool.routing.model import load_model  # noqa: E402
+from aipool.routing.recall import CAPACITY, Recall  # noqa: E402
 from aipool.routing.router import decide  # noqa: E402
 
 TYPICAL_P50_US = 1000.0
@@ -64,6 +66,28 @@ def _timings(fn: Callable[[Request], Any], requests: list[Request], repeat: int)
         for request in [parse_request({"prompt": r.last_user_text()}) for r in requests]:
             started = clock()
             fn(request)
+            samples.append((clock() - started) / 1000)
+    return samples
+
+
+def _recall_timings(requests: list[Request], repeat: int, *, seen: bool) -> list[float]:
+    """CPU of the worker's own route (:mod:`aipool.routing.recall`): of requests its process
+    decided before (``seen``), or of requests new to it (its memory emptied before each pass)."""
+    recall = Recall()
+    if seen:
+        # Within what a process keeps: a pass over more would evict each before it is asked again.
+        requests = requests[: CAPACITY // 2]
+    samples = []
+    clock = time.thread_time_ns
+    for _ in range(repeat):
+        if seen:
+            for request in requests:
+                recall.route(request)
+        else:
+            recall.forget()
+        for request in [parse_request({"prompt": r.last_user_text()}) for r in requests]:
+            started = clock()
+            recall.route(request)
             samples.append((clock() - started) / 1000)
     return samples
 
@@ -116,6 +140,8 @@ def main() -> None:
     _line("model", _timings(lambda r: model.predict(r.last_user_text()), requests, args.repeat))
     _line("complexity", _timings(score, requests, args.repeat))
     _line("decide", _timings(decide, requests, args.repeat), TYPICAL_P50_US)
+    _line("own_route, new request", _recall_timings(requests, args.repeat, seen=False))
+    _line("own_route, seen before", _recall_timings(requests, args.repeat, seen=True))
     for shape, text in PROMPTS.items():
         big = [parse_request({"prompt": f"{i} {text}"}) for i in range(max(20, args.repeat * 6))]
         _line(f"decide 100 KB {shape}", _timings(decide, big, 1), LARGE_P50_US)

@@ -27,7 +27,7 @@ TASK = "task (prerun to postrun)"
 POOL_STAGES = (
     ("contract parse", "tasks.generate:parse_request"),
     ("journey id", "tasks.generate:journey_id"),
-    ("route decision", "tasks.generate:decide"),
+    ("route decision", "tasks.generate:own_route"),
     ("journey check", "aipool.contract.journey:Journey.received"),
     ("hop set-up (Visit)", "aipool.attempt.visit:Visit.__post_init__"),
     ("admission (begin)", "aipool.attempt.lifecycle:AttemptBook.begin"),

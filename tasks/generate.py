@@ -30,7 +30,8 @@ from aipool.contract.journey import Journey
 from aipool.contract.request import Request, parse_request
 from aipool.contract.route import Route
 from aipool.errors import InvalidJourney, InvalidRequest
-from aipool.routing.router import decide, routed_priority
+from aipool.routing.recall import own_route
+from aipool.routing.router import routed_priority
 from aipool.settings import settings
 from workers.edge.withholding import GENERATE, described
 from workers.messages import AnswerWithheldRequest
@@ -223,8 +224,9 @@ def _hop(
     request_id: str, parsed: Request, name: str, journey: Any, queue: str | None
 ) -> Done | Forward | Drop | Recheck:
     front = cache_front()
-    # The route is this worker's own: what a message says of it decides nothing.
-    route = decide(parsed)
+    # The route is this worker's own: what a message says of it decides nothing. Remembered per
+    # process for the same inputs, table and model (aipool.routing.recall): the same decision.
+    route = own_route(parsed)
     if journey is None:
         # Sent by name: a deadline counts from when the pool first saw it waiting, so time in the
         # router's queue counts against it (issue #29); without one it may go straight on.

@@ -18,6 +18,7 @@ from aipool.attempt.money import micro
 from aipool.contract.journey import Journey
 from aipool.contract.request import Request
 from aipool.routing.router import routed_priority
+from aipool.routing.table import load_table
 from aipool.routing.windows import CONTEXT_TOO_LONG, fits
 
 
@@ -68,10 +69,11 @@ class Visit:
 
     def __post_init__(self) -> None:
         chain = self.journey.route.chain
+        table = load_table()  # once for every hop's window and the priority, not once per hop
         self.skips = {
             position: CONTEXT_TOO_LONG
             for position, hop in enumerate(chain)
-            if not hop.terminal and not fits(self.request, hop)
+            if not hop.terminal and not fits(self.request, hop, table)
         }
         estimate = (self.request.estimated_input_tokens(), self.request.max_tokens)
         self.header = Header(
@@ -82,7 +84,7 @@ class Visit:
             tokens=self.request.estimated_total_tokens(),
             received=self.journey.received_at,
             service=self.journey.route.service,
-            priority=routed_priority(self.request),
+            priority=routed_priority(self.request, table),
             # What a call may cost at each hop: the money rules admit calls by it.
             costs=tuple(
                 0 if hop.terminal else micro(self.pricing(hop.provider, hop.model, *estimate))

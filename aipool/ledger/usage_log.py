@@ -168,10 +168,11 @@ def storable(rec: UsageRecord) -> UsageRecord:
     changes: dict[str, Any] = {}
     error_message = scrub_error(rec.error_message)
     for name, width in _TEXT_COLUMNS.items():
-        value = error_message if name == "error_message" else getattr(rec, name)
+        current = getattr(rec, name)
+        value = error_message if name == "error_message" else current
         if isinstance(value, str):
             value = storable_text(value, width)
-        if value != getattr(rec, name):
+        if value is not current and value != current:
             changes[name] = value
     return replace(rec, **changes) if changes else rec
 

@@ -27,6 +27,9 @@ SECRETS = [
     ("signature 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", "9f86d08"),
     ("blob dGhpcyBpcyBhIHZlcnkgbG9uZyBzZWNyZXQgdmFsdWUgaW5kZWVk== end", "dGhpcyBp"),
     ("cannot reach postgresql://aipool:s3cr3t-pw@db:5432/aipool", "s3cr3t-pw"),
+    # A key of no known shape in a query string: only the query pattern knows it.
+    ("GET https://h/search?q=1&key=plainsecretvalue", "plainsecretvalue"),
+    ("GET https://h/search?KEY=plainsecretvalue", "plainsecretvalue"),
 ]
 #: Looks like nothing a pattern knows: only the configured value can catch it.
 PLANTED = "correct-horse-battery-staple-7f3a"

@@ -172,6 +172,46 @@ def test_what_a_producer_forges_of_the_route_decides_nothing(producer, healthy) 
     assert [a["provider"] for a in answer["attempts"]] == ["claude"]
 
 
+def test_a_forged_route_decides_nothing_once_the_worker_remembers_the_request(
+    producer, healthy
+) -> None:  # type: ignore[no-untyped-def]
+    app, _ = producer
+    # Given the worker routed this request itself already (its decision is remembered)
+    genuine = _send(app, kwargs={"request": CRITICAL}).get(timeout=TIMEOUT)
+    assert (genuine["status"], genuine["provider"]) == ("ok", "claude")
+
+    def forge(j: dict[str, Any]) -> dict[str, Any]:
+        chain = [dict(hop) for hop in j["route"]["chain"]]
+        chain[0]["model"] = "claude-opus-9-ultra"
+        return {**j, "route": {**j["route"], "chain": chain, "intent": "FORGED"}, "position": 0}
+
+    # When messages for the same request carry a forged route: another model, and a chain
+    # routing never builds for it
+    forged_model = app.send_task(
+        "ai.generate",
+        kwargs={"request": CRITICAL, "journey": _journey(forge)},
+        queue="claude",
+        routing_key="claude",
+    ).get(timeout=TIMEOUT)
+    forged_chain = app.send_task(
+        "ai.generate",
+        kwargs={
+            "request": CRITICAL,
+            "journey": _journey(_chain_of("nemotron", "gemini", "claude", "static")),
+        },
+        queue="nemotron",
+        routing_key="nemotron",
+    ).get(timeout=TIMEOUT)
+    # Then the first is served on the pool's own route, and the second refused before any call
+    expected = decide(parse_request(CRITICAL))
+    assert (forged_model["model"], forged_model["route"]["intent"]) == (
+        expected.first.model,
+        expected.intent,
+    )
+    assert forged_chain["error"]["code"] == "invalid_journey"
+    assert healthy.calls("nemotron") == 0
+
+
 def test_a_message_positioned_at_the_static_answer_is_routed_as_the_pool_would(
     producer, healthy
 ) -> None:  # type: ignore[no-untyped-def]

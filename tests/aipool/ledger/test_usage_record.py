@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from aipool.ledger.record import UsageRecord
+from aipool.ledger.record import UsageRecord, storable_text
 
 
 def test_given_a_record_when_serialised_and_parsed_then_it_is_equal() -> None:
@@ -51,3 +51,23 @@ def test_given_an_unknown_outcome_when_built_then_it_is_rejected() -> None:
 def test_given_a_naive_timestamp_when_built_then_it_is_rejected() -> None:
     with pytest.raises(ValueError, match="timezone-aware"):
         UsageRecord("r", 0, "ollama", "m", "ok", True, created_at=datetime(2026, 1, 1))
+
+
+@pytest.mark.parametrize(
+    ("value", "limit", "stored"),
+    [
+        ("payments-api", None, "payments-api"),
+        ("pay\x00ments", None, "payments"),
+        ("ollama → gemini", None, "ollama → gemini"),
+        ("bad \ud800 half", None, "bad \ufffd half"),
+        ("\ud83d\ude00 joined", None, "😀 joined"),
+        ("abcdef", 3, "abc"),
+        ("日本語のテキスト", 3, "日本語"),
+        ("x\x00\ud800yz", 3, "x\ufffdy"),
+    ],
+    ids=["ascii", "nul", "non-ascii", "lone-surrogate", "split-pair", "cut", "cut-cjk", "all"],
+)
+def test_text_is_stored_without_nul_or_lone_surrogates_and_cut_to_its_column(
+    value: str, limit: int | None, stored: str
+) -> None:
+    assert storable_text(value, limit) == stored
