@@ -280,6 +280,25 @@ if op == 'begin' then
   end
 
   local own = cjson.decode(own_json)
+  -- A copy at a hop the pool's routing passed over (a message sent straight to its first hop
+  -- while a copy the pool routed went further down the chain): the request went on without this
+  -- hop, so this copy follows it to where routing sent it and finds its outcome there, never a
+  -- call here. Nothing is written: every such copy reads the same route record.
+  local route = redis.call('HMGET', KEYS[5], 'rid', 'next', 'trail')
+  if route[1] == ARGV[3] and route[2] and route[2] ~= own.p then
+    local ok, passed = pcall(cjson.decode, route[3] or '[]')
+    if ok and type(passed) == 'table' then
+      for _, entry in ipairs(passed) do
+        if entry[1] == own.p then
+          local why = {}
+          for i = 3, #entry do
+            why[#why + 1] = entry[i]
+          end
+          return {'ended', NOW, '[]', 'skipped', entry[2], enc(why), route[2], route[3]}
+        end
+      end
+    end
+  end
   if not current(own) or not all_current() then
     return {'clock', NOW, '[]'}
   end

@@ -112,6 +112,11 @@ the same place)::
     asks again (begin,                      finish: as the first
     finish, advance)                        time (lost record:
                                             booked once)
+    copy sent straight   no call: follows   —                       —            —
+    to a hop the         the route record
+    route passed over    to its hop (the
+    (a routed copy went  outcome there)
+    further)
     another request      refused            —                       —            —
     under a used task    (task_id_reused):
     id (its first hop)   no call, no

@@ -388,11 +388,6 @@ def test_a_copy_routed_while_its_first_hop_is_called_waits_for_that_call(
     assert isinstance(begin(worker, h, owner="copy"), Busy)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="found by the failover model test on main (#42, round three), not fixed: a message "
-    "sent straight to Ollama, delivered after a routed copy was answered elsewhere, calls Ollama",
-)
 def test_a_message_sent_straight_delivered_after_a_routed_copy_answered_calls_no_one(
     pool: SimulatedPool,
 ) -> None:
@@ -414,8 +409,12 @@ def test_a_message_sent_straight_delivered_after_a_routed_copy_answered_calls_no
     # When Ollama's breaker lets a trial through and the message sent straight arrives there
     pool.time.advance(61)
     late = begin(worker, h, 0, owner="straight")
-    # Then it calls no one: the request has its answer (on main: a second call, at Ollama)
-    assert not isinstance(late, Call), late
+    # Then it calls no one there: it follows the routed copy to Claude (found by the failover
+    # model test, #42: it called Ollama a second time), where it finds the answer
+    assert isinstance(late, Ended), late
+    assert (late.state, late.code, late.decision.next) == ("skipped", "circuit_open", "claude")
+    assert isinstance(begin(worker, h, 2, owner="straight"), Kept)
+    assert [(r.provider, r.outcome) for r in ledger(pool.client)] == [("claude", "ok")]
 
 
 def test_a_late_finish_after_redis_restarted_empty_books_its_call(pool: SimulatedPool) -> None:
