@@ -201,11 +201,19 @@ class HopCall(HopForwarding):
             ends=isinstance(error, ModelRefused) and visit.journey.route.refusal_ends,
         )
         visit.journey.attempts.append(event.attempt)
+        return self._move_on(visit, position, reply)
+
+    def _move_on(
+        self, visit: Visit, position: int, reply: Recorded | Ended | Missing | Foreign | None
+    ) -> Forward:
+        """After a call that brought no answer: where ``finish`` chose to go next, or, when the
+        record is gone (Redis restarted empty) or unreachable, the next provider of the chain,
+        whose own admission decides whether it may call."""
         if isinstance(reply, Ended):
             return self._follow(visit, reply.decision, reply.now)
-        # The record is gone (Redis restarted empty) or unreachable: the next hop's own
-        # admission decides whether it may call.
-        return self._follow(visit, Decision(_next_provider(visit, position)), self.now())
+        chain = visit.journey.route.chain
+        later = (hop.provider for hop in chain[position + 1 :] if not hop.terminal)
+        return self._follow(visit, Decision(next(later, chain[-1].provider)), self.now())
 
     def _behind(
         self, visit: Visit, position: int, behind: ReplicasBehind, owner: str
@@ -239,9 +247,7 @@ class HopCall(HopForwarding):
             detail=(message,),
         )
         visit.journey.attempts.append(event.attempt)
-        if isinstance(reply, Ended):
-            return self._follow(visit, reply.decision, reply.now)
-        return self._follow(visit, Decision(_next_provider(visit, position)), self.now())
+        return self._move_on(visit, position, reply)
 
 
 def rate_limit_pause(error: ProviderError) -> float:
@@ -250,9 +256,3 @@ def rate_limit_pause(error: ProviderError) -> float:
     if not isinstance(error, ProviderRateLimited) or not error.retry_after:
         return 0.0
     return min(error.retry_after, settings().rate_limit_pause_max_s)
-
-
-def _next_provider(visit: Visit, position: int) -> str:
-    chain = visit.journey.route.chain
-    later = (hop.provider for hop in chain[position + 1 :] if not hop.terminal)
-    return next(later, chain[-1].provider)
