@@ -42,7 +42,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOT = ROOT / "tests" / "aipool" / "routing" / "route_snapshot.jsonl.gz"
 LABELLED = ROOT / "tests" / "aipool" / "routing" / "labelled_requests.jsonl"
 
-_LOG = "2026-11-30T10:00:01Z ERROR payment-api-7d9f pod OOMKilled, restarting container (exit 137)\n"
+_LOG = (
+    "2026-11-30T10:00:01Z ERROR payment-api-7d9f pod OOMKilled, restarting container (exit 137)\n"
+)
 _PROSE = "The payment service has been slow since this morning and customers see timeouts. "
 _ASK = "Why does payment-api keep crashing? Please restart it and then summarise the logs."
 _ZH = "為什麼 payment-api 一直 CrashLoopBackOff？幫我看一下這個告警，跟資料庫有關嗎？"
@@ -94,28 +96,37 @@ def odd_requests() -> Iterator[tuple[str, Request]]:
     """Requests beyond the corpus: long texts, odd texts, and the fields besides the text."""
     for name, text in [*_long_texts(), *_odd_texts()]:
         yield f"odd:{name}", parse_request({"prompt": text})
-    yield "odd:system and turns", parse_request(
-        {
-            "system": "You are an SRE assistant. Always answer in English.",
-            "messages": [
-                {"role": "user", "content": "checkout-api is slow"},
-                {"role": "assistant", "content": "Since when?"},
-                {"role": "user", "content": "since the deploy, should I roll back?"},
-                {"role": "assistant", "content": "Maybe."},
-                {"role": "user", "content": "ok go ahead and roll back"},
-            ],
-        }
+    yield (
+        "odd:system and turns",
+        parse_request(
+            {
+                "system": "You are an SRE assistant. Always answer in English.",
+                "messages": [
+                    {"role": "user", "content": "checkout-api is slow"},
+                    {"role": "assistant", "content": "Since when?"},
+                    {"role": "user", "content": "since the deploy, should I roll back?"},
+                    {"role": "assistant", "content": "Maybe."},
+                    {"role": "user", "content": "ok go ahead and roll back"},
+                ],
+            }
+        ),
     )
-    yield "odd:long system", parse_request(
-        {"system": _PROSE * 600, "messages": [{"role": "user", "content": "Summarise this."}]}
+    yield (
+        "odd:long system",
+        parse_request(
+            {"system": _PROSE * 600, "messages": [{"role": "user", "content": "Summarise this."}]}
+        ),
     )
-    yield "odd:assistant last", parse_request(
-        {
-            "messages": [
-                {"role": "user", "content": _ZH},
-                {"role": "assistant", "content": "I will look."},
-            ]
-        }
+    yield (
+        "odd:assistant last",
+        parse_request(
+            {
+                "messages": [
+                    {"role": "user", "content": _ZH},
+                    {"role": "assistant", "content": "I will look."},
+                ]
+            }
+        ),
     )
     tool = {"name": "restart", "description": "restart a deployment", "parameters": {}}
     yield "odd:tools", parse_request({"prompt": "why is it slow?", "tools": [tool]})
@@ -184,7 +195,8 @@ def main() -> None:
     if args.write:
         print(f"{write_snapshot()} decisions written to {SNAPSHOT.relative_to(ROOT)}")
     else:
-        changed = [k for k, v in decisions().items() if read_snapshot().get(k) != v]
+        snapshot = read_snapshot()
+        changed = [k for k, v in decisions().items() if snapshot.get(k) != v]
         print(f"{len(changed)} decisions differ from the snapshot: {changed[:20]}")
 
 
