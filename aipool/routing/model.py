@@ -13,7 +13,10 @@ The model file is JSON (``FORMAT``)::
                     "bias": [...], "threshold": 0.5}}
 
 Scores are softmax probabilities of ``bias + (sum of the present features' weights) / sqrt(n)``:
-features are binary, the row normalised to unit length as in training.
+features are binary, the row normalised to unit length as in training. The present features'
+weights are summed in vocabulary order, so every process adds the same floats in the same order
+and gets the same probabilities to the last bit (summed in the order of a set of names, as before
+#44, they hung on the process's string hashing seed, by rounding only).
 
 The ``complexity`` head (optional: a file without it leaves complexity to the keyword scorer)
 reads the same features plus the text's shape (its length bucket and script,
@@ -150,7 +153,8 @@ class IntentModel:
         reading = reading if reading is not None else read(text)
         find = self.index.get
         grams, words, pairs, rest = parts(text, reading)
-        found = set(map(self._by_kind["c:"].get, grams))
+        # A long text repeats its n-grams: each distinct one is looked up once.
+        found = set(map(self._by_kind["c:"].get, set(grams)))
         found.update(map(self._by_kind["w:"].get, words))
         found.update(map(self._by_kind["b:"].get, pairs))
         found.update(map(find, rest))
