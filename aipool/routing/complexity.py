@@ -47,7 +47,6 @@ from dataclasses import dataclass
 
 from aipool.contract.request import Request
 from aipool.routing.text import TextMemo, bounded, compile_folded, fold, split_text
-from aipool.tokens import estimate_tokens
 
 MIN_SCORE = 1
 MAX_SCORE = 5
@@ -303,7 +302,9 @@ def score(request: Request, memo: TextMemo | None = None) -> ComplexityScore:
     reasons: list[str] = []
     text = request.text()
 
-    tokens = estimate_tokens(text)
+    # The request's own estimate of its text: a hop has usually made it already (validation,
+    # quota), and it reads the whole of a long text.
+    tokens = request.estimated_text_tokens()
     steps = sum(1 for step in LENGTH_STEPS if tokens >= step)
     if steps:
         points += steps
