@@ -9,10 +9,10 @@ Two helpers keep routing cheap whatever a producer pastes:
 * :func:`bounded` keeps the head and the tail of a long message. What a user asks sits around a
   paste, at its start or its end; the middle of a 100 KB log says nothing the first and last few
   kilobytes do not, and every regular expression costs time per character it reads.
-* :class:`TextMemo` does each of these steps once per decision: the router's intent, its model's
-  features and the complexity score all read the same window of the same message (for a message
-  under ``HEAD_CHARS + TAIL_CHARS``, the message itself), its split, its folded prose and the
-  keyword signals found in it.
+* :class:`TextMemo` does each of these steps once per decision: the keyword rules, the model's
+  features and the complexity score read windows of the same message, their splits, their folded
+  prose and the keyword signals found in it (a message of up to 2,048 characters is its own window
+  for all three: one split, one search per signal).
 * :func:`compile_folded` compiles a case-insensitive pattern to match :func:`fold`-ed text, and
   lets Python's ``re`` skip the positions where no match can start. ``re`` tries every
   alternative of a pattern at every position, unless each alternative starts with a literal
