@@ -89,6 +89,10 @@ def monitored_pool(simulator: Simulator) -> Iterator[MonitoredPool]:
         CELERY_BROKER_URL=redis.url,
         CELERY_RESULT_BACKEND=redis.url,
         DATABASE_URL=ledger_url,
+        # ADR-006's recovery window, not the suite's 2 s (tests/conftest.py): an Ollama outage
+        # test holds the breaker open across several requests, and on a loaded machine 2 s passed
+        # before its fourth request, which then went through as a half-open trial (#44).
+        AIPOOL_OLLAMA_RECOVERY_TIMEOUT="60",
     )
     providers_port, maintenance_port = free_port(), free_port()
     workers: list[Worker] = []
