@@ -8,19 +8,19 @@
 --
 -- 'advance', 'begin' and 'finish' share one header (#44: what no request changes is not sent; it
 -- is read from the stored hop configuration, aipool/attempt/hop_config.py):
---   KEYS[1] the stored hop configuration (hash, aipool:hopcfg:<digest>): 'keep' [record_keep,
---   answer_keep, lease grace, days' and months' counters kept past their end (s)], 'keys' (the
---   attempts' key prefix, the live leases, the ledger's pending records, the spend's prefix),
---   'terminals', 'money' {cap (the pool's cap on paid spend a month), budget (the pool's monthly
---   budget), save (the fraction of a daily limit or the budget from which low-priority requests
---   stay off paid hops), saving (the priorities it applies to)}, 'svc:<service>' {budget (the
---   service's monthly budget), s ({provider: [tokens, requests] the service may use of the
---   day's, -1 for no share})}, and 'p:<provider>' {b: [recovery_timeout, half_open_max_calls,
---   trial_timeout, failure_threshold], lim (1 when the quota counts), q: [rpm, daily_requests,
---   daily_tokens, monthly_tokens] (-1 = unlimited), k: [breaker state, breaker trials, quota
---   window, and the prefixes of the quota day's and month's keys]}; amounts in micro-dollars,
---   -1 for none. When it is missing, the op changes nothing and answers 'config': the caller
---   writes it and asks again.
+--   KEYS[1] the stored hop configuration (hash, aipool:hopcfg:<digest>): 'pool' {keep:
+--   [record_keep, answer_keep, lease grace, days' and months' counters kept past their end (s)],
+--   keys (the attempts' key prefix, the live leases, the ledger's pending records, the spend's
+--   prefix), terminals, money {cap (the pool's cap on paid spend a month), budget (the pool's
+--   monthly budget), save (the fraction of a daily limit or the budget from which low-priority
+--   requests stay off paid hops), saving (the priorities it applies to)}}; 'svc:<service>'
+--   {budget (the service's monthly budget), s ({provider: [tokens, requests] the service may use
+--   of the day's, -1 for no share})}; and 'p:<provider>' {b: [recovery_timeout,
+--   half_open_max_calls, trial_timeout, failure_threshold], lim (1 when the quota counts), q:
+--   [rpm, daily_requests, daily_tokens, monthly_tokens] (-1 = unlimited), k: [breaker state,
+--   breaker trials, quota window, and the prefixes of the quota day's and month's keys]};
+--   amounts in micro-dollars, -1 for none. When it is missing, the op changes nothing and
+--   answers 'config': the caller writes it and asks again.
 --   Every other key is built here from it: the attempt's record (<attempt prefix><journey>:
 --   <provider>), its kept answer (<record>:answer), the request's route record (<attempt
 --   prefix><journey>:route: when the pool first saw the request, and where routing sent it),
@@ -108,7 +108,7 @@ for name in string.gmatch(ARGV[5], '%S+') do
 end
 local pos = tonumber(ARGV[6]) + 1
 local from = math.max(pos, 1)
-local wanted = {'keep', 'keys', 'terminals', 'money', 'svc:' .. ARGV[10]}
+local wanted = {'pool', 'svc:' .. ARGV[10]}
 for i = from, #chain do
   wanted[#wanted + 1] = 'p:' .. chain[i]
 end
@@ -116,16 +116,17 @@ local stored = redis.call('HMGET', KEYS[1], unpack(wanted))
 if not stored[1] then
   return {'config', NOW, '[]'}
 end
-local KEEP = cjson.decode(stored[1])
-local NAMES = cjson.decode(stored[2])
+-- Each field is decoded only when used (cjson.decode is most of what the script spends on
+-- its configuration): the hops after this one only when the request moves on.
+local POOL = cjson.decode(stored[1])
+local KEEP, NAMES, money = POOL.keep, POOL.keys, POOL.money
 local terminal = {}
-for _, name in ipairs(cjson.decode(stored[3])) do
+for _, name in ipairs(POOL.terminals) do
   terminal[name] = true
 end
-local money = cjson.decode(stored[4])
 local service = {}
-if stored[5] then
-  service = cjson.decode(stored[5])
+if stored[2] then
+  service = cjson.decode(stored[2])
 end
 local SVC = ARGV[10]
 local saving = false
@@ -161,7 +162,7 @@ local DAY, MONTH = periods(ARGV[14])
 -- (d, m) and its five guard keys (k): breaker state, breaker trials, quota window, quota day,
 -- quota month.
 local function hop(i, day, month)
-  local raw = stored[5 + i - from + 1]
+  local raw = stored[2 + i - from + 1]
   if not raw then
     error('attempt.lua: no stored config for provider ' .. tostring(chain[i]))
   end
@@ -178,13 +179,21 @@ local function hop(i, day, month)
   return cfg
 end
 
-local candidates = {}
+-- The candidate hops' chain positions, and their configs (for the current periods) on demand.
+local after = {}
 for i = pos + 1, #chain do
   if not terminal[chain[i]] then
-    candidates[#candidates + 1] = hop(i, DAY, MONTH)
+    after[#after + 1] = i
   end
 end
-local n = #candidates
+local n = #after
+local decoded = {}
+local function candidate(j)
+  if not decoded[j] then
+    decoded[j] = hop(after[j], DAY, MONTH)
+  end
+  return decoded[j]
+end
 local TERMINAL = chain[#chain]
 local JOURNEY, RID = ARGV[3], ARGV[4]
 local DEADLINE_S, TOKENS, RECEIVED = ARGV[7], ARGV[8], ARGV[9]
@@ -203,13 +212,9 @@ local SPEND = NAMES.spend .. MONTH[1]
 local function current(cfg)
   return now >= cfg.d[2] and now < cfg.d[3] and now < cfg.m[2]
 end
+-- (Every candidate is built for the same periods, DAY and MONTH.)
 local function all_current()
-  for i = 1, n do
-    if not current(candidates[i]) then
-      return false
-    end
-  end
-  return true
+  return n == 0 or current({d = DAY, m = MONTH})
 end
 
 local function ttl(until_at)
@@ -301,7 +306,7 @@ end
 local function decide(deadline_at)
   local trail = {}
   for i = 1, n do
-    local cfg = candidates[i]
+    local cfg = candidate(i)
     local why = blocked(cfg, cfg.k, deadline_at)
     if not why then
       return cfg.p, trail
@@ -487,12 +492,12 @@ if op == 'finish' then
   local detail = ARGV[22] or '[]'
   local cost = tonumber(ARGV[23] or '0')
   local pause, stop = ARGV[24] or '0', ARGV[25] == '1'
-  local own = hop(pos, DAY, MONTH)
+  local own_day, own_month = DAY, MONTH
   if ARGV[26] and ARGV[26] ~= '' then
-    local day, month = periods(ARGV[26])
-    own = hop(pos, day, month)
-    SPEND = NAMES.spend .. month[1]
+    own_day, own_month = periods(ARGV[26])
+    SPEND = NAMES.spend .. own_month[1]
   end
+  local own = hop(pos, own_day, own_month)
   local f = redis.call('HMGET', REC, 'state', 'owner', 'tokens', 'lim', 'member', 'gen',
     'trial', 'next', 'trail', 'code', 'detail', 'cost', 'svc', 'shared')
   local state = f[1]
@@ -609,10 +614,10 @@ if op == 'advance' then
     local straight = redis.call('HMGET', STRAIGHT, 'state', 'rid', 'start')
     if straight[1] and straight[2] == RID then
       local received = math.min(tonumber(straight[3]) or now, tonumber(RECEIVED) or now, now)
-      redis.call('HSET', ROUTE, 'rid', RID, 'next', candidates[1].p, 'trail', '[]',
+      redis.call('HSET', ROUTE, 'rid', RID, 'next', chain[after[1]], 'trail', '[]',
         'received', fmt(received))
       redis.call('EXPIRE', ROUTE, RECORD_KEEP)
-      return {'next', NOW, '[]', candidates[1].p, '[]', fmt(received)}
+      return {'next', NOW, '[]', chain[after[1]], '[]', fmt(received)}
     end
   end
   if not all_current() then

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aipool.attempt.layout import ATTEMPT_PREFIX, LEASES_KEY, SPEND_PREFIX, periods_arg
-from aipool.attempt.money import MoneyRules
+from aipool.attempt.money import MoneyRules, service_fields
 from aipool.breaker import Breaker
 from aipool.ledger.usage_log import PENDING_KEY
 from aipool.periods import Period, day_of, month_of
@@ -99,18 +99,22 @@ class HopConfigs:
         keeps: tuple[int, int, float],
     ) -> None:
         self.quotas = quotas
-        self.money = money
         self._fixed = {
             **provider_fields(breakers, quotas),
-            # record_keep, answer_keep, lease grace; days and months' counters kept past their end
-            "keep": [*keeps, DAY_KEEP, MONTH_KEEP],
-            "keys": {
-                "attempt": ATTEMPT_PREFIX,
-                "leases": LEASES_KEY,
-                "pending": PENDING_KEY,
-                "spend": SPEND_PREFIX,
+            # What every op reads, in one field: one decode in the script.
+            "pool": {
+                # record_keep, answer_keep, lease grace; days' and months' counters kept past
+                # their end
+                "keep": [*keeps, DAY_KEEP, MONTH_KEEP],
+                "keys": {
+                    "attempt": ATTEMPT_PREFIX,
+                    "leases": LEASES_KEY,
+                    "pending": PENDING_KEY,
+                    "spend": SPEND_PREFIX,
+                },
+                "terminals": sorted(TERMINALS),
+                "money": money.amounts(),
             },
-            "terminals": sorted(TERMINALS),
         }
         self._table: RouteTable | None = None
         self._stored: StoredConfig | None = None
@@ -123,7 +127,7 @@ class HopConfigs:
         stored = self._stored
         if stored is not None and table is self._table:
             return stored
-        fields = {**self._fixed, **self.money.fields(table, self.quotas)}
+        fields = {**self._fixed, **service_fields(table, self.quotas)}
         digest = hashlib.blake2b(_json(fields).encode(), digest_size=16).hexdigest()
         stored = StoredConfig(
             f"{CONFIG_PREFIX}{digest}", {name: _json(value) for name, value in fields.items()}

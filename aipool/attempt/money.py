@@ -56,40 +56,41 @@ class MoneyRules:
             save_below=s.saving_below_priority,
         )
 
-    def fields(self, table: RouteTable, quotas: Mapping[str, Quota]) -> dict[str, Any]:
-        """The money rules' part of the stored hop configuration (:mod:`aipool.attempt.hop_config`):
-        ``money``, the pool's amounts (``cap`` on paid spend a month, the monthly ``budget``, the
-        fraction from which to ``save``, the priorities ``saving`` applies to); ``svc:<service>``,
-        each declared service's monthly ``budget`` and its share (``s``) of each provider's day,
-        ``[tokens, requests]``. Amounts in micro-dollars, -1 for none."""
+    def amounts(self) -> dict[str, Any]:
+        """The pool's amounts as the stored hop configuration holds them
+        (:mod:`aipool.attempt.hop_config`): the ``cap`` on paid spend a month, the monthly
+        ``budget`` (micro-dollars, -1 for none), the fraction from which to ``save`` (-1: never)
+        and the priorities ``saving`` applies to."""
         below = PRIORITIES.index(self.save_below)
-        fields: dict[str, Any] = {
-            "money": {
-                "cap": NONE if self.cap_usd is None else micro(self.cap_usd),
-                "budget": micro(self.budget_usd),
-                "save": NONE if self.save_from is None else self.save_from,
-                "saving": list(PRIORITIES[:below]),
-            }
+        return {
+            "cap": NONE if self.cap_usd is None else micro(self.cap_usd),
+            "budget": micro(self.budget_usd),
+            "save": NONE if self.save_from is None else self.save_from,
+            "saving": list(PRIORITIES[:below]),
         }
-        for key, service in table.services.items():
-            shares: dict[str, list[int]] = {}
-            for provider, share in service.shares.items():
-                quota = quotas.get(provider)
-                if quota is None:
-                    continue
-                limits = quota.limits
-                tokens, requests = (
-                    _share(share.get("daily_tokens"), limits.daily_tokens),
-                    _share(share.get("daily_requests"), limits.daily_requests),
-                )
-                if (tokens, requests) != (NONE, NONE):
-                    shares[provider] = [tokens, requests]
-            budget = service.monthly_budget_usd
-            fields[f"svc:{key}"] = {
-                "budget": NONE if budget is None else micro(budget),
-                "s": shares,
-            }
-        return fields
+
+
+def service_fields(table: RouteTable, quotas: Mapping[str, Quota]) -> dict[str, Any]:
+    """``svc:<service>`` of the stored hop configuration: each declared service's monthly
+    ``budget`` (micro-dollars, -1 for none) and its share (``s``) of each provider's day,
+    ``[tokens, requests]`` (-1 for no share of one; a provider it has no share of is absent)."""
+    fields: dict[str, Any] = {}
+    for key, service in table.services.items():
+        shares: dict[str, list[int]] = {}
+        for provider, share in service.shares.items():
+            quota = quotas.get(provider)
+            if quota is None:
+                continue
+            limits = quota.limits
+            tokens, requests = (
+                _share(share.get("daily_tokens"), limits.daily_tokens),
+                _share(share.get("daily_requests"), limits.daily_requests),
+            )
+            if (tokens, requests) != (NONE, NONE):
+                shares[provider] = [tokens, requests]
+        budget = service.monthly_budget_usd
+        fields[f"svc:{key}"] = {"budget": NONE if budget is None else micro(budget), "s": shares}
+    return fields
 
 
 def restore_spend(client: Any, month: str, by_service: Mapping[str, Decimal]) -> bool:
