@@ -185,6 +185,12 @@ def _decision(next_hop: Any, trail: Any) -> Decision:
     return Decision(text(next_hop), passed)
 
 
+def changed_something(raw: Sequence[Any]) -> bool:
+    """Whether a raw reply may come from a script that wrote: every reply but ``config``, which
+    the script gives before it reads or writes anything else."""
+    return text(raw[0]) != "config"
+
+
 def read_reply(raw: Sequence[Any]) -> tuple[Any, list[Transition]]:
     """The reply of any op, and the breaker transitions it reports."""
     kind, now_text, events_text, *rest = (text(v) if isinstance(v, bytes) else v for v in raw)

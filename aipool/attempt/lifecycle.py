@@ -177,6 +177,7 @@ from aipool.attempt.layout import (
     Recorded,
     Routed,
     Stale,
+    changed_something,
     header_args,
     read_reply,
     result_args,
@@ -445,6 +446,7 @@ class AttemptBook:
                 provider=provider or "",
                 op=acked,
                 stops=acked == BEGIN,
+                wrote=changed_something,
             )
         except ReplicasBehind as behind:
             return behind.reply, behind
