@@ -93,17 +93,7 @@ class HopCall(HopForwarding):
     ) -> Done | Forward:
         hop = visit.journey.route.chain[position]
         tokens = completion.input_tokens + completion.output_tokens
-        event = self._event(
-            visit,
-            position,
-            Attempt(hop.provider, hop.model, "ok", None, completion.latency_ms),
-            completion=completion,
-            tokens=(completion.input_tokens, completion.output_tokens),
-            model=completion.model,
-            at=call.now,
-            booked=True,
-            call_id=owner,
-        )
+        event = self._answer_event(visit, position, completion, call.now, call_id=owner)
         # The producer's result is made before finish, which may write it with the answer.
         done = self._answered(visit, position, completion, call.now, event=event)
         write = result_write.prepare(visit.request_id, done.result)

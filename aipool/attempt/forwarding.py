@@ -20,7 +20,6 @@ from aipool.backlog import QUEUE_WAIT
 from aipool.breaker import BreakerState
 from aipool.contract import result
 from aipool.contract.completion import Completion
-from aipool.contract.journey import Attempt
 from aipool.contract.vocabulary import Outcome, outcome_named
 from aipool.providers.base import Provider
 from aipool.routing.windows import CONTEXT_TOO_LONG, skip_reason
@@ -119,17 +118,7 @@ class HopForwarding(HopRecords):
     ) -> Done:
         hop = visit.journey.route.chain[position]
         if event is None:
-            event = self._event(
-                visit,
-                position,
-                Attempt(hop.provider, hop.model, "ok", None, completion.latency_ms),
-                completion=completion,
-                tokens=(completion.input_tokens, completion.output_tokens),
-                model=completion.model,
-                at=at,
-                booked=True,
-                replayed=replayed,
-            )
+            event = self._answer_event(visit, position, completion, at, replayed=replayed)
             self._observe(event, visit)
         visit.journey.attempts.append(event.attempt)
         return Done(

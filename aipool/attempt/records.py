@@ -130,6 +130,32 @@ class HopRecords:
         event = self._event(visit, position, attempt, at=at, booked=booked, replayed=replayed)
         self._observe(event, visit)
 
+    def _answer_event(
+        self,
+        visit: Visit,
+        position: int,
+        completion: Completion,
+        at: float,
+        *,
+        replayed: bool = False,
+        call_id: str = "",
+    ) -> AttemptEvent:
+        """The event of a hop answered by its model: this delivery's call, or an answer recorded
+        by another delivery and replayed."""
+        hop = visit.journey.route.chain[position]
+        return self._event(
+            visit,
+            position,
+            Attempt(hop.provider, hop.model, "ok", None, completion.latency_ms),
+            completion=completion,
+            tokens=(completion.input_tokens, completion.output_tokens),
+            model=completion.model,
+            at=at,
+            booked=True,
+            replayed=replayed,
+            call_id=call_id,
+        )
+
     def _event(
         self,
         visit: Visit,

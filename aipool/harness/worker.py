@@ -73,11 +73,16 @@ class Worker:
         """Return once the worker answers a ping through ``app`` (a Celery app on its broker);
         raise, quoting its log, if it exits or ``timeout`` passes first."""
         deadline = time.monotonic() + timeout
+        # A reply later than the ping's wait is dropped: on a loaded machine a ready worker may
+        # take over 0.5 s to answer (a CI run at load 11 saw none in the 20 s after "ready"), so
+        # each ping waits longer than the one before, up to 4 s.
+        wait = 0.5
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"worker exited: {self.log()}")
-            if app.control.ping(destination=[self.name], timeout=0.5):
+            if app.control.ping(destination=[self.name], timeout=wait):
                 return
+            wait = min(wait * 2, 4.0)
         raise TimeoutError(f"worker {self.name} not ready: {self.log()}")
 
     def log(self) -> str:

@@ -246,13 +246,17 @@ def select() -> None:
             print(f"l2={l2:g} epochs={epochs}  {cells}")
 
 
-def train_with(extra: list[dict[str, Any]], output: Path, *, source: str) -> dict[str, Any]:
+def train_with(
+    extra: list[dict[str, Any]], output: Path, *, source: str, epochs: int = EPOCHS
+) -> dict[str, Any]:
     """Train on the shipped train and dev splits plus ``extra`` rows (``text``, ``intent``), with
-    the shipped settings, and write the model file to ``output``; return what was written."""
+    the shipped settings (``epochs`` aside), and write the model file to ``output``; return what
+    was written."""
 
     rows = corpus.load("train") + corpus.load("dev") + extra
     model = train(
         examples_from_rows(rows),
+        epochs=epochs,
         trained={"sources": ["corpus:train", "corpus:dev", *([source] if extra else [])]},
     )
     output.write_text(json.dumps(model, ensure_ascii=False, separators=(",", ":")) + "\n")

@@ -45,6 +45,7 @@ def test_eval_mistakes_are_one_line_exit_2(tmp_path: Path, capsys) -> None:
         (["route", "train", "--examples", str(bad)], "bad.jsonl:1: 'intent' must be one of"),
         (["route", "train", "--examples", str(level)], "level.jsonl:1: 'complexity' must be"),
         (["route", "train", "--examples", str(tmp_path / "none.tsv")], "--examples: no such"),
+        (["route", "train", "--examples", str(bad), "--epochs", "0"], "--epochs"),
     ):
         assert run(args) == 2
         err = capsys.readouterr().err.strip().splitlines()
@@ -62,9 +63,9 @@ def test_train_writes_a_model_the_workers_can_be_pointed_at(tmp_path: Path) -> N
     )
     model = tmp_path / "ours-model.json"
     env = fresh_env(tmp_path / "runtime")
-    # When trained
+    # When trained (a quick trial's 20 epochs: the shipped 300 take minutes on CI's two cores)
     done = run_aipool(
-        ["route", "train", "--examples", str(examples), "--output", str(model)],
+        ["route", "train", "--examples", str(examples), "--output", str(model), "--epochs", "20"],
         env,
         tmp_path,
         timeout=300,
@@ -81,3 +82,13 @@ def test_train_writes_a_model_the_workers_can_be_pointed_at(tmp_path: Path) -> N
     model.write_text("{}")
     refused = run_aipool(["route", "hi"], env, tmp_path)
     assert refused.returncode != 0 and str(model) in refused.stderr
+
+
+def test_train_passes_over_the_examples_as_often_as_the_shipped_model_did_by_default() -> None:
+    # (the command names the number itself: importing the trainer would load numpy at start)
+    import inspect
+
+    from aipool.cli.route import train_command
+    from aipool.routing.train import EPOCHS
+
+    assert inspect.signature(train_command).parameters["epochs"].default == EPOCHS

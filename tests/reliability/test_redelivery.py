@@ -8,20 +8,12 @@ and the provider must not be called twice for it; quota and ledger must equal th
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import create_engine
 
-from tests.support.accounting import (
-    drain_everything,
-    ledger_charges,
-    ledger_rows,
-    quota_charges,
-    trail,
-)
-from tests.support.private_pool import PrivatePool, private_pool, send
+from tests.support.accounting import drained_rows, ledger_charges, quota_charges, trail
+from tests.support.private_pool import PrivatePool, private_pool, send, settled
 
 pytestmark = pytest.mark.integration
 TIMEOUT = 60
@@ -40,19 +32,6 @@ def crash_worker(request, simulator, ledger_url) -> Iterator[PrivatePool]:  # ty
         yield pool
 
 
-def _settled(pool: PrivatePool, timeout: float = 60.0) -> None:
-    """Wait until the crash happened and the redelivered message is done (queues and unacked
-    messages empty)."""
-    client, worker = pool.client, pool.worker
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        busy = sum(client.llen(q) for q in worker.queues) + client.hlen("unacked")
-        if client.exists(FLAG) and not busy:
-            return
-        time.sleep(0.1)
-    raise TimeoutError(f"redelivery not finished: {worker.log()}")
-
-
 @pytest.mark.parametrize("crash_worker", ["ack"], indirect=True)
 def test_a_paid_answer_redelivered_before_its_ack_is_not_bought_again(
     crash_worker, healthy, ledger_url
@@ -60,21 +39,18 @@ def test_a_paid_answer_redelivered_before_its_ack_is_not_bought_again(
     # Given a pool process that dies after Claude answered and the result was stored, before ack
     # When a critical request goes through it
     answer = send(crash_worker, CRITICAL).get(timeout=TIMEOUT)
-    _settled(crash_worker)
+    settled(crash_worker, FLAG)
     redis_client = crash_worker.client
     # Then the producer has Claude's answer, and the redelivered message did not call Claude again
     assert (answer["status"], answer["provider"]) == ("ok", "claude")
     assert healthy.calls("claude") == 1
     # And the quota and the ledger hold that one call with its real tokens
-    engine = create_engine(ledger_url)
-    drain_everything(redis_client, engine)
-    rows = ledger_rows(engine, [answer["request_id"]])
+    rows = drained_rows(redis_client, ledger_url, [answer["request_id"]])
     tokens = answer["usage"]["input_tokens"] + answer["usage"]["output_tokens"]
     assert [(r.provider, r.outcome) for r in rows] == [("claude", "ok")]
     assert ledger_charges(rows)["claude"] == quota_charges(redis_client)["claude"]
     assert quota_charges(redis_client)["claude"].requests == 1
     assert quota_charges(redis_client)["claude"].tokens == tokens
-    engine.dispose()
 
 
 @pytest.mark.parametrize("crash_worker", ["dispatch"], indirect=True)
@@ -86,18 +62,15 @@ def test_a_failed_call_redelivered_before_the_next_hop_is_not_made_again(
     healthy.set_fault("claude", "error_500", times=1)
     # When a critical request goes through it
     answer = send(crash_worker, CRITICAL).get(timeout=TIMEOUT)
-    _settled(crash_worker)
+    settled(crash_worker, FLAG)
     redis_client = crash_worker.client
     # Then the redelivered message moved on without calling Claude a second time
     assert healthy.calls("claude") == 1
     assert trail(answer)[0] == ("claude", "error")
     assert (answer["status"], answer["provider"]) == ("ok", "ollama")
     # And Claude was charged one request and no tokens, in the quota as in the ledger
-    engine = create_engine(ledger_url)
-    drain_everything(redis_client, engine)
-    rows = ledger_rows(engine, [answer["request_id"]])
+    rows = drained_rows(redis_client, ledger_url, [answer["request_id"]])
     assert [(r.provider, r.outcome) for r in rows] == [("claude", "error"), ("ollama", "ok")]
     assert ledger_charges(rows)["claude"] == quota_charges(redis_client)["claude"]
     assert quota_charges(redis_client)["claude"].requests == 1
     assert quota_charges(redis_client)["claude"].tokens == 0
-    engine.dispose()

@@ -11,23 +11,15 @@ published once and each call is one ledger row.
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine
 
 from aipool.simulator import Simulator
-from tests.support.accounting import (
-    drain_everything,
-    ledger_charges,
-    ledger_rows,
-    quota_charges,
-    trail,
-)
-from tests.support.private_pool import PrivatePool, private_pool, send
+from tests.support.accounting import drained_rows, ledger_charges, quota_charges, trail
+from tests.support.private_pool import PrivatePool, private_pool, send, settled
 
 pytestmark = pytest.mark.integration
 TIMEOUT = 90
@@ -72,19 +64,6 @@ def _published(channel: Any) -> list[dict[str, Any]]:
     return seen
 
 
-def _settled(pool: PrivatePool, timeout: float = 60.0) -> None:
-    """Wait until the crash happened and every message is done (queues and unacked empty)."""
-    client, worker = pool.client, pool.worker
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        busy = sum(client.llen(q) for q in worker.queues) + client.hlen("unacked")
-        busy += client.zcard("unacked_index")
-        if client.exists(FLAG) and not busy:
-            return
-        time.sleep(0.2)
-    raise TimeoutError(f"redelivery not finished: {worker.log()}")
-
-
 def _hops_on(pool: PrivatePool, provider: str) -> int:
     """How many hops ran on ``provider``'s lanes (a critical request waits in its urgent one)."""
     queues = (provider, f"{provider}.urgent")
@@ -101,7 +80,7 @@ def test_killed_before_finish_the_request_moves_on_and_is_answered_once(
     channel = _listen(pool, task_id)
     # When a critical request goes through it
     answer = send(pool, CRITICAL, task_id=task_id).get(timeout=TIMEOUT)
-    _settled(pool)
+    settled(pool, FLAG)
     # Then Claude was called once, its call abandoned when its lease ended, and the request was
     # answered further down the chain; the producer's result was published once
     assert pool.client.exists(FLAG)
@@ -113,15 +92,12 @@ def test_killed_before_finish_the_request_moves_on_and_is_answered_once(
         ("SUCCESS", answer["provider"])
     ]
     # And each call is one ledger row: Claude's at its estimate, the answer's with its tokens
-    engine = create_engine(ledger_url)
-    drain_everything(pool.client, engine)
-    rows = ledger_rows(engine, [task_id])
+    rows = drained_rows(pool.client, ledger_url, [task_id])
     assert [(r.provider, r.outcome) for r in rows] == [
         ("claude", "abandoned"),
         (answer["provider"], "ok"),
     ]
     assert ledger_charges(rows)["claude"] == quota_charges(pool.client)["claude"]
-    engine.dispose()
     channel.close()
 
 
@@ -140,17 +116,14 @@ def test_killed_after_finish_the_producer_has_its_answer_already_and_once(
     assert _hops_on(pool, "claude") == 1
     # And the worker's parent, finding that SUCCESS stored, acked the message instead of giving
     # it back (Celery 5.7): no second delivery, and the result was published once
-    _settled(pool)
+    settled(pool, FLAG)
     assert _hops_on(pool, "claude") == 1
     assert [(m["status"], m["result"]["provider"]) for m in _published(channel)] == [
         ("SUCCESS", "claude")
     ]
     assert healthy.calls("claude") == 1
     # And the call is one ledger row, as the quota holds it
-    engine = create_engine(ledger_url)
-    drain_everything(pool.client, engine)
-    rows = ledger_rows(engine, [task_id])
+    rows = drained_rows(pool.client, ledger_url, [task_id])
     assert [(r.provider, r.outcome) for r in rows] == [("claude", "ok")]
     assert ledger_charges(rows)["claude"] == quota_charges(pool.client)["claude"]
-    engine.dispose()
     channel.close()

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, create_engine, select
 
 from aipool.attempt.layout import LEASES_KEY
 from aipool.contract.vocabulary import CALLED_OUTCOMES
@@ -68,6 +68,17 @@ def ledger_rows(engine: Engine, request_ids: Iterable[str]) -> list[UsageLogRow]
             .order_by(UsageLogRow.request_id, UsageLogRow.attempt)
         )
         return list(result.all())  # type: ignore[arg-type]
+
+
+def drained_rows(client: Any, ledger_url: str, request_ids: Iterable[str]) -> list[UsageLogRow]:
+    """The ledger rows of ``request_ids`` once every spooled record reached the ledger (what beat
+    does every 5 s), read through an engine of their own."""
+    engine = create_engine(ledger_url)
+    try:
+        drain_everything(client, engine)
+        return ledger_rows(engine, request_ids)
+    finally:
+        engine.dispose()
 
 
 def trail(answer: dict[str, Any]) -> list[tuple[str, str]]:

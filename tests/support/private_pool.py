@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -72,6 +73,20 @@ def private_pool(
 def send(pool: PrivatePool, request: dict[str, Any], **options: Any) -> Any:
     """``ai.generate`` sent by name to the router, as a producer without aipool does."""
     return pool.app.send_task("ai.generate", kwargs={"request": request}, queue="router", **options)
+
+
+def settled(pool: PrivatePool, flag: str, timeout: float = 60.0) -> None:
+    """Wait until the pool process crashed (``flag``, set by ``tests/support/instrumented_app.py``)
+    and every message is done: its queues, unacked messages and their index all empty."""
+    client, worker = pool.client, pool.worker
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        busy = sum(client.llen(q) for q in worker.queues) + client.hlen("unacked")
+        busy += client.zcard("unacked_index")
+        if client.exists(flag) and not busy:
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"redelivery not finished: {worker.log()}")
 
 
 def importing_producer(pool: PrivatePool, code: str, *args: str, **env: str) -> Any:
