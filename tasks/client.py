@@ -46,6 +46,9 @@ class Dispatch:
     #: Seconds before the message is to be taken (an identical request is being answered):
     #: :func:`send` writes its ETA on the pool's clock.
     countdown: float | None = None
+    #: The journey id :func:`send` claims ``task_id`` for once the message is sent: set when
+    #: :func:`route` minted the id itself.
+    unclaimed: str | None = None
 
 
 def route(request: dict[str, Any], *, task_id: str | None = None) -> Dispatch:
@@ -56,38 +59,54 @@ def route(request: dict[str, Any], *, task_id: str | None = None) -> Dispatch:
     whose breaker is open or whose quota is spent now (:meth:`HopRunner.dispatch`). Every skip
     is recorded, wherever it happens, as the pool records every hop. Raises :class:`~aipool.errors.InvalidRequest` for a malformed
     request and :class:`~aipool.errors.NoRedis` when there is no Redis to read breakers from.
+
+    A ``task_id`` the caller gives is claimed for this request before anything is decided
+    (:mod:`aipool.attempt.task_ids`): one that names another request is refused here. An id
+    minted here (a fresh ``uuid4``) names nothing yet, so its claim waits for :func:`send`,
+    after the message: a round trip to Redis fewer between the call and the message
+    (docs/benchmarks.md, "One request's Redis commands in time").
     """
     parsed = parse_request(request)
     request_id = str(task_id or uuid.uuid4())
+    journey = journey_id(request_id, request)
     step = cache_front().dispatch(
-        parsed, request_id, journey_id(request_id, request), decide(parsed)
+        parsed, request_id, journey, decide(parsed), claim=task_id is not None
     )
+    unclaimed = None if task_id is not None else journey
     if isinstance(step, Done):  # the response cache's answer
-        return Dispatch(request_id, "", {}, "", answer=step.result)
+        return Dispatch(request_id, "", {}, "", answer=step.result, unclaimed=unclaimed)
     if isinstance(step, Recheck):  # by name to the router, once the identical one is answered
         return Dispatch(
-            request_id, step.queue, {"request": request}, WAITING_REPR, countdown=step.delay_s
+            request_id,
+            step.queue,
+            {"request": request},
+            WAITING_REPR,
+            countdown=step.delay_s,
+            unclaimed=unclaimed,
         )
     return Dispatch(
         task_id=request_id,
         queue=step.queue,
         kwargs={"request": request, "journey": step.journey.to_dict()},
         kwargsrepr=describe(step),
+        unclaimed=unclaimed,
     )
 
 
 def send(dispatch: Dispatch, *, app: Celery | None = None, **options: Any) -> AsyncResult[Any]:
     """Enqueue a routed request; ``options`` go to Celery's ``send_task`` (``expires``,
-    ``priority``...). Returns the ``AsyncResult`` that gets the final answer."""
+    ``priority``...). Returns the ``AsyncResult`` that gets the final answer, once the task id
+    is claimed for the request (:attr:`Dispatch.unclaimed`)."""
     app = app or _default_app()
     if dispatch.answer is not None:
         app.backend.store_result(dispatch.task_id, dispatch.answer, "SUCCESS")
+        _claim(dispatch, app)
         return AsyncResult(dispatch.task_id, app=app)
     if dispatch.countdown is not None and not {"countdown", "eta"} & options.keys():
         # On the pool's clock, as the workers' own rechecks (tasks.generate._forward).
         options["eta"] = cache_front().runner.eta(dispatch.countdown)
     headers = {**(options.pop("headers", None) or {}), **described()}
-    return app.send_task(
+    sent = app.send_task(
         TASK_NAME,
         kwargs=dispatch.kwargs,
         kwargsrepr=dispatch.kwargsrepr,
@@ -97,6 +116,20 @@ def send(dispatch: Dispatch, *, app: Celery | None = None, **options: Any) -> As
         headers=headers,
         **options,
     )
+    _claim(dispatch, app)
+    return sent
+
+
+def _claim(dispatch: Dispatch, app: Celery) -> None:
+    """Claim the task id :func:`route` minted, now its message is out and before anyone is
+    handed the id. Nobody could hold an id minted a moment ago, short of reading it off the queue
+    in between: should the claim find another request there all the same, the id's result is
+    its refusal, written over whatever it holds (``store_result.lua``), as for any reused id."""
+    if dispatch.unclaimed is None:
+        return
+    refused = cache_front().runner.reused(dispatch.task_id, dispatch.unclaimed)
+    if refused is not None:
+        app.backend.store_result(dispatch.task_id, refused.result, "SUCCESS")
 
 
 def submit(

@@ -8,6 +8,11 @@ its own claim, another request finds someone else's and is refused (``task_id_re
 refusal replaces whatever that id's result held (``aipool/attempt/store_result.lua``), so that no
 producer holding the id reads an answer that may not be its own. The key holds the journey id (a
 digest), never prompt text.
+
+An id ``submit()`` mints itself (a fresh ``uuid4``) is claimed once its message is sent, before
+``submit()`` hands the id to anyone (``tasks/client.py``): nobody can hold an id minted a moment
+ago, so its claim need not hold the message back a round trip. One that finds another request's
+claim all the same (the id read off the queue in between) writes the refusal as above.
 """
 
 from __future__ import annotations

@@ -78,10 +78,15 @@ class CacheFront:
         *,
         answer_terminal: bool = False,
         seen_at: Callable[[], float | None] | None = None,
+        claim: bool = True,
     ) -> Done | Forward | Recheck:
         """:meth:`HopRunner.dispatch`, unless the cache answers ``request`` or an identical
         request is fetching its answer (see the module docstring). When the pool traces, this is
-        the ``aipool.route`` span: the decision, and what the cache found."""
+        the ``aipool.route`` span: the decision, and what the cache found.
+
+        ``claim``: whether the task id is claimed here first (:meth:`HopRunner.reused`); a
+        producer that minted the id itself claims it once its message is sent
+        (:func:`tasks.client.send`)."""
         decided = {
             "aipool.intent": route.intent,
             "aipool.complexity": route.complexity,
@@ -93,7 +98,7 @@ class CacheFront:
         }
         with tracing.span("aipool.route", decided) as made:
             # Before the cache: a request refused its task id must not be answered under it.
-            refused = self.runner.reused(request_id, journey_id)
+            refused = self.runner.reused(request_id, journey_id) if claim else None
             if refused is not None:
                 return refused
             step = self._dispatch(

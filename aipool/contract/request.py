@@ -127,13 +127,23 @@ class Request:
         return ""
 
     @cached_property
+    def _text_token_estimate(self) -> int:
+        # Computed once per request: the hop's estimate and the router's length points both read
+        # all the prompt text for it. The request is frozen, so the estimate cannot go stale.
+        return estimate_tokens(self.text())
+
+    @cached_property
     def _input_token_estimate(self) -> int:
-        # Computed once per request: every hop asks for it several times, and it reads all the
-        # prompt text. The request is frozen, so the estimate cannot go stale.
+        # Computed once per request: every hop asks for it several times.
         tool_text = (
             json.dumps([asdict(t) for t in self.tools], ensure_ascii=False) if self.tools else ""
         )
-        return estimate_tokens(self.text()) + estimate_tokens(tool_text) + 4 * len(self.messages)
+        return self._text_token_estimate + estimate_tokens(tool_text) + 4 * len(self.messages)
+
+    def estimated_text_tokens(self) -> int:
+        """About how many tokens the prompt's text takes (system and messages, as :meth:`text`
+        joins them; no tool declarations, no per-message framing)."""
+        return self._text_token_estimate
 
     def estimated_input_tokens(self) -> int:
         """About how many tokens the prompt (system, messages, tool declarations) takes."""

@@ -46,8 +46,7 @@ import re
 from dataclasses import dataclass
 
 from aipool.contract.request import Request
-from aipool.routing.text import bounded, compile_folded, fold, split_text
-from aipool.tokens import estimate_tokens
+from aipool.routing.text import TextMemo, bounded, compile_folded, fold, split_text
 
 MIN_SCORE = 1
 MAX_SCORE = 5
@@ -295,13 +294,17 @@ def _material_head(prose: str) -> str | None:
     return None
 
 
-def score(request: Request) -> ComplexityScore:
-    """Score ``request`` from 1 to 5; every point it earns is named in ``reasons``."""
+def score(request: Request, memo: TextMemo | None = None) -> ComplexityScore:
+    """Score ``request`` from 1 to 5; every point it earns is named in ``reasons`` (``memo``: the
+    decision's, whose intent rules read the same window, split and prose)."""
+    memo = memo if memo is not None else TextMemo()
     points = MIN_SCORE
     reasons: list[str] = []
     text = request.text()
 
-    tokens = estimate_tokens(text)
+    # The request's own estimate of its text: a hop has usually made it already (validation,
+    # quota), and it reads the whole of a long text.
+    tokens = request.estimated_text_tokens()
     steps = sum(1 for step in LENGTH_STEPS if tokens >= step)
     if steps:
         points += steps
@@ -309,8 +312,8 @@ def score(request: Request) -> ComplexityScore:
 
     # Everything but the length reads a long text's head and tail only (text.bounded): a pasted
     # block's lines, components and asks all show there, and a long text earns its length points.
-    text = bounded(text)
-    split = split_text(text)
+    text = memo(bounded, text)
+    split = memo(split_text, text)
     lines = split.code_lines
     pasted = False
     if split.blocks and (
@@ -327,10 +330,10 @@ def score(request: Request) -> ComplexityScore:
         pasted = True
         reasons.append("pasted payload or log lines (+1)")
 
-    asks = bounded(request.last_user_text()) or text
-    asks_prose = split.prose if asks == text else split_text(asks).prose
+    asks = memo(bounded, request.last_user_text()) or text
+    asks_prose = split.prose if asks == text else memo(split_text, asks).prose
     head = _material_head(asks_prose)
-    folded_asks = fold(head if head is not None else asks_prose)
+    folded_asks = memo(fold, head if head is not None else asks_prose)
     # A paste's lines (payload, logs, a trace) name what the paste is about again, or its
     # modules: the components are those the request's own sentences name.
     named = "\n".join(

@@ -32,7 +32,7 @@ import itertools
 import re
 
 from aipool.routing.intent import signal_labels
-from aipool.routing.text import SplitText, bounded, fold, split_text
+from aipool.routing.text import SplitText, TextMemo, bounded, fold, split_text
 
 HEAD_CHARS = 1536
 TAIL_CHARS = 512
@@ -53,46 +53,66 @@ def _length_bucket(n: int) -> str:
 Reading = tuple[str, SplitText, tuple[str, ...]]
 
 
-def read(text: str) -> Reading:
+def model_window(text: str) -> str:
+    """The part of ``text`` the model reads: its first ``HEAD_CHARS`` and last ``TAIL_CHARS``."""
+    return bounded(text, HEAD_CHARS, TAIL_CHARS)
+
+
+def read(text: str, memo: TextMemo | None = None) -> Reading:
     """The part of ``text`` the model reads, split into prose and blocks, and the keyword
     signals of its prose: computed once per decision, and handed to :func:`features` and to the
-    router's explanation alike."""
+    router's explanation alike (``memo``: the decision's, shared with the keyword rules and the
+    complexity score, which read the same split and signals of a short message)."""
+    memo = memo if memo is not None else TextMemo()
+    read_window = memo(model_window, text)
+    split = memo(split_text, read_window)
+    return read_window, split, tuple(signal_labels(split.prose, memo))
 
-    window = bounded(text, HEAD_CHARS, TAIL_CHARS)
-    split = split_text(window)
-    return window, split, tuple(signal_labels(split.prose))
+
+#: A text's features by kind: character n-grams, words and word pairs named without their kind's
+#: prefix (``c:``, ``w:``, ``b:``), then the rule signals and facts with their full names.
+Parts = tuple[list[str], list[str], list[str], set[str]]
 
 
-def features(text: str, reading: Reading | None = None) -> set[str]:
-    """The feature names present in ``text`` (a set: presence, not counts); ``reading`` is
-    ``read(text)`` when the caller has it already."""
+def parts(text: str, reading: Reading | None = None) -> Parts:
+    """The features of ``text`` by kind (:data:`Parts`): what :func:`features` names, without
+    building a prefixed name per n-gram (the model looks each kind up in its own table)."""
     text, split, labels = reading if reading is not None else read(text)
     folded = _SPACES.sub(" ", fold(text)).strip()
-    out: set[str] = set()
     padded = f" {folded} "
     # Bigrams and trigrams: slicing in comprehensions keeps this in C-speed loops.
-    out.update("c:" + padded[i : i + 2] for i in range(len(padded) - 1))
-    out.update("c:" + padded[i : i + 3] for i in range(len(padded) - 2))
+    grams = [padded[i : i + 2] for i in range(len(padded) - 1)]
+    grams += [padded[i : i + 3] for i in range(len(padded) - 2)]
     words = _WORD.findall(folded)
-    out.update("w:" + w for w in words)
-    out.update(f"b:{a} {b}" for a, b in itertools.pairwise(words))
+    pairs = [f"{a} {b}" for a, b in itertools.pairwise(words)]
+    facts: list[str] = []
     if split.blocks:
-        out.add("m:code-block" if split.looks_like_code() else "m:log-block")
+        facts.append("code-block" if split.looks_like_code() else "log-block")
     if folded.startswith("{") or '{"' in folded:
-        out.add("m:json")
+        facts.append("json")
     if "\n@@ " in text or "\n+++ " in text:
-        out.add("m:diff")
+        facts.append("diff")
     if "?" in split.prose or "？" in split.prose:
-        out.add("m:question")
-    facts = [f for f in out if f.startswith("m:")]
+        facts.append("question")
+    rest: set[str] = set()
     # Rule signals and facts are few among hundreds of n-grams; each is entered SIGNAL_COPIES
     # times (``s:label``, ``s2:label``...) so that, in a unit-length row, they weigh what a
     # keyword the rules were built on should.
     for copy in range(SIGNAL_COPIES):
         tag = "" if copy == 0 else str(copy + 1)
-        out.update(f"s{tag}:{label}" for label in labels)
-        if copy:
-            out.update(f"m{tag}:{fact[2:]}" for fact in facts)
+        rest.update(f"s{tag}:{label}" for label in labels)
+        rest.update(f"m{tag}:{fact}" for fact in facts)
+    return grams, words, pairs, rest
+
+
+def features(text: str, reading: Reading | None = None) -> set[str]:
+    """The feature names present in ``text`` (a set: presence, not counts); ``reading`` is
+    ``read(text)`` when the caller has it already."""
+    grams, words, pairs, rest = parts(text, reading)
+    out = {"c:" + gram for gram in grams}
+    out.update("w:" + word for word in words)
+    out.update("b:" + pair for pair in pairs)
+    out.update(rest)
     return out
 
 

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from aipool.contract.request import Request
-from aipool.routing.text import bounded, compile_folded, fold, split_text
+from aipool.routing.text import TextMemo, bounded, compile_folded, fold, split_text
 
 
 class Intent(StrEnum):
@@ -345,16 +345,33 @@ _TIE_ORDER = (
 )
 
 
-def _score_text(text: str, factor: float, total: dict[Intent, float], why: list[str]) -> None:
+def _found(prose: str) -> tuple[bool, ...]:
+    """Whether each keyword signal of ``_COMPILED`` matches ``prose``, in order."""
+    folded = fold(prose)
+    return tuple(
+        pattern.search(folded if on_folded else prose) is not None
+        for _intent, _kind, _weight, _label, pattern, on_folded in _COMPILED
+    )
+
+
+def _about_not_do(prose: str) -> bool:
+    """Whether ``prose`` asks why/how/whether about an operation rather than for one."""
+    folded = fold(prose)
+    return _ABOUT_NOT_DO.search(folded) is not None and _MARKED_OP.search(folded) is None
+
+
+def _score_text(
+    text: str, factor: float, total: dict[Intent, float], why: list[str], memo: TextMemo
+) -> None:
     """Add ``text``'s signals, times ``factor``, to ``total``; explain them in ``why`` at full weight."""
     scores = dict.fromkeys(Intent, 0.0)
     topic = dict.fromkeys(Intent, 0.0)
-    split = split_text(bounded(text))
+    split = memo(split_text, memo(bounded, text))
     prose = split.prose
-    folded = fold(prose)
-    for intent, kind, weight, label, pattern, on_folded in _COMPILED:
-        match = pattern.search(folded if on_folded else prose)
-        if match is None:
+    for (intent, kind, weight, label, _pattern, _on_folded), found in zip(
+        _COMPILED, memo(_found, prose), strict=True
+    ):
+        if not found:
             continue
         if kind == TOPIC:
             room = max(0.0, TOPIC_CAP - topic[intent])
@@ -376,7 +393,7 @@ def _score_text(text: str, factor: float, total: dict[Intent, float], why: list[
             scores[Intent.ALERT_TRIAGE] += _LOG_BLOCK_WEIGHT * factor
             if factor == 1.0:
                 why.append(f"{Intent.ALERT_TRIAGE}: pasted logs/output")
-    if scores[Intent.TOOL_CALL] and _ABOUT_NOT_DO.search(folded) and not _MARKED_OP.search(folded):
+    if scores[Intent.TOOL_CALL] and memo(_about_not_do, prose):
         # "why does it keep restarting", "how do I scale": about an operation, not a request for one.
         scores[Intent.TOOL_CALL] = 0.0
         if factor == 1.0:
@@ -385,21 +402,20 @@ def _score_text(text: str, factor: float, total: dict[Intent, float], why: list[
         total[intent] += value
 
 
-def signal_labels(prose: str) -> list[str]:
+def signal_labels(prose: str, memo: TextMemo | None = None) -> list[str]:
     """The labels of the keyword signals that match ``prose`` (features for the intent model),
-    and ``about not do`` when the text asks why/how/whether about an operation."""
-    folded = fold(prose)
+    and ``about not do`` when the text asks why/how/whether about an operation (``memo``: the
+    decision's, whose rules read the same prose when the message is short)."""
+    memo = memo if memo is not None else TextMemo()
     labels = [
-        label
-        for _intent, _kind, _weight, label, pattern, on_folded in _COMPILED
-        if pattern.search(folded if on_folded else prose)
+        signal[3] for signal, found in zip(_COMPILED, memo(_found, prose), strict=True) if found
     ]
-    if _ABOUT_NOT_DO.search(folded) and not _MARKED_OP.search(folded):
+    if memo(_about_not_do, prose):
         labels.append("about not do")
     return labels
 
 
-def names_an_act(prose: str) -> bool:
+def names_an_act(prose: str, memo: TextMemo | None = None) -> bool:
     """Whether ``prose`` holds a word a request to act is made of (an operation, an act such as
     silence or page, or a go-ahead), in any position or language.
 
@@ -407,7 +423,7 @@ def names_an_act(prose: str) -> bool:
     tool chain ends in a refusal, and a text with none of these words asks nothing of it, however
     short, long, English or Chinese it is (issue #40: a plain sentence reached it on its length
     and script). Wide on purpose: whether such a word makes an ask is the model's to weigh."""
-    return _ACT.search(fold(prose)) is not None
+    return _ACT.search(memo(fold, prose) if memo is not None else fold(prose)) is not None
 
 
 def matched_words(text: str) -> list[tuple[str, str, str]]:
@@ -424,8 +440,9 @@ def matched_words(text: str) -> list[tuple[str, str, str]]:
     return found
 
 
-def classify(request: Request) -> IntentDecision:
-    """Decide the intent of ``request``; same request, same answer."""
+def classify(request: Request, memo: TextMemo | None = None) -> IntentDecision:
+    """Decide the intent of ``request``; same request, same answer (``memo``: the decision's, when
+    the router has read the same texts already)."""
     if request.intent:
         return IntentDecision(
             intent=request.intent.upper(),
@@ -438,7 +455,7 @@ def classify(request: Request) -> IntentDecision:
             confidence=1.0,
             reasons=(f"request carries {len(request.tools)} tool(s)",),
         )
-    return classify_text(request.last_user_text(), context=_context(request))
+    return classify_text(request.last_user_text(), context=_context(request), memo=memo)
 
 
 def _context(request: Request) -> str:
@@ -447,13 +464,14 @@ def _context(request: Request) -> str:
     return "\n".join([request.system, *earlier]) if request.system or earlier else ""
 
 
-def classify_text(text: str, *, context: str = "") -> IntentDecision:
+def classify_text(text: str, *, context: str = "", memo: TextMemo | None = None) -> IntentDecision:
     """Classify a user message, with ``context`` (system prompt, earlier turns) as a weaker signal."""
+    memo = memo if memo is not None else TextMemo()
     scores = dict.fromkeys(Intent, 0.0)
     why: list[str] = []
-    _score_text(text, 1.0, scores, why)
+    _score_text(text, 1.0, scores, why, memo)
     if context:
-        _score_text(context, CONTEXT_WEIGHT, scores, why)
+        _score_text(context, CONTEXT_WEIGHT, scores, why, memo)
     ranked = sorted(Intent, key=lambda i: (-scores[i], _TIE_ORDER.index(i)))
     best, second = ranked[0], ranked[1]
     if scores[best] <= 0:

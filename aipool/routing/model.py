@@ -13,7 +13,10 @@ The model file is JSON (``FORMAT``)::
                     "bias": [...], "threshold": 0.5}}
 
 Scores are softmax probabilities of ``bias + (sum of the present features' weights) / sqrt(n)``:
-features are binary, the row normalised to unit length as in training.
+features are binary, the row normalised to unit length as in training. The present features'
+weights are summed in vocabulary order, so every process adds the same floats in the same order
+and gets the same probabilities to the last bit (summed in the order of a set of names, as before
+#44, they hung on the process's string hashing seed, by rounding only).
 
 The ``complexity`` head (optional: a file without it leaves complexity to the keyword scorer)
 reads the same features plus the text's shape (its length bucket and script,
@@ -37,7 +40,7 @@ from operator import is_not, itemgetter
 from pathlib import Path
 from typing import Any, cast
 
-from aipool.routing.features import Reading, features, point_features, read, shape_features
+from aipool.routing.features import Reading, parts, point_features, read, shape_features
 from aipool.routing.intent import Intent
 from aipool.settings import settings
 
@@ -113,6 +116,13 @@ class IntentModel:
         self.trained = trained
         self.source = source
         self.vocabulary = vocabulary
+        # The n-grams, words and word pairs by their names without the kind's prefix, as
+        # features.parts gives them: no prefixed string is built per n-gram of every decision.
+        self._by_kind: dict[str, dict[str, int]] = {kind: {} for kind in ("c:", "w:", "b:")}
+        for name, i in self.index.items():
+            table = self._by_kind.get(name[:2])
+            if table is not None:
+                table[name[2:]] = i
         self._last: tuple[tuple[int, int], tuple[int, ...], tuple[int, ...]] | None = None
         self.level_columns: tuple[array[float], ...] = ()
         self.level_bias: tuple[float, ...] = ()
@@ -142,7 +152,16 @@ class IntentModel:
             return last
         reading = reading if reading is not None else read(text)
         find = self.index.get
-        ids = cast("tuple[int, ...]", tuple(filter(_KNOWN, map(find, features(text, reading)))))
+        grams, words, pairs, rest = parts(text, reading)
+        # A long text repeats its n-grams: each distinct one is looked up once.
+        found = set(map(self._by_kind["c:"].get, set(grams)))
+        found.update(map(self._by_kind["w:"].get, words))
+        found.update(map(self._by_kind["b:"].get, pairs))
+        found.update(map(find, rest))
+        found.discard(None)
+        # In vocabulary order: the sums (and so the probabilities, to their last bit) are the
+        # same in every process, whatever its string hashing seed.
+        ids = cast("tuple[int, ...]", tuple(sorted(cast("set[int]", found))))
         shape = cast("tuple[int, ...]", tuple(filter(_KNOWN, map(find, shape_features(reading)))))
         self._last = (key, ids, shape)
         return self._last

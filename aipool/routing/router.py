@@ -56,6 +56,7 @@ from aipool.routing.features import read
 from aipool.routing.intent import Intent, IntentDecision, classify, names_an_act
 from aipool.routing.model import IntentModel, load_model
 from aipool.routing.table import RouteTable, Rule, load_table
+from aipool.routing.text import TextMemo
 from aipool.routing.tiers import THINKING_SHARES, choose_rule, tier_of_rule
 
 
@@ -78,29 +79,33 @@ def _labels(labels: list[str], limit: int = 4) -> str:
     return shown + (f", +{len(parts) - limit} more" if len(parts) > limit else "")
 
 
-def choose_intent(request: Request, model: IntentModel | None = None) -> IntentChoice:
-    """Decide the intent of ``request``: hard signals first, then the model, then the rules."""
+def choose_intent(
+    request: Request, model: IntentModel | None = None, memo: TextMemo | None = None
+) -> IntentChoice:
+    """Decide the intent of ``request``: hard signals first, then the model, then the rules
+    (``memo``: the decision's, shared with :func:`choose_complexity`)."""
+    memo = memo if memo is not None else TextMemo()
     if request.intent or request.tools:
         decided: IntentDecision = classify(request)
         source = "explicit" if request.intent else "tools"
         return IntentChoice(decided.intent, 1.0, source, decided.reasons[0])
     model = model if model is not None else load_model()
     text = request.last_user_text() or request.text()
-    reading = read(text)
+    reading = read(text, memo)
     guess = model.predict(text, reading)
     signals = list(reading[2])
     keywords = (
         f"keyword signals: {_labels(signals)} ({len(signals)})" if signals else "no keyword signal"
     )
     sure = guess.confidence >= model.threshold
-    if sure and (guess.intent != Intent.TOOL_CALL or names_an_act(reading[1].prose)):
+    if sure and (guess.intent != Intent.TOOL_CALL or names_an_act(reading[1].prose, memo)):
         return IntentChoice(
             guess.intent,
             round(guess.confidence, 2),
             "model",
             f"model {guess.confidence:.2f}; {keywords}",
         )
-    rules = classify(request)
+    rules = classify(request, memo)
     if sure:
         # The tool chain ends in a refusal: a text with no word of an act is not sent there on
         # what else the model read in it (its length, its script, its prior; issue #40).
@@ -139,13 +144,15 @@ COMPLEX_SHARE = 0.4
 MEDIUM_SHARE = 0.5
 
 
-def choose_complexity(request: Request, model: IntentModel) -> ComplexityChoice:
+def choose_complexity(
+    request: Request, model: IntentModel, memo: TextMemo | None = None
+) -> ComplexityChoice:
     """The complexity of ``request``: where the model's complexity head (fed the keyword scorer's
     points) puts its probability, at the levels where a level moves the tier: 4 or more from
     :data:`COMPLEX_SHARE` on levels 4-5, else 3 from :data:`MEDIUM_SHARE` of the rest on 3;
     never below the scorer's floor (several services to correlate are at least 4). Without a
     complexity head in the model file, the scorer's own points."""
-    scored = score(request)
+    scored = score(request, memo)
     counted = ", ".join(scored.reasons)
     shares = model.level_shares(request.text(), scored.score)
     if shares is None:
@@ -173,8 +180,11 @@ def decide(
     """
     table = table if table is not None else load_table()
     model = model if model is not None else load_model()
-    intent = choose_intent(request, model)
-    complexity = choose_complexity(request, model)
+    # One memo per decision: the intent's model and rules and the complexity score read the same
+    # window, split and prose of a short message, and each is worked out once.
+    memo = TextMemo()
+    intent = choose_intent(request, model, memo)
+    complexity = choose_complexity(request, model, memo)
     has_tools = bool(request.tools)
     service = table.service_of(request.service)
     priority = routed_priority(request, table)

@@ -9,6 +9,10 @@ Two helpers keep routing cheap whatever a producer pastes:
 * :func:`bounded` keeps the head and the tail of a long message. What a user asks sits around a
   paste, at its start or its end; the middle of a 100 KB log says nothing the first and last few
   kilobytes do not, and every regular expression costs time per character it reads.
+* :class:`TextMemo` does each of these steps once per decision: the keyword rules, the model's
+  features and the complexity score read windows of the same message, their splits, their folded
+  prose and the keyword signals found in it (a message of up to 2,048 characters is its own window
+  for all three: one split, one search per signal).
 * :func:`compile_folded` compiles a case-insensitive pattern to match :func:`fold`-ed text, and
   lets Python's ``re`` skip the positions where no match can start. ``re`` tries every
   alternative of a pattern at every position, unless each alternative starts with a literal
@@ -21,7 +25,11 @@ Two helpers keep routing cheap whatever a producer pastes:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar, cast
+
+_T = TypeVar("_T")
 
 # A fence opens with three backticks (optionally a language tag) and closes with three backticks;
 # an unclosed fence runs to the end of the text, as chat clients render it.
@@ -185,3 +193,25 @@ def split_text(text: str) -> SplitText:
     blocks = tuple(m.group(1) for m in _FENCE.finditer(text))
     prose = _FENCE.sub(" ", text) if blocks else text
     return SplitText(prose=prose, blocks=blocks)
+
+
+class TextMemo:
+    """The results of pure functions of a text, each computed once while one request is decided.
+
+    ``memo(fn, text)`` is ``fn(text)``, computed on the first call for that function and that
+    string object and returned again after (``bounded`` returns a short message itself, so the
+    router's windows of it, its split and its signals are one object each, whoever asks). Made
+    per decision and dropped with it: the texts it holds (to keep their ids from being reused)
+    outlive no decision.
+    """
+
+    def __init__(self) -> None:
+        self._done: dict[tuple[Callable[[str], Any], int], tuple[str, Any]] = {}
+
+    def __call__(self, fn: Callable[[str], _T], text: str) -> _T:
+        key = (fn, id(text))
+        done = self._done.get(key)
+        if done is None:
+            done = (text, fn(text))
+            self._done[key] = done
+        return cast("_T", done[1])

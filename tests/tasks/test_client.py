@@ -76,3 +76,58 @@ def test_a_producer_with_another_model_name_loses_no_request_during_a_rolling_ch
     assert (answer["status"], answer["provider"]) == ("ok", "claude")
     assert answer["model"] != "claude-sonnet-4-0-retired"
     assert answer["cost_usd"] > 0
+
+
+QUESTION = {"prompt": "What is a pod?", "user_id": "svc"}
+
+
+def _sent_without_a_broker(celery_app, monkeypatch, during_send):  # type: ignore[no-untyped-def]
+    # The app's send_task, replaced: nothing is published (no worker takes a stray message
+    # later), and ``during_send`` runs at the moment the message would go out.
+    from celery.result import AsyncResult
+
+    def send_task(name, **options):  # type: ignore[no-untyped-def]
+        during_send(options["task_id"])
+        return AsyncResult(options["task_id"], app=celery_app)
+
+    monkeypatch.setattr(celery_app, "send_task", send_task)
+
+
+def test_a_task_id_submit_mints_is_claimed_after_its_message_is_sent(
+    celery_app, clean_redis, monkeypatch
+):  # type: ignore[no-untyped-def]
+    # Given a producer whose message is watched as it goes out
+    from aipool.attempt.identity import journey_id
+    from aipool.attempt.task_ids import claim_key
+    from tasks.client import submit
+
+    claimed_when_sent = []
+    _sent_without_a_broker(
+        celery_app,
+        monkeypatch,
+        lambda task_id: claimed_when_sent.append(clean_redis.exists(claim_key(task_id))),
+    )
+    # When it submits a request without a task id of its own
+    sent = submit(QUESTION, app=celery_app)
+    # Then no round trip to claim the id held the message back, and the id is the request's
+    # by the time submit() hands it over
+    assert claimed_when_sent == [0]
+    assert clean_redis.get(claim_key(sent.id)) == journey_id(sent.id, QUESTION).encode()
+
+
+def test_a_minted_task_id_another_request_claimed_meanwhile_is_answered_with_the_refusal(
+    celery_app, clean_redis, monkeypatch
+):  # type: ignore[no-untyped-def]
+    # Given a minted task id that another request claims while the message goes out (read off
+    # the queue)
+    from aipool.attempt.task_ids import claim
+    from tasks.client import submit
+
+    _sent_without_a_broker(
+        celery_app, monkeypatch, lambda task_id: claim(clean_redis, task_id, "another", 60)
+    )
+    # When the request is submitted
+    sent = submit(QUESTION, app=celery_app)
+    # Then whoever holds the id reads the refusal of a reused id, never an answer
+    answer = sent.get(timeout=5)
+    assert (answer["status"], answer["error"]["code"]) == ("error", "task_id_reused")

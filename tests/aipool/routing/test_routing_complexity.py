@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from aipool.contract.request import Message, Request, Tool
+from aipool.contract.request import Message, Request, Tool, parse_request
 from aipool.routing.complexity import MAX_SCORE, score
+from aipool.tokens import estimate_tokens
 
 
 def _request(text: str, **kwargs: object) -> Request:
@@ -312,3 +313,26 @@ def test_a_report_over_a_quarter_or_the_last_days_counts_its_period() -> None:
         )
     )
     assert any("over a period" in r for r in scored.reasons), scored.reasons
+
+
+def test_a_parsed_requests_length_points_read_no_text_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a long request as a hop parses it (validation estimates its tokens once, #44)
+    import aipool.contract.request as contract
+    import aipool.routing.complexity as complexity
+
+    request = parse_request({"prompt": "The payment service is slow. " * 4_000})
+    reads: list[int] = []
+
+    def counting(text: str) -> int:
+        reads.append(len(text))
+        return estimate_tokens(text)
+
+    monkeypatch.setattr(contract, "estimate_tokens", counting)
+    monkeypatch.setattr(complexity, "estimate_tokens", counting, raising=False)
+    # When it is scored
+    scored = score(request)
+    # Then its length points come from the request's own estimate: the text is not read again
+    assert reads == []
+    assert "~29000 tokens (+3)" in scored.reasons
