@@ -6,41 +6,47 @@
 -- aipool/attempt/lifecycle.py draws the table of states and events this script implements and
 -- names every argument and reply layout (aipool/attempt/layout.py builds and reads them).
 --
--- Every op shares one header:
---   KEYS[1] the attempt's record (hash; the route record for 'advance')
---   KEYS[2] the attempt's kept answer (for 'advance': the first hop's attempt record, which a
---   request sent straight there has without a route record)
---   KEYS[3] live leases (sorted set: record -> lease end)
---   KEYS[4] the ledger's pending records    KEYS[5] the request's route record (when the pool
---   first saw the request, and where routing sent it)    KEYS[6] the month's spend (hash: all,
---   svc:<service>; micro-dollars; the month the call began in, for 'finish')    KEYS[7..11] the
---   hop's own guard keys ('begin', 'finish'), then five guard keys per candidate hop: breaker
---   state, breaker trials, quota window, quota day, quota month; for 'finish', then the
---   producer's result key (Celery's), when the answer's result is written with it
+-- 'advance', 'begin' and 'finish' share one header (#44: what no request changes is not sent; it
+-- is read from the stored hop configuration, aipool/attempt/hop_config.py):
+--   KEYS[1] the stored hop configuration (hash, aipool:hopcfg:<digest>): 'pool' {keep:
+--   [record_keep, answer_keep, lease grace, days' and months' counters kept past their end (s)],
+--   keys (the attempts' key prefix, the live leases, the ledger's pending records, the spend's
+--   prefix), terminals, money {cap (the pool's cap on paid spend a month), budget (the pool's
+--   monthly budget), save (the fraction of a daily limit or the budget from which low-priority
+--   requests stay off paid hops), saving (the priorities it applies to)}}; 'svc:<service>'
+--   {budget (the service's monthly budget), s ({provider: [tokens, requests] the service may use
+--   of the day's, -1 for no share})}; and 'p:<provider>' {b: [recovery_timeout,
+--   half_open_max_calls, trial_timeout, failure_threshold], lim (1 when the quota counts), q:
+--   [rpm, daily_requests, daily_tokens, monthly_tokens] (-1 = unlimited), k: [breaker state,
+--   breaker trials, quota window, and the prefixes of the quota day's and month's keys]};
+--   amounts in micro-dollars, -1 for none. When it is missing, the op changes nothing and
+--   answers 'config': the caller writes it and asks again.
+--   Every other key is built here from it: the attempt's record (<attempt prefix><journey>:
+--   <provider>), its kept answer (<record>:answer), the request's route record (<attempt
+--   prefix><journey>:route: when the pool first saw the request, and where routing sent it),
+--   the live leases (sorted set: record -> lease end), the ledger's pending records, the month's
+--   spend (<spend prefix><month>, a hash: all, svc:<service>; micro-dollars; the month the call
+--   began in, for 'finish') and each hop's five guard keys. (Redis Cluster is not used: a
+--   script replicates as its effects, so keys it was not given are safe on replicas.)
 --   ARGV[1] op: 'begin' | 'finish' | 'advance' | 'sweep'
 --   ARGV[2] '' (the time is Redis's own TIME) or epoch seconds (a test's clock)
---   ARGV[3] the request id the record belongs to    ARGV[4] how long records are kept (s)
---   ARGV[5] the request's deadline_s ('' for none), counted from when the pool first saw the
+--   ARGV[3] the journey id    ARGV[4] the request id the record belongs to
+--   ARGV[5] the chain: its providers in order, space-separated, the terminal hop last
+--   ARGV[6] this hop's position on the chain, from 0 (-1 for 'advance'); the candidate hops are
+--           the positions after it that are not terminal
+--   ARGV[7] the request's deadline_s ('' for none), counted from when the pool first saw the
 --           request: the route record's time, never a producer's clock
---   ARGV[6] the tokens a call may use (the estimate)    ARGV[7] the terminal hop's name
---   ARGV[8] when the message says the pool first saw the request, used only when the route
+--   ARGV[8] the tokens a call may use (the estimate)
+--   ARGV[9] when the message says the pool first saw the request, used only when the route
 --           record is gone (a Redis restarted empty), and never later than now; for 'advance',
 --           when a lane's stamp says the pool first saw it waiting (aipool/backlog.py)
---   ARGV[9] the money rules, JSON: {svc (the service counted), cap (the pool's cap on paid
---           spend a month), svc_budget (the service's), budget (the pool's monthly budget), save
---           (the fraction of a daily limit or the budget from which this request stays off paid
---           hops)}: amounts in micro-dollars, -1 for none
---   ARGV[10] n, the number of candidate hops after this one    ARGV[11 .. 10 + n] their configs
---   ARGV[11 + n ..] the op's own arguments (below)
--- A hop's config is JSON: {p (provider), skip ('' or a code decided before the script),
---   b: [recovery_timeout, half_open_max_calls, trial_timeout, failure_threshold],
---   lim (1 when the quota counts), q: [rpm, daily_requests, daily_tokens, monthly_tokens] (-1 =
---   unlimited), d: [day label, day start, day end, day counters' expiry], m: [month label,
---   month end, month counters' expiry], c (what a call there may cost, micro-dollars), s
---   ([tokens, requests] the service may use of the day's, -1 for no share; absent: none), sv (1
---   when the money rules' save applies to this hop)}: the periods are those of the caller's
---   estimate of the time; when Redis's time falls outside them, the op changes nothing and
---   answers 'clock'.
+--   ARGV[10] the service the request is counted as    ARGV[11] its priority
+--   ARGV[12] what a call at each position may cost (micro-dollars, space-separated; '' for none)
+--   ARGV[13] hops ruled out before the script: 'position:code', space-separated
+--   ARGV[14] the periods of the caller's estimate of the time: 'day-label day-start day-end
+--           month-label month-end'; when Redis's time falls outside them, the op changes nothing
+--           and answers 'clock'
+--   ARGV[15 ..] the op's own arguments (below)
 -- Every reply starts {kind, now, events}: events is JSON, the breaker transitions this op caused
 -- ([[from, to, consecutive failures]]), each seen by exactly one caller in the pool.
 
@@ -65,39 +71,150 @@ local function enc(t)
   return cjson.encode(t)
 end
 
-local n = tonumber(ARGV[10] or '0')
-local own_base = 7
-local cand_base = 7
-if op == 'begin' or op == 'finish' then
-  cand_base = 12
-end
-local args = 11 + n
-local money = {}
-if op ~= 'sweep' and ARGV[9] and ARGV[9] ~= '' then
-  money = cjson.decode(ARGV[9])
-end
-local SVC = money.svc or 'other'
-
-local function guard_keys(base)
-  return {KEYS[base], KEYS[base + 1], KEYS[base + 2], KEYS[base + 3], KEYS[base + 4]}
+-- CALLING whose lease ended -> ABANDONED: the call may have reached the provider, so the
+-- estimate stays charged and its ledger row (made when the call began) is booked.
+local function abandon(key, leases, ledger)
+  local f = redis.call('HMGET', key, 'state', 'abandon', 'lease')
+  if f[1] ~= 'calling' or tonumber(f[3]) > now then
+    return false
+  end
+  if f[2] and f[2] ~= '' then
+    redis.call('LPUSH', ledger, f[2])
+  end
+  redis.call('HSET', key, 'state', 'abandoned', 'code', 'abandoned', 'detail', '[]')
+  redis.call('ZREM', leases, key)
+  return true
 end
 
-local candidates = {}
-for i = 1, n do
-  candidates[i] = cjson.decode(ARGV[10 + i])
+if op == 'sweep' then
+  -- KEYS[1] live leases, KEYS[2] the ledger's pending records; ARGV[3] at most this many
+  -- (the header does not apply).
+  -- (The records are named by the leases set itself: this op reaches keys it was not given.)
+  local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', NOW, 'LIMIT', 0, tonumber(ARGV[3]))
+  local count = 0
+  for _, key in ipairs(expired) do
+    if abandon(key, KEYS[1], KEYS[2]) then
+      count = count + 1
+    else
+      redis.call('ZREM', KEYS[1], key)
+    end
+  end
+  return {'swept', NOW, '[]', count}
 end
+
+local chain = {}
+for name in string.gmatch(ARGV[5], '%S+') do
+  chain[#chain + 1] = name
+end
+local pos = tonumber(ARGV[6]) + 1
+local from = math.max(pos, 1)
+local wanted = {'pool', 'svc:' .. ARGV[10]}
+for i = from, #chain do
+  wanted[#wanted + 1] = 'p:' .. chain[i]
+end
+local stored = redis.call('HMGET', KEYS[1], unpack(wanted))
+if not stored[1] then
+  return {'config', NOW, '[]'}
+end
+-- Each field is decoded only when used (cjson.decode is most of what the script spends on
+-- its configuration): the hops after this one only when the request moves on.
+local POOL = cjson.decode(stored[1])
+local KEEP, NAMES, money = POOL.keep, POOL.keys, POOL.money
+local terminal = {}
+for _, name in ipairs(POOL.terminals) do
+  terminal[name] = true
+end
+local service = {}
+if stored[2] then
+  service = cjson.decode(stored[2])
+end
+local SVC = ARGV[10]
+local saving = false
+for _, priority in ipairs(money.saving) do
+  if priority == ARGV[11] then
+    saving = true
+  end
+end
+local costs = {}
+for cost in string.gmatch(ARGV[12], '%S+') do
+  costs[#costs + 1] = tonumber(cost)
+end
+local skips = {}
+for at, code in string.gmatch(ARGV[13], '(%d+):(%S+)') do
+  skips[tonumber(at) + 1] = code
+end
+
+-- The day and month an argument names: {label, start, end, counters' expiry} and {label, end,
+-- counters' expiry}.
+local function periods(arg)
+  local p = {}
+  for v in string.gmatch(arg, '%S+') do
+    p[#p + 1] = v
+  end
+  local day_end, month_end = tonumber(p[3]), tonumber(p[5])
+  return {p[1], tonumber(p[2]), day_end, day_end + KEEP[4]}, {p[4], month_end, month_end + KEEP[5]}
+end
+local DAY, MONTH = periods(ARGV[14])
+
+-- The config of the hop at chain position i for the given periods: the stored provider's, with
+-- the request's part (skip: a code decided before the script; c: what a call there may cost;
+-- s: the service's share of its day; sv: 1 when the money rules' save applies), the periods
+-- (d, m) and its five guard keys (k): breaker state, breaker trials, quota window, quota day,
+-- quota month.
+local function hop(i, day, month)
+  local raw = stored[2 + i - from + 1]
+  if not raw then
+    error('attempt.lua: no stored config for provider ' .. tostring(chain[i]))
+  end
+  local cfg = cjson.decode(raw)
+  cfg.p = chain[i]
+  cfg.skip = skips[i] or ''
+  cfg.d, cfg.m = day, month
+  cfg.c = costs[i] or 0
+  if service.s then
+    cfg.s = service.s[chain[i]]
+  end
+  cfg.sv = (cfg.c > 0 and saving) and 1 or 0
+  cfg.k = {cfg.k[1], cfg.k[2], cfg.k[3], cfg.k[4] .. day[1], cfg.k[5] .. month[1]}
+  return cfg
+end
+
+-- The candidate hops' chain positions, and their configs (for the current periods) on demand.
+local after = {}
+for i = pos + 1, #chain do
+  if not terminal[chain[i]] then
+    after[#after + 1] = i
+  end
+end
+local n = #after
+local decoded = {}
+local function candidate(j)
+  if not decoded[j] then
+    decoded[j] = hop(after[j], DAY, MONTH)
+  end
+  return decoded[j]
+end
+local TERMINAL = chain[#chain]
+local JOURNEY, RID = ARGV[3], ARGV[4]
+local DEADLINE_S, TOKENS, RECEIVED = ARGV[7], ARGV[8], ARGV[9]
+local RECORD_KEEP, ANSWER_KEEP, GRACE = KEEP[1], KEEP[2], KEEP[3]
+local ROUTE = NAMES.attempt .. JOURNEY .. ':route'
+local LEASES, PENDING = NAMES.leases, NAMES.pending
+local REC, ANSWER = nil, nil
+if pos >= 1 then
+  REC = NAMES.attempt .. JOURNEY .. ':' .. chain[pos]
+  ANSWER = REC .. ':answer'
+end
+-- The month's spend (for 'finish', of the month its call began in: set there).
+local SPEND = NAMES.spend .. MONTH[1]
 
 -- Whether Redis's time is inside the periods a config was built for.
 local function current(cfg)
   return now >= cfg.d[2] and now < cfg.d[3] and now < cfg.m[2]
 end
+-- (Every candidate is built for the same periods, DAY and MONTH.)
 local function all_current()
-  for i = 1, n do
-    if not current(candidates[i]) then
-      return false
-    end
-  end
-  return true
+  return n == 0 or current({d = DAY, m = MONTH})
 end
 
 local function ttl(until_at)
@@ -105,7 +222,7 @@ local function ttl(until_at)
 end
 
 local function spent(field)
-  return tonumber(redis.call('HGET', KEYS[6], field) or '0') or 0
+  return tonumber(redis.call('HGET', SPEND, field) or '0') or 0
 end
 
 -- Why the money rules keep the request off a hop (a list: code, detail), or nil. Reads only.
@@ -115,14 +232,15 @@ local function unaffordable(cfg, k)
     if (money.cap or -1) >= 0 and spent('all') + cost > money.cap then
       return {'budget_exhausted', 'cap'}
     end
-    if (money.svc_budget or -1) >= 0 and spent('svc:' .. SVC) + cost > money.svc_budget then
+    local svc_budget = service.budget or -1
+    if svc_budget >= 0 and spent('svc:' .. SVC) + cost > svc_budget then
       return {'service_budget_exhausted', 'monthly_budget'}
     end
   end
   local share = cfg.s
   if share then
     local used = redis.call('HMGET', k[4], 'svc:' .. SVC .. ':tokens', 'svc:' .. SVC .. ':requests')
-    if share[1] >= 0 and (tonumber(used[1]) or 0) + tonumber(ARGV[6]) > share[1] then
+    if share[1] >= 0 and (tonumber(used[1]) or 0) + tonumber(TOKENS) > share[1] then
       return {'service_budget_exhausted', 'daily_tokens'}
     end
     if share[2] >= 0 and (tonumber(used[2]) or 0) + 1 > share[2] then
@@ -147,12 +265,12 @@ end
 local function charge(cfg, k, spend_until)
   local cost = cfg.c or 0
   if cost > 0 then
-    redis.call('HINCRBY', KEYS[6], 'all', cost)
-    redis.call('HINCRBY', KEYS[6], 'svc:' .. SVC, cost)
-    redis.call('EXPIRE', KEYS[6], ttl(spend_until))
+    redis.call('HINCRBY', SPEND, 'all', cost)
+    redis.call('HINCRBY', SPEND, 'svc:' .. SVC, cost)
+    redis.call('EXPIRE', SPEND, ttl(spend_until))
   end
   if cfg.s then
-    redis.call('HINCRBY', k[4], 'svc:' .. SVC .. ':tokens', tonumber(ARGV[6]))
+    redis.call('HINCRBY', k[4], 'svc:' .. SVC .. ':tokens', tonumber(TOKENS))
     redis.call('HINCRBY', k[4], 'svc:' .. SVC .. ':requests', 1)
   end
 end
@@ -174,7 +292,7 @@ local function blocked(cfg, k, deadline_at)
   end
   if cfg.lim == 1 then
     local r = room({k[3], k[4], k[5]},
-      {NOW, ARGV[6], cfg.q[1], cfg.q[2], cfg.q[3], cfg.q[4], cfg.d[3], cfg.m[2]})
+      {NOW, TOKENS, cfg.q[1], cfg.q[2], cfg.q[3], cfg.q[4], cfg.d[3], cfg.m[2]})
     if r[1] == 'exceeded' then
       return {'quota_exceeded', r[2], r[3], r[4], r[5]}
     end
@@ -188,8 +306,8 @@ end
 local function decide(deadline_at)
   local trail = {}
   for i = 1, n do
-    local cfg = candidates[i]
-    local why = blocked(cfg, guard_keys(cand_base + 5 * (i - 1)), deadline_at)
+    local cfg = candidate(i)
+    local why = blocked(cfg, cfg.k, deadline_at)
     if not why then
       return cfg.p, trail
     end
@@ -199,34 +317,19 @@ local function decide(deadline_at)
     end
     trail[#trail + 1] = entry
   end
-  return ARGV[7], trail
+  return TERMINAL, trail
 end
 
 -- When the request's latency budget ends, on Redis's clock, or nil for none.
 local function deadline_at_abs()
-  if ARGV[5] == '' then
+  if DEADLINE_S == '' then
     return nil
   end
-  local received = tonumber(redis.call('HGET', KEYS[5], 'received') or '')
+  local received = tonumber(redis.call('HGET', ROUTE, 'received') or '')
   if not received then
-    received = math.min(tonumber(ARGV[8]) or now, now)
+    received = math.min(tonumber(RECEIVED) or now, now)
   end
-  return received + tonumber(ARGV[5])
-end
-
--- CALLING whose lease ended -> ABANDONED: the call may have reached the provider, so the
--- estimate stays charged and its ledger row (made when the call began) is booked.
-local function abandon(key, leases, ledger)
-  local f = redis.call('HMGET', key, 'state', 'abandon', 'lease')
-  if f[1] ~= 'calling' or tonumber(f[3]) > now then
-    return false
-  end
-  if f[2] and f[2] ~= '' then
-    redis.call('LPUSH', ledger, f[2])
-  end
-  redis.call('HSET', key, 'state', 'abandoned', 'code', 'abandoned', 'detail', '[]')
-  redis.call('ZREM', leases, key)
-  return true
+  return received + tonumber(DEADLINE_S)
 end
 
 -- An ended attempt whose next hop is not chosen yet: choose it now, and keep the choice, so every
@@ -237,24 +340,25 @@ local function ended(state, code, detail, nxt, trail)
   end
   local nxt_hop, passed = decide(deadline_at_abs())
   local t = enc(passed)
-  redis.call('HSET', KEYS[1], 'next', nxt_hop, 'trail', t)
+  redis.call('HSET', REC, 'next', nxt_hop, 'trail', t)
   return {'ended', NOW, enc(events), state, code, detail, nxt_hop, t}
 end
 
 if op == 'begin' then
-  local owner, member, own_json = ARGV[args], ARGV[args + 1], ARGV[args + 2]
-  local bound, grace, abandon_json = tonumber(ARGV[args + 3]), tonumber(ARGV[args + 4]),
-    ARGV[args + 5]
-  local rec = redis.call('HMGET', KEYS[1], 'state', 'rid', 'lease', 'code', 'detail', 'next',
+  -- ARGV[15] the delivery's owner name    ARGV[16] the call's bound (s)    ARGV[17] the ledger
+  -- row booked if the call is abandoned (its estimate)
+  local owner, bound, abandon_json = ARGV[15], tonumber(ARGV[16]), ARGV[17]
+  local member, grace = JOURNEY .. ':' .. chain[pos], GRACE
+  local rec = redis.call('HMGET', REC, 'state', 'rid', 'lease', 'code', 'detail', 'next',
     'trail', 'owner', 'start', 'limit', 'gen', 'trial')
   local state = rec[1]
   if state then
     -- An earlier delivery got here first: its outcome decides, before any deadline or breaker.
-    if rec[2] ~= ARGV[3] then
+    if rec[2] ~= RID then
       return {'foreign', NOW, '[]'}
     end
     if state == 'answered' then
-      return {'answered', NOW, '[]', redis.call('GET', KEYS[2]) or ''}
+      return {'answered', NOW, '[]', redis.call('GET', ANSWER) or ''}
     end
     if state == 'calling' then
       if rec[8] == owner and tonumber(rec[3]) > now then
@@ -270,7 +374,7 @@ if op == 'begin' then
       if not rec[6] and not all_current() then
         return {'clock', NOW, '[]'}
       end
-      abandon(KEYS[1], KEYS[3], KEYS[4])
+      abandon(REC, LEASES, PENDING)
       return ended('abandoned', 'abandoned', '[]', rec[6], rec[7])
     end
     if not rec[6] and not all_current() then
@@ -279,13 +383,13 @@ if op == 'begin' then
     return ended(state, rec[4] or '', rec[5] or '[]', rec[6], rec[7])
   end
 
-  local own = cjson.decode(own_json)
+  local own = hop(pos, DAY, MONTH)
   -- A copy at a hop the pool's routing passed over (a message sent straight to its first hop
   -- while a copy the pool routed went further down the chain): the request went on without this
   -- hop, so this copy follows it to where routing sent it and finds its outcome there, never a
   -- call here. Nothing is written: every such copy reads the same route record.
-  local route = redis.call('HMGET', KEYS[5], 'rid', 'next', 'trail')
-  if route[1] == ARGV[3] and route[2] and route[2] ~= own.p then
+  local route = redis.call('HMGET', ROUTE, 'rid', 'next', 'trail')
+  if route[1] == RID and route[2] and route[2] ~= own.p then
     local ok, passed = pcall(cjson.decode, route[3] or '[]')
     if ok and type(passed) == 'table' then
       for _, entry in ipairs(passed) do
@@ -302,7 +406,7 @@ if op == 'begin' then
   if not current(own) or not all_current() then
     return {'clock', NOW, '[]'}
   end
-  local k = guard_keys(own_base)
+  local k = own.k
   local deadline_at = deadline_at_abs()
   local code, detail = nil, {}
   local gen, trial = 0, ''
@@ -331,7 +435,7 @@ if op == 'begin' then
         code, detail = why[1], {why[2]}
       elseif own.lim == 1 then
         local r = reserve({k[3], k[4], k[5]},
-          {NOW, ARGV[6], own.q[1], own.q[2], own.q[3], own.q[4], own.d[3], own.m[2], member,
+          {NOW, TOKENS, own.q[1], own.q[2], own.q[3], own.q[4], own.d[3], own.m[2], member,
            ttl(own.d[4]), ttl(own.m[3])})
         if r[1] ~= 'reserved' then
           code, detail = 'quota_exceeded', {r[2], r[3], r[4], r[5]}
@@ -345,8 +449,8 @@ if op == 'begin' then
   end
   if code then
     local d = enc(detail)
-    redis.call('HSET', KEYS[1], 'state', 'skipped', 'rid', ARGV[3], 'code', code, 'detail', d)
-    redis.call('EXPIRE', KEYS[1], ARGV[4])
+    redis.call('HSET', REC, 'state', 'skipped', 'rid', RID, 'code', code, 'detail', d)
+    redis.call('EXPIRE', REC, RECORD_KEEP)
     return ended('skipped', code, d, nil, nil)
   end
   charge(own, k, own.m[3])
@@ -355,34 +459,46 @@ if op == 'begin' then
     limit = math.min(bound, deadline_at - now)
   end
   local lease = now + limit + grace
-  redis.call('HSET', KEYS[1], 'state', 'calling', 'rid', ARGV[3], 'owner', owner,
+  redis.call('HSET', REC, 'state', 'calling', 'rid', RID, 'owner', owner,
     'lease', fmt(lease), 'start', NOW, 'limit', fmt(limit), 'gen', gen, 'trial', trial,
-    'tokens', ARGV[6],
+    'tokens', TOKENS,
     'lim', own.lim, 'member', member, 'provider', own.p, 'abandon', abandon_json,
     'cost', own.c or 0, 'svc', SVC, 'shared', own.s and 1 or 0)
-  redis.call('EXPIRE', KEYS[1], ARGV[4])
-  redis.call('ZADD', KEYS[3], lease, KEYS[1])
+  redis.call('EXPIRE', REC, RECORD_KEEP)
+  redis.call('ZADD', LEASES, lease, REC)
   return {'call', NOW, enc(events), gen, trial, fmt(limit), fmt(lease)}
 end
 
 if op == 'finish' then
-  -- ARGV[args + 13 ..], when the result backend is this Redis: the producer's result (Celery's
-  -- encoded meta), seconds to keep it, and the hop's held usage records; its key is the last key.
+  -- ARGV[15] the owner    ARGV[16] 'answered' | 'failed'    ARGV[17] the breaker's verdict
+  -- ARGV[18] the tokens booked    ARGV[19] the answer to keep ('' for none)    ARGV[20] the
+  -- call's ledger row    ARGV[21] its code    ARGV[22] its detail (JSON)    ARGV[23] what it
+  -- cost (micro-dollars)    ARGV[24] how long the provider asked to be left alone (s)
+  -- ARGV[25] '1' when the failure ends the chain    ARGV[26] the periods the call began in
+  -- ('' for ARGV[14]'s): the day and month it is charged to
+  -- ARGV[27 ..], when the result backend is this Redis: the producer's result (its key, Celery's
+  -- encoded meta, seconds to keep it, and the hop's held usage records).
   -- An answer recorded here is the producer's result in the same step (store_result.lua's rules:
   -- never over a SUCCESS; the records pushed in any case), so no second round trip writes it.
   local function write_result()
-    local value = ARGV[args + 13]
+    local value = ARGV[28]
     if value and value ~= '' then
-      store_result({KEYS[cand_base + 5 * n], KEYS[4]}, {value, unpack(ARGV, args + 14)})
+      store_result({ARGV[27], PENDING}, {value, unpack(ARGV, 29)})
     end
   end
-  local owner, result, verdict = ARGV[args], ARGV[args + 1], ARGV[args + 2]
-  local booked, answer, keep = tonumber(ARGV[args + 3]), ARGV[args + 4], ARGV[args + 5]
-  local ledger_json, code, own = ARGV[args + 6], ARGV[args + 7], cjson.decode(ARGV[args + 8])
-  local detail = ARGV[args + 9] or '[]'
-  local cost = tonumber(ARGV[args + 10] or '0')
-  local pause, stop = ARGV[args + 11] or '0', ARGV[args + 12] == '1'
-  local f = redis.call('HMGET', KEYS[1], 'state', 'owner', 'tokens', 'lim', 'member', 'gen',
+  local owner, result, verdict = ARGV[15], ARGV[16], ARGV[17]
+  local booked, answer, keep = tonumber(ARGV[18]), ARGV[19], ANSWER_KEEP
+  local ledger_json, code = ARGV[20], ARGV[21]
+  local detail = ARGV[22] or '[]'
+  local cost = tonumber(ARGV[23] or '0')
+  local pause, stop = ARGV[24] or '0', ARGV[25] == '1'
+  local own_day, own_month = DAY, MONTH
+  if ARGV[26] and ARGV[26] ~= '' then
+    own_day, own_month = periods(ARGV[26])
+    SPEND = NAMES.spend .. own_month[1]
+  end
+  local own = hop(pos, own_day, own_month)
+  local f = redis.call('HMGET', REC, 'state', 'owner', 'tokens', 'lim', 'member', 'gen',
     'trial', 'next', 'trail', 'code', 'detail', 'cost', 'svc', 'shared')
   local state = f[1]
   if not state or f[2] ~= owner then
@@ -395,14 +511,14 @@ if op == 'finish' then
     -- skipped (a record of this attempt is only ever owned by one delivery: a later owner
     -- means the record was lost; #42's model test found the late call unbooked when the other
     -- call had answered first).
-    if redis.call('HSETNX', KEYS[1], 'booked:' .. owner, 1) == 0 then
+    if redis.call('HSETNX', REC, 'booked:' .. owner, 1) == 0 then
       return {'missing', NOW, '[]'}
     end
     if not state then
-      redis.call('EXPIRE', KEYS[1], ARGV[4])
+      redis.call('EXPIRE', REC, RECORD_KEEP)
     end
-    redis.call('LPUSH', KEYS[4], ledger_json)
-    local k = guard_keys(own_base)
+    redis.call('LPUSH', PENDING, ledger_json)
+    local k = own.k
     if own.lim == 1 then
       redis.call('HINCRBY', k[4], 'requests', 1)
       redis.call('HINCRBY', k[4], 'tokens', booked)
@@ -411,9 +527,9 @@ if op == 'finish' then
       redis.call('EXPIRE', k[5], ttl(own.m[3]))
     end
     if cost > 0 then
-      redis.call('HINCRBY', KEYS[6], 'all', cost)
-      redis.call('HINCRBY', KEYS[6], 'svc:' .. SVC, cost)
-      redis.call('EXPIRE', KEYS[6], ttl(own.m[3]))
+      redis.call('HINCRBY', SPEND, 'all', cost)
+      redis.call('HINCRBY', SPEND, 'svc:' .. SVC, cost)
+      redis.call('EXPIRE', SPEND, ttl(own.m[3]))
     end
     -- The answer is still this delivery's to give (a failed call carries no result).
     write_result()
@@ -426,19 +542,19 @@ if op == 'finish' then
   if result ~= 'answered' and not f[8] and not all_current() then
     return {'clock', NOW, '[]'}
   end
-  local k = guard_keys(own_base)
+  local k = own.k
   local b = record({k[1], k[2]}, {verdict, NOW, f[6] or '0', f[7] or '', own.b[4], pause})
   if b[3] ~= '' then
     events[#events + 1] = {b[3], b[2], b[4]}
   end
-  redis.call('ZREM', KEYS[3], KEYS[1])
+  redis.call('ZREM', LEASES, REC)
   local late = state == 'abandoned'
   -- The month's spend and the service's share of the day follow what the call is charged.
   local function settle_money()
     local by = cost - (tonumber(f[12]) or 0)
-    if by ~= 0 and redis.call('EXISTS', KEYS[6]) == 1 then
-      redis.call('HINCRBY', KEYS[6], 'all', by)
-      redis.call('HINCRBY', KEYS[6], 'svc:' .. (f[13] or 'other'), by)
+    if by ~= 0 and redis.call('EXISTS', SPEND) == 1 then
+      redis.call('HINCRBY', SPEND, 'all', by)
+      redis.call('HINCRBY', SPEND, 'svc:' .. (f[13] or 'other'), by)
     end
     if f[14] == '1' and redis.call('EXISTS', k[4]) == 1 then
       local field = 'svc:' .. (f[13] or 'other') .. ':tokens'
@@ -452,12 +568,12 @@ if op == 'finish' then
     if f[4] == '1' then
       adjust({k[4], k[5], k[3]}, {booked - tonumber(f[3]), '0', f[5]})
     end
-    redis.call('HSET', KEYS[1], 'state', 'answered', 'tokens', booked, 'code', '', 'detail', '[]')
-    redis.call('EXPIRE', KEYS[1], ARGV[4])
+    redis.call('HSET', REC, 'state', 'answered', 'tokens', booked, 'code', '', 'detail', '[]')
+    redis.call('EXPIRE', REC, RECORD_KEEP)
     if answer ~= '' then
-      redis.call('SET', KEYS[2], answer, 'EX', keep)
+      redis.call('SET', ANSWER, answer, 'EX', keep)
     end
-    redis.call('LPUSH', KEYS[4], ledger_json)
+    redis.call('LPUSH', PENDING, ledger_json)
     write_result()
     return {'answered', NOW, enc(events)}
   end
@@ -469,70 +585,56 @@ if op == 'finish' then
     adjust({k[4], k[5], k[3]}, {booked - tonumber(f[3]), '0', f[5]})
   end
   settle_money()
-  redis.call('HSET', KEYS[1], 'state', 'failed', 'tokens', booked, 'code', code, 'detail', detail)
-  redis.call('LPUSH', KEYS[4], ledger_json)
+  redis.call('HSET', REC, 'state', 'failed', 'tokens', booked, 'code', code, 'detail', detail)
+  redis.call('LPUSH', PENDING, ledger_json)
   if stop and not f[8] then
     -- The route ends the chain on this failure (a refusal it will not shop around): the next hop
     -- is the terminal one, kept as any choice is.
-    redis.call('HSET', KEYS[1], 'next', ARGV[7], 'trail', '[]')
-    return ended('failed', code, detail, ARGV[7], '[]')
+    redis.call('HSET', REC, 'next', TERMINAL, 'trail', '[]')
+    return ended('failed', code, detail, TERMINAL, '[]')
   end
   return ended('failed', code, detail, f[8], f[9])
 end
 
 if op == 'advance' then
-  local f = redis.call('HMGET', KEYS[1], 'rid', 'next', 'trail', 'received')
-  if f[1] and f[1] ~= ARGV[3] then
+  -- A request sent straight to its first hop has that hop's attempt record.
+  local STRAIGHT = NAMES.attempt .. JOURNEY .. ':' .. chain[1]
+  local f = redis.call('HMGET', ROUTE, 'rid', 'next', 'trail', 'received')
+  if f[1] and f[1] ~= RID then
     return {'foreign', NOW, '[]'}
   end
   if f[2] then
     return {'next', NOW, '[]', f[2], f[3], f[4]}
   end
   -- A request sent straight to its first hop (HopRunner.dispatch) has no route record, but may
-  -- have that hop's attempt (KEYS[2]): a later copy goes where the first went, whatever the
+  -- have that hop's attempt (STRAIGHT): a later copy goes where the first went, whatever the
   -- breakers say now, and finds its outcome there (the answer, the call in hand, or the choice
   -- made after it), never a second call further down the chain.
   if n > 0 then
-    local straight = redis.call('HMGET', KEYS[2], 'state', 'rid', 'start')
-    if straight[1] and straight[2] == ARGV[3] then
-      local received = math.min(tonumber(straight[3]) or now, tonumber(ARGV[8]) or now, now)
-      redis.call('HSET', KEYS[1], 'rid', ARGV[3], 'next', candidates[1].p, 'trail', '[]',
+    local straight = redis.call('HMGET', STRAIGHT, 'state', 'rid', 'start')
+    if straight[1] and straight[2] == RID then
+      local received = math.min(tonumber(straight[3]) or now, tonumber(RECEIVED) or now, now)
+      redis.call('HSET', ROUTE, 'rid', RID, 'next', chain[after[1]], 'trail', '[]',
         'received', fmt(received))
-      redis.call('EXPIRE', KEYS[1], ARGV[4])
-      return {'next', NOW, '[]', candidates[1].p, '[]', fmt(received)}
+      redis.call('EXPIRE', ROUTE, RECORD_KEEP)
+      return {'next', NOW, '[]', chain[after[1]], '[]', fmt(received)}
     end
   end
   if not all_current() then
     return {'clock', NOW, '[]'}
   end
   -- The pool routes the request for the first time: its latency budget started when the pool
-  -- first saw it waiting (ARGV[8], a lane's stamp on this same clock), or starts now.
-  local received = math.min(tonumber(ARGV[8]) or now, now)
+  -- first saw it waiting (RECEIVED, a lane's stamp on this same clock), or starts now.
+  local received = math.min(tonumber(RECEIVED) or now, now)
   local deadline_at = nil
-  if ARGV[5] ~= '' then
-    deadline_at = received + tonumber(ARGV[5])
+  if DEADLINE_S ~= '' then
+    deadline_at = received + tonumber(DEADLINE_S)
   end
   local first, passed = decide(deadline_at)
   local t = enc(passed)
-  redis.call('HSET', KEYS[1], 'rid', ARGV[3], 'next', first, 'trail', t, 'received', fmt(received))
-  redis.call('EXPIRE', KEYS[1], ARGV[4])
+  redis.call('HSET', ROUTE, 'rid', RID, 'next', first, 'trail', t, 'received', fmt(received))
+  redis.call('EXPIRE', ROUTE, RECORD_KEEP)
   return {'next', NOW, '[]', first, t, fmt(received)}
-end
-
-if op == 'sweep' then
-  -- KEYS[1] live leases, KEYS[2] the ledger's pending records; ARGV[3] at most this many
-  -- (the header does not apply).
-  -- (The records are named by the leases set itself: this op reaches keys it was not given.)
-  local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', NOW, 'LIMIT', 0, tonumber(ARGV[3]))
-  local count = 0
-  for _, key in ipairs(expired) do
-    if abandon(key, KEYS[1], KEYS[2]) then
-      count = count + 1
-    else
-      redis.call('ZREM', KEYS[1], key)
-    end
-  end
-  return {'swept', NOW, '[]', count}
 end
 
 return redis.error_reply('unknown attempt op ' .. tostring(op))

@@ -10,19 +10,22 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from aipool.attempt.result_write import ResultWrite
-from aipool.breaker import Breaker
 from aipool.contract.route import Hop
 from aipool.contract.vocabulary import Outcome, outcome_named
-from aipool.ledger.usage_log import PENDING_KEY
-from aipool.periods import Period, day_of, month_of
-from aipool.quota import Quota
-from aipool.quota.storage import DAY_KEEP, MONTH_KEEP
+from aipool.periods import Period
 from aipool.redis.lua import text
 
-LEASES_KEY = "aipool:attempt:leases"
+#: The prefix of every attempt's own keys. ``attempt.lua`` builds the record, answer and route
+#: keys below from it (read from the stored hop configuration, :mod:`aipool.attempt.hop_config`)
+#: the same way: ``<prefix><journey>:<provider>``, ``...:answer``, ``<prefix><journey>:route``.
+ATTEMPT_PREFIX = "aipool:attempt:"
+LEASES_KEY = f"{ATTEMPT_PREFIX}leases"
+#: The prefix of a month's spend (:func:`spend_key`).
+SPEND_PREFIX = "aipool:spend:"
 
 #: The ops of the script.
 BEGIN, FINISH, ADVANCE, SWEEP = "begin", "finish", "advance", "sweep"
@@ -31,24 +34,24 @@ BEGIN, FINISH, ADVANCE, SWEEP = "begin", "finish", "advance", "sweep"
 def record_key(journey_id: str, provider: str) -> str:
     """The record of one attempt (a journey's hop, named by its provider: a chain holds each
     once): its state, owner, lease, charge and what came after it."""
-    return f"aipool:attempt:{journey_id}:{provider}"
+    return f"{ATTEMPT_PREFIX}{journey_id}:{provider}"
 
 
 def answer_key(journey_id: str, provider: str) -> str:
     """The answer an attempt got, kept while a message of it can still arrive."""
-    return f"aipool:attempt:{journey_id}:{provider}:answer"
+    return f"{record_key(journey_id, provider)}:answer"
 
 
 def replay_key(journey_id: str) -> str:
     """Set once a hop killed by its hard time limit after its answer was recorded is given back
     to its queue to be answered (``tasks/generate.py``): once per journey, so a replay that dies
     too ends in ``time_limit`` instead of coming back for ever."""
-    return f"aipool:attempt:{journey_id}:replay"
+    return f"{ATTEMPT_PREFIX}{journey_id}:replay"
 
 
 def route_key(journey_id: str) -> str:
     """The request's route record: when the pool first saw it, and where routing sent it."""
-    return f"aipool:attempt:{journey_id}:route"
+    return f"{ATTEMPT_PREFIX}{journey_id}:route"
 
 
 # -- replies ------------------------------------------------------------------------------------
@@ -146,6 +149,14 @@ class Routed:
 
 
 @dataclass(frozen=True)
+class ConfigMissing:
+    """The stored hop configuration the op named is not in Redis (a restart, a flush, an
+    eviction, its expiry): nothing was changed; write it and ask again."""
+
+    now: float
+
+
+@dataclass(frozen=True)
 class Stale:
     """The periods the caller named do not hold Redis's time (``now``): ask again."""
 
@@ -172,6 +183,12 @@ def _decision(next_hop: Any, trail: Any) -> Decision:
         for entry in json.loads(text(trail) or "[]")
     )
     return Decision(text(next_hop), passed)
+
+
+def changed_something(raw: Sequence[Any]) -> bool:
+    """Whether a raw reply may come from a script that wrote: every reply but ``config``, which
+    the script gives before it reads or writes anything else."""
+    return text(raw[0]) != "config"
 
 
 def read_reply(raw: Sequence[Any]) -> tuple[Any, list[Transition]]:
@@ -204,6 +221,8 @@ def read_reply(raw: Sequence[Any]) -> tuple[Any, list[Transition]]:
         reply = Foreign(now)
     elif kind == "clock":
         reply = Stale(now)
+    elif kind == "config":
+        reply = ConfigMissing(now)
     elif kind == "swept":
         reply = int(rest[0])
     else:
@@ -212,67 +231,6 @@ def read_reply(raw: Sequence[Any]) -> tuple[Any, list[Transition]]:
 
 
 # -- arguments ----------------------------------------------------------------------------------
-
-
-class HopConfigs:
-    """Each hop's guard keys and config JSON, for the day and month of a given instant.
-
-    The parts that do not change between calls (a provider's settings; a day's and month's
-    labels and bounds) are serialised once and reused.
-    """
-
-    def __init__(self, breakers: Mapping[str, Breaker], quotas: Mapping[str, Quota]) -> None:
-        self.breakers = breakers
-        self.quotas = quotas
-        self._static: dict[str, str] = {}
-        self._periods: tuple[Period, Period, str] | None = None
-
-    def periods(self, now: float, provider: str) -> tuple[Period, Period, str]:
-        """The day and month holding ``now``, and their JSON part."""
-        cached = self._periods
-        if cached is not None and cached[0].start <= now < cached[0].end:
-            return cached
-        tz = self.quotas[provider].tz
-        day, month = day_of(now, tz), month_of(now, tz)
-        part = (
-            f'"d":[{json.dumps(day.label)},{day.start!r},{day.end!r},{day.end + DAY_KEEP!r}],'
-            f'"m":[{json.dumps(month.label)},{month.end!r},{month.end + MONTH_KEEP!r}]'
-        )
-        self._periods = (day, month, part)
-        return self._periods
-
-    def _static_part(self, provider: str) -> str:
-        part = self._static.get(provider)
-        if part is None:
-            quota = self.quotas[provider]
-            part = (
-                f'"p":{json.dumps(provider)},'
-                f'"b":{json.dumps(self.breakers[provider].setting_values())},'
-                f'"lim":{0 if quota.limits.unlimited else 1},'
-                f'"q":{json.dumps(quota.limit_values())}'
-            )
-            self._static[provider] = part
-        return part
-
-    def config(self, hop: Hop, now: float, skip: str = "", money: str = "") -> str:
-        """The config JSON of ``hop`` for the periods holding ``now``; ``money`` is the request's
-        part of it (``"c":...,"s":[...],"sv":...``), or empty."""
-        part = self.periods(now, hop.provider)[2]
-        extra = f",{money}" if money else ""
-        return f'{{"skip":{json.dumps(skip)},{self._static_part(hop.provider)},{part}{extra}}}'
-
-    def keys(self, provider: str, now: float) -> list[str]:
-        """The five guard keys of ``provider`` for the periods holding ``now``."""
-        day, month, _ = self.periods(now, provider)
-        breaker = self.breakers[provider].store
-        quota = self.quotas[provider].store
-        return [
-            breaker.state_key,
-            breaker.trials_key,
-            quota.window_key,
-            quota.day_key(day.label),
-            quota.month_key(month.label),
-        ]
 
 
 @dataclass(frozen=True)
@@ -298,53 +256,57 @@ def candidates(chain: Sequence[Hop], after: int) -> list[int]:
     return [p for p in range(after + 1, len(chain)) if not chain[p].terminal]
 
 
+def periods_arg(day: Period, month: Period) -> str:
+    """ARGV[14]: the day and month of the caller's estimate of the time, as the script reads
+    them: ``<day label> <day start> <day end> <month label> <month end>``."""
+    return f"{day.label} {day.start!r} {day.end!r} {month.label} {month.end!r}"
+
+
+@lru_cache(maxsize=256)
+def chain_arg(chain: tuple[Hop, ...]) -> str:
+    """ARGV[5]: the chain's providers in order, space-separated (the terminal hop last)."""
+    return " ".join(hop.provider for hop in chain)
+
+
 def header_args(
     op: str,
     script_time: float | None,
     header: Header,
-    record_keep: int,
-    configs: list[str],
-    money: str = "",
+    position: int,
+    periods: str,
+    skips: Mapping[int, str] | None = None,
 ) -> list[Any]:
-    """ARGV[1 .. 10 + n]: the op, the time, the request, its money rules and the candidate hops'
-    configs."""
+    """ARGV[1 .. 14]: the op, the time, the request and the position of this hop on its chain,
+    what a call may cost at each position, the hops ruled out before the script, and the
+    periods (:func:`periods_arg`). Everything else the script reads from the stored hop
+    configuration."""
     return [
         op,
         "" if script_time is None else repr(script_time),
+        header.journey_id,
         header.request_id,
-        record_keep,
+        chain_arg(header.chain),
+        position,
         "" if header.deadline_s is None else repr(header.deadline_s),
         header.tokens,
-        header.chain[-1].provider,
         "" if header.received is None else repr(header.received),
-        money,
-        len(configs),
-        *configs,
+        header.service,
+        header.priority,
+        " ".join(map(str, header.costs)),
+        " ".join(f"{p}:{code}" for p, code in skips.items()) if skips else "",
+        periods,
     ]
 
 
 def spend_key(month: str) -> str:
     """A month's spend on paid calls, pool-wide and per service (micro-dollars): what the money
     rules admit calls by; the ledger, from which the beat restores it, is the account."""
-    return f"aipool:spend:{month}"
-
-
-def header_keys(first: str, journey_id: str, month: str, answer: str | None = None) -> list[str]:
-    """KEYS[1 .. 6]: the record, its answer, the leases, the ledger's spool, the route record,
-    the month's spend."""
-    return [
-        first,
-        answer or f"{first}:answer",
-        LEASES_KEY,
-        PENDING_KEY,
-        route_key(journey_id),
-        spend_key(month),
-    ]
+    return f"{SPEND_PREFIX}{month}"
 
 
 def result_args(write: ResultWrite | None) -> list[Any]:
-    """ARGV[args + 13 ..] of ``finish``: the producer's result written with the answer (its
+    """ARGV[27 ..] of ``finish``: the producer's result written with the answer (its key, its
     encoded value, seconds to keep it, the usage records riding with it), or nothing."""
     if write is None:
         return []
-    return [write.value, write.expires, *write.records]
+    return [write.key, write.value, write.expires, *write.records]

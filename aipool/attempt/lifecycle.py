@@ -117,6 +117,12 @@ the same place)::
     route passed over    to its hop (the
     (a routed copy went  outcome there)
     further)
+    stored hop config    nothing changed:   the same                the same     the same
+    missing (restart,    answers config;
+    flush, eviction,     the caller writes
+    expiry; any op)      it and asks again,
+                         once, then as its
+                         own row says
     another request      refused            —                       —            —
     under a used task    (task_id_reused):
     id (its first hop)   no call, no
@@ -153,6 +159,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from aipool.attempt.clock import RedisClock
+from aipool.attempt.hop_config import HopConfigs
 from aipool.attempt.layout import (
     ADVANCE,
     BEGIN,
@@ -161,23 +168,19 @@ from aipool.attempt.layout import (
     SWEEP,
     Busy,
     Call,
+    ConfigMissing,
     Ended,
     Foreign,
     Header,
-    HopConfigs,
     Kept,
     Missing,
     Recorded,
     Routed,
     Stale,
-    answer_key,
-    candidates,
+    changed_something,
     header_args,
-    header_keys,
     read_reply,
-    record_key,
     result_args,
-    route_key,
 )
 from aipool.attempt.money import MoneyRules
 from aipool.attempt.result_write import ResultWrite
@@ -267,7 +270,9 @@ class AttemptBook:
         self.lease_grace = lease_grace
         self.money = money if money is not None else MoneyRules.from_settings()
         self.table = table
-        self.configs = HopConfigs(breakers, quotas)
+        self.configs = HopConfigs(
+            breakers, quotas, self.money, (self.record_keep, self.answer_keep, lease_grace)
+        )
         self._script = _SCRIPTS.for_client(client)["attempt"]
         self.acks = acks if acks is not None else ReplicaAcks.from_settings()
         if self.acks.on:
@@ -278,18 +283,10 @@ class AttemptBook:
     def route(self, header: Header, skips: Mapping[int, str] | None = None) -> Routed:
         """The request's first hop (or, for a request seen before, the one chosen then)."""
 
-        def build(now: float) -> tuple[list[str], list[Any]]:
-            table = self.table()
-            keys, configs = self._candidates(header, -1, now, skips, table)
-            first = route_key(header.journey_id)
-            month = self.configs.periods(now, header.chain[0].provider)[1].label
-            # The first hop's attempt: a request sent straight there has one and no route record.
-            straight = record_key(header.journey_id, header.chain[0].provider)
-            return [*header_keys(first, header.journey_id, month, straight), *keys], self._header(
-                ADVANCE, header, configs, table
-            )
+        def build(now: float) -> list[Any]:
+            return self._header(ADVANCE, header, -1, now, skips)
 
-        reply = self._run(build, header.chain, None)
+        reply = self._run(build, None)
         assert isinstance(reply, Routed)
         return reply
 
@@ -311,31 +308,16 @@ class AttemptBook:
         acknowledgement is required and no replica held it in time: the record is ``calling``
         on the master, and the caller ends it (:meth:`finish`) without calling."""
         hop = header.chain[position]
-        member = f"{header.journey_id}:{hop.provider}"
 
-        def build(now: float) -> tuple[list[str], list[Any]]:
-            table = self.table()
-            keys, configs = self._candidates(header, position, now, skips, table)
-            first = record_key(header.journey_id, hop.provider)
-            own_skip = (skips or {}).get(position, "")
-            args = [
-                *self._header(BEGIN, header, configs, table),
+        def build(now: float) -> list[Any]:
+            return [
+                *self._header(BEGIN, header, position, now, skips),
                 owner,
-                member,
-                self.configs.config(hop, now, own_skip, self._money(header, position, table)),
                 repr(float(bound_s)),
-                repr(float(self.lease_grace)),
                 abandoned_row(now),
             ]
-            month = self.configs.periods(now, hop.provider)[1].label
-            answer = answer_key(header.journey_id, hop.provider)
-            return [
-                *header_keys(first, header.journey_id, month, answer),
-                *self.configs.keys(hop.provider, now),
-                *keys,
-            ], args
 
-        reply = self._run(build, header.chain, hop.provider, self._acked(BEGIN, header, position))
+        reply = self._run(build, hop.provider, self._acked(BEGIN, header, position))
         assert isinstance(reply, Call | Kept | Busy | Ended | Foreign)
         return reply
 
@@ -371,38 +353,27 @@ class AttemptBook:
         the same step (:mod:`aipool.attempt.result_write`)."""
         hop = header.chain[position]
 
-        def build(now: float) -> tuple[list[str], list[Any]]:
-            table = self.table()
-            keys, configs = self._candidates(header, position, now, skips, table)
-            first = record_key(header.journey_id, hop.provider)
-            args = [
-                *self._header(FINISH, header, configs, table),
+        def build(now: float) -> list[Any]:
+            # The call is charged to the day and month it began in.
+            began = self.configs.periods(call.now, hop.provider)[2]
+            return [
+                *self._header(FINISH, header, position, now, skips),
                 owner,
                 "answered" if answered else "failed",
                 verdict,
                 int(booked),
                 answer,
-                self.answer_keep,
                 ledger_row,
                 code,
-                # The call is charged to the day and month it began in.
-                self.configs.config(hop, call.now),
                 json.dumps(list(detail), ensure_ascii=False),
                 int(cost),
                 repr(float(pause_s)),
                 "1" if ends else "0",
+                "" if began == self.configs.periods(now, hop.provider)[2] else began,
                 *result_args(result),
             ]
-            month = self.configs.periods(call.now, hop.provider)[1].label
-            answer_at = answer_key(header.journey_id, hop.provider)
-            return [
-                *header_keys(first, header.journey_id, month, answer_at),
-                *self.configs.keys(hop.provider, call.now),
-                *keys,
-                *([result.key] if result is not None else []),
-            ], args
 
-        reply = self._run(build, header.chain, hop.provider, self._acked(FINISH, header, position))
+        reply = self._run(build, hop.provider, self._acked(FINISH, header, position))
         assert isinstance(reply, Recorded | Ended | Missing | Foreign)
         return reply
 
@@ -427,42 +398,25 @@ class AttemptBook:
 
     # -- plumbing -----------------------------------------------------------------------------
 
-    # An op reads the route table once (load_table checks the file each time it is asked).
-    def _header(self, op: str, header: Header, configs: list[str], table: RouteTable) -> list[Any]:
+    def _header(
+        self,
+        op: str,
+        header: Header,
+        position: int,
+        now: float,
+        skips: Mapping[int, str] | None,
+    ) -> list[Any]:
         return header_args(
             op,
             self.script_time() if self.script_time else None,
             header,
-            self.record_keep,
-            configs,
-            self.money.context(header, table),
+            position,
+            self.configs.periods(now, header.chain[0].provider)[2],
+            skips,
         )
-
-    def _money(self, header: Header, position: int, table: RouteTable) -> str:
-        hop = header.chain[position]
-        return self.money.hop_part(header, position, hop, self.quotas[hop.provider], table)
 
     def _script_time(self) -> str:
         return repr(self.script_time()) if self.script_time else ""
-
-    def _candidates(
-        self,
-        header: Header,
-        after: int,
-        now: float,
-        skips: Mapping[int, str] | None,
-        table: RouteTable,
-    ) -> tuple[list[str], list[str]]:
-        keys: list[str] = []
-        configs: list[str] = []
-        for position in candidates(header.chain, after):
-            hop = header.chain[position]
-            keys.extend(self.configs.keys(hop.provider, now))
-            skip = (skips or {}).get(position, "")
-            configs.append(
-                self.configs.config(hop, now, skip, self._money(header, position, table))
-            )
-        return keys, configs
 
     def _acked(self, op: str, header: Header, position: int) -> str | None:
         """``op`` when its write decides a paid call and replicas are asked to hold it: a hop
@@ -492,6 +446,7 @@ class AttemptBook:
                 provider=provider or "",
                 op=acked,
                 stops=acked == BEGIN,
+                wrote=changed_something,
             )
         except ReplicasBehind as behind:
             return behind.reply, behind
@@ -499,17 +454,28 @@ class AttemptBook:
 
     def _run(
         self,
-        build: Callable[[float], tuple[list[str], list[Any]]],
-        chain: Any,
+        build: Callable[[float], list[Any]],
         provider: str | None,
         acked: str | None = None,
     ) -> Reply:
-        for _ in range(_CLOCK_TRIES):
-            keys, args = build(self.clock.now())
-            raw, behind = self._eval(keys, args, provider, acked)
-            reply: Reply
+        """Ask the script (``build`` makes the arguments for the caller's estimate of the time),
+        again when that estimate named other periods, and once more after writing the stored
+        hop configuration the script found missing."""
+        stale, written = 0, False
+        while True:
+            # An op reads the route table once per try (load_table checks the file each time).
+            stored = self.configs.current(self.table())
+            raw, behind = self._eval([stored.key], build(self.clock.now()), provider, acked)
+            reply: Reply | Stale | ConfigMissing
             reply, events = read_reply(raw)
             self.clock.told(reply.now)
+            if isinstance(reply, ConfigMissing):
+                # Nothing was changed: write the configuration and ask again, once.
+                if written:
+                    raise RuntimeError(f"{stored.key} went missing again as soon as written")
+                self.configs.load(self.client, stored)
+                written = True
+                continue
             if provider is not None:
                 for old, new, failures in events:
                     self.breakers[provider].transitioned(
@@ -520,7 +486,9 @@ class AttemptBook:
                 raise ReplicasBehind(str(behind), reply)
             if not isinstance(reply, Stale):
                 return reply
-        raise RuntimeError("Redis's time kept falling outside the periods asked for")
+            stale += 1
+            if stale == _CLOCK_TRIES:
+                raise RuntimeError("Redis's time kept falling outside the periods asked for")
 
 
 def new_owner() -> str:

@@ -2,7 +2,8 @@
 share of a provider's day, and the saving mode that keeps low-priority work off paid hops once a
 day's quota or the month's budget runs low.
 
-They ride in the attempt's own script (one round trip, atomic with the quota): Redis keeps a
+They ride in the attempt's own script (one round trip, atomic with the quota), which reads the
+amounts from the stored hop configuration (:mod:`aipool.attempt.hop_config`): Redis keeps a
 month's spend per service (``aipool:spend:{month}``, micro-dollars, charged at the estimate when a
 call begins and settled to its cost when it ends) and each service's use of a provider's day
 beside that day's counters. These are admission figures; the ledger is the account, and the beat
@@ -11,16 +12,14 @@ restores them from it after Redis lost them (:mod:`aipool.ledger.totals`).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from aipool.attempt.layout import Header, spend_key
+from aipool.attempt.layout import spend_key
 from aipool.contract.request import PRIORITIES
-from aipool.contract.route import Hop
 from aipool.quota import Quota
 from aipool.routing.table import RouteTable
 from aipool.settings import settings
@@ -57,41 +56,41 @@ class MoneyRules:
             save_below=s.saving_below_priority,
         )
 
-    def context(self, header: Header, table: RouteTable) -> str:
-        """ARGV[9]: the request's service and the amounts it is held to."""
-        service = table.services.get(header.service)
-        budget = service.monthly_budget_usd if service is not None else None
-        return json.dumps(
-            {
-                "svc": header.service,
-                "cap": NONE if self.cap_usd is None else micro(self.cap_usd),
-                "svc_budget": NONE if budget is None else micro(budget),
-                "budget": micro(self.budget_usd),
-                "save": NONE if self.save_from is None else self.save_from,
-            },
-            separators=(",", ":"),
-        )
+    def amounts(self) -> dict[str, Any]:
+        """The pool's amounts as the stored hop configuration holds them
+        (:mod:`aipool.attempt.hop_config`): the ``cap`` on paid spend a month, the monthly
+        ``budget`` (micro-dollars, -1 for none), the fraction from which to ``save`` (-1: never)
+        and the priorities ``saving`` applies to."""
+        below = PRIORITIES.index(self.save_below)
+        return {
+            "cap": NONE if self.cap_usd is None else micro(self.cap_usd),
+            "budget": micro(self.budget_usd),
+            "save": NONE if self.save_from is None else self.save_from,
+            "saving": list(PRIORITIES[:below]),
+        }
 
-    def hop_part(
-        self, header: Header, position: int, hop: Hop, quota: Quota, table: RouteTable
-    ) -> str:
-        """A hop's config, the request's part: its cost, the service's share, whether to save."""
-        cost = header.costs[position] if position < len(header.costs) else 0
-        parts = [f'"c":{cost}']
-        service = table.services.get(header.service)
-        shares = service.shares.get(hop.provider) if service is not None else None
-        if shares:
+
+def service_fields(table: RouteTable, quotas: Mapping[str, Quota]) -> dict[str, Any]:
+    """``svc:<service>`` of the stored hop configuration: each declared service's monthly
+    ``budget`` (micro-dollars, -1 for none) and its share (``s``) of each provider's day,
+    ``[tokens, requests]`` (-1 for no share of one; a provider it has no share of is absent)."""
+    fields: dict[str, Any] = {}
+    for key, service in table.services.items():
+        shares: dict[str, list[int]] = {}
+        for provider, share in service.shares.items():
+            quota = quotas.get(provider)
+            if quota is None:
+                continue
             limits = quota.limits
             tokens, requests = (
-                _share(shares.get("daily_tokens"), limits.daily_tokens),
-                _share(shares.get("daily_requests"), limits.daily_requests),
+                _share(share.get("daily_tokens"), limits.daily_tokens),
+                _share(share.get("daily_requests"), limits.daily_requests),
             )
             if (tokens, requests) != (NONE, NONE):
-                parts.append(f'"s":[{tokens},{requests}]')
-        below = PRIORITIES.index(header.priority) < PRIORITIES.index(self.save_below)
-        if cost > 0 and self.save_from is not None and below:
-            parts.append('"sv":1')
-        return ",".join(parts)
+                shares[provider] = [tokens, requests]
+        budget = service.monthly_budget_usd
+        fields[f"svc:{key}"] = {"budget": NONE if budget is None else micro(budget), "s": shares}
+    return fields
 
 
 def restore_spend(client: Any, month: str, by_service: Mapping[str, Decimal]) -> bool:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,6 +101,7 @@ def run_acknowledged(
     provider: str = "",
     op: str = "",
     stops: bool = True,
+    wrote: Callable[[Any], bool] = lambda _: True,
 ) -> tuple[Any, Acknowledged]:
     """Run ``script`` and, when ``acks`` is on, wait in the same round trip until
     ``acks.replicas`` replicas hold what it wrote. Returns the script's reply and how many did.
@@ -109,7 +110,8 @@ def run_acknowledged(
     :class:`~aipool.errors.ReplicasBehind`, the script's reply in it, when fewer did,
     ``acks.required`` and the write ``stops`` what follows (a ``begin``: the call is not yet
     made; a ``finish`` stops nothing, the call was made); the script's writes stand on the master
-    either way (``WAIT`` undoes nothing)."""
+    either way (``WAIT`` undoes nothing). A reply that ``wrote`` says changed nothing (the attempt
+    script's missing configuration) decides nothing either: it is neither counted nor raised."""
     if not acks.on:
         return script(keys=list(keys), args=list(args)), Acknowledged(0, 0)
 
@@ -126,7 +128,7 @@ def run_acknowledged(
         client.script_load(script.script)  # type: ignore[attr-defined]  # its source; unstubbed
         reply, replicas = run()
     acknowledged = Acknowledged(int(replicas), acks.replicas)
-    if not acknowledged.enough:
+    if not acknowledged.enough and wrote(reply):
         count_shortfall(provider, op)
         _fell_behind(acknowledged, acks, reply, stops)
     return reply, acknowledged

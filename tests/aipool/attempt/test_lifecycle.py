@@ -11,7 +11,22 @@ from typing import Any
 
 import pytest
 
-from aipool.attempt.layout import Busy, Call, Ended, Kept, Missing, Recorded, Routed, record_key
+from aipool.attempt.hop_config import CONFIG_PREFIX
+from aipool.attempt.layout import (
+    BEGIN,
+    Busy,
+    Call,
+    ConfigMissing,
+    Ended,
+    Kept,
+    Missing,
+    Recorded,
+    Routed,
+    header_args,
+    read_reply,
+    record_key,
+)
+from aipool.attempt.lifecycle import _SCRIPTS
 from aipool.breaker import BreakerState
 from aipool.contract.route import Hop
 from aipool.settings import settings
@@ -571,3 +586,48 @@ def test_a_failed_finish_writes_no_result(pool: SimulatedPool) -> None:
     failed(worker, h, 0, call, "owner")
     # Then no result is written: the next hop's answer will be
     assert pool.client.get(result_write(h, "owner").key) is None
+
+
+def _stored_configs(pool: SimulatedPool) -> list[bytes]:
+    return sorted(pool.client.keys(f"{CONFIG_PREFIX}*"))
+
+
+def test_an_op_after_redis_restarted_empty_writes_the_hop_config_once_and_goes_on(
+    pool: SimulatedPool,
+) -> None:
+    # Given a Gemini call begun by a worker whose op wrote the stored hop configuration
+    worker, other = pool.worker(), pool.worker()
+    h = header()
+    first = begin(worker, h, owner="first")
+    assert isinstance(first, Call)
+    assert worker.configs.loads == 1 and len(_stored_configs(pool)) == 1
+    # When Redis restarts empty (its scripts gone too) before the call's finish
+    pool.client.flushdb()
+    pool.client.script_flush()
+    late = answered(worker, h, 0, first, "first")
+    # Then the finish still books its call (its record gone: the table's restart row), after
+    # writing the configuration once more
+    assert isinstance(late, Missing)
+    assert [(r.call_id, r.outcome) for r in ledger(pool.client)] == [("first", "ok")]
+    assert usage(worker) == (1, 42)
+    assert worker.configs.loads == 2
+    # And the next op, another worker's, finds it: written once per Redis
+    assert isinstance(begin(other, header(journey_id="journey-2"), owner="next"), Call)
+    assert other.configs.loads == 0 and len(_stored_configs(pool)) == 1
+
+
+def test_a_script_that_finds_no_hop_config_answers_config_and_changes_nothing(
+    pool: SimulatedPool,
+) -> None:
+    # Given a Redis holding one attempt's call, and a configuration name it does not hold
+    worker = pool.worker()
+    h = header()
+    assert isinstance(begin(worker, h, owner="first"), Call)
+    before = {key: pool.client.dump(key) for key in pool.client.keys("*")}
+    periods = worker.configs.periods(pool.time.now, "gemini")[2]
+    args = [*header_args(BEGIN, pool.time.now, header(journey_id="j2"), 0, periods), "o", 30, "{}"]
+    # When a begin names it (its hash evicted, or never written)
+    raw = _SCRIPTS.for_client(pool.client)["attempt"](keys=[f"{CONFIG_PREFIX}gone"], args=args)
+    # Then it answers config, and nothing in Redis changed
+    assert isinstance(read_reply(raw)[0], ConfigMissing)
+    assert {key: pool.client.dump(key) for key in pool.client.keys("*")} == before

@@ -269,6 +269,9 @@ class AttemptLifecycle(RuleBasedStateMachine):
         self.late_spent = 0
         self.late_owners: set[str] = set()
         self.restarts = 0
+        #: How many times the workers had written the stored hop configuration when Redis last
+        #: restarted empty (each restart loses it).
+        self.loads_before = 0
 
     def teardown(self) -> None:
         self.client.flushdb()
@@ -675,6 +678,7 @@ class AttemptLifecycle(RuleBasedStateMachine):
             req.received = None
         self.epoch += 1
         self.restarts += 1
+        self.loads_before = self._config_loads()
         event("Redis restarted empty")
 
     @rule(
@@ -939,6 +943,22 @@ class AttemptLifecycle(RuleBasedStateMachine):
 
     def _paused(self, provider: str) -> bool:
         return self.pool.time.now < self.paused.get(provider, float("-inf"))
+
+    @invariant()
+    def the_hop_config_is_written_once_per_redis(self) -> None:
+        # Every worker names the same stored configuration (one route table, one settings): the
+        # first op after Redis started empty finds it missing and writes it, before anything
+        # else, and every later op finds it. Reloaded after a restart, the ops went on as before.
+        if not self.restarts_empty or not self.workers:
+            return
+        written = self._config_loads() - self.loads_before
+        key = self.workers[0].configs.current(self.pool.table).key
+        assert written == self.client.exists(key), (written, self.restarts)
+        if written and self.restarts:
+            event("the hop config written again after Redis restarted empty")
+
+    def _config_loads(self) -> int:
+        return sum(book.configs.loads for book in self.workers)
 
     def _worker(self, index: int) -> AttemptBook:
         return self.workers[index % len(self.workers)]

@@ -23,10 +23,11 @@ from aipool.contract.completion import Completion
 from aipool.contract.journey import Journey
 from aipool.contract.request import parse_request
 from aipool.contract.route import Hop, Route
+from aipool.errors import ReplicasBehind
 from aipool.quota import quotas_for
 from aipool.redis.durability import ReplicaAcks
 from tests.aipool.attempt.test_runner import Provider
-from tests.support.attempts import ledger
+from tests.support.attempts import begin, header, ledger
 from tests.support.services import RedisServer
 from tests.support.waiting import eventually
 
@@ -237,3 +238,24 @@ def test_given_a_replica_behind_when_it_is_promoted_mid_call_then_the_second_cal
     # what the acknowledgement bounds), and the begin that no replica held was counted
     assert gemini.calls == 2
     assert _shortfalls("gemini", "begin") >= before + 1
+
+
+def test_given_a_required_acknowledgement_a_missing_hop_config_is_not_a_shortfall(
+    master_and_replica: tuple[RedisServer, RedisServer],
+) -> None:
+    master, replica = master_and_replica
+    client = master.client()
+    book = AttemptBook(client, breakers_for(client), quotas_for(client), acks=REQUIRED)
+    before = _shortfalls("gemini", "begin")
+    # Given a Redis without the stored hop configuration (restarted empty), and a replica that
+    # stopped answering
+    _stop(replica)
+    # When a paid begin is the first op: the script answers that the configuration is missing,
+    # the book writes it and asks again
+    h = header(journey_id="first-op", chain=ROUTE.chain, costs=(1_000, 8_000, 0))
+    with pytest.raises(ReplicasBehind):
+        begin(book, h)
+    # Then only the begin that wrote is counted (and refused) for the replica: the reply that
+    # changed nothing is not a shortfall; the configuration was written once
+    assert _shortfalls("gemini", "begin") == before + 1
+    assert book.configs.loads == 1

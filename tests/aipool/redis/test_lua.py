@@ -54,8 +54,9 @@ def test_no_lua_file_carries_its_own_copy_of_a_composed_piece() -> None:
 def test_given_the_installed_redis_client_when_it_sends_a_script_then_hiredis_packs_and_parses_it(
     redis_client: Any,
 ) -> None:
-    # The attempt script's EVALSHA carries ~40 arguments; packing them in Python cost more CPU
-    # than the round trip (docs/benchmarks.md), so the pool installs hiredis (pyproject.toml).
+    # The attempt script's EVALSHA carried ~40 arguments (18-30 since #44); packing them in
+    # Python cost more CPU than the round trip (docs/benchmarks.md), so the pool installs hiredis
+    # (pyproject.toml).
     from redis._parsers import _HiredisParser
     from redis.connection import HiredisRespSerializer
 
