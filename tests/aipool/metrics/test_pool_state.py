@@ -187,7 +187,8 @@ def test_given_redis_unreachable_when_scraped_then_it_reports_so_and_serves_the_
 def test_given_a_broker_that_does_not_answer_when_scraped_then_the_scrape_still_returns(
     ledger: Engine,
 ) -> None:
-    # Given: queue depths that do not come until the test lets them, and half a second to wait
+    # Given: queue depths that do not come until the test lets them, and three seconds to wait
+    # (the ledger's read must fit in them: half a second did not on CI's loaded cores)
     release, returned = threading.Event(), threading.Event()
 
     def stuck() -> dict[str, int]:
@@ -196,7 +197,7 @@ def test_given_a_broker_that_does_not_answer_when_scraped_then_the_scrape_still_
         return {}
 
     state = _state(fakeredis.FakeRedis(), ledger)
-    state.queue_depths, state.timeout_s = stuck, 0.5
+    state.queue_depths, state.timeout_s = stuck, 3.0
     # When
     try:
         samples = {
