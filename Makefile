@@ -34,10 +34,12 @@ $(SCAN_VENV)/bin/checkov: requirements-scan.lock
 scan-install: $(SCAN_VENV)/bin/checkov
 
 # The project's install, the scanners' venv and the services (apt, on a fresh machine) run at once;
-# the scanners' venv is about 22 s of pip's CPU beside the project's 32 s.
+# the scanners' venv is about 22 s of pip's CPU beside the project's 32 s. Then the checks run
+# beside the test shards (each check's output printed whole when it ends): the shards wait on
+# workers more than they use the two cores, and lint, types and scan took about 2 min before them.
 test:
 	$(MAKE) --no-print-directory -j3 install scan-install services
-	$(MAKE) --no-print-directory lint types scan pytest
+	$(MAKE) --no-print-directory -j4 --output-sync=target lint types scan pytest
 
 # Redis, PostgreSQL, RabbitMQ and promtool, each started or installed only when missing.
 services:
