@@ -23,7 +23,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from aipool.children import Child, signals_end_the_command
+from aipool.children import STOP_GRACE_S, Child, signals_end_the_command
 from aipool.cli.console import console as make_console
 from aipool.cli.worker_news import LogNews
 from aipool.cli.worker_restarts import MAX_RESTARTS, WINDOW_S, RestartBudget
@@ -124,11 +124,15 @@ def run_workers(
             pass
         finally:
             # Every worker is told at once, so they drain side by side (each finishes the calls
-            # it holds); then each is waited for, and killed if it outlasts its grace.
+            # it holds); then each is waited for until one shared deadline, and killed if it
+            # outlasts it. One grace for all, not one each: a worker whose Redis is gone never
+            # ends its warm shutdown, and five graces in a row outlast a supervisor's (30 s in
+            # Kubernetes), whose SIGKILL of this command then left the last classes running.
             for child in children.values():
                 child.terminate()
+            deadline = time.monotonic() + STOP_GRACE_S
             for child in children.values():
-                child.stop()
+                child.stop(grace_s=max(0.1, deadline - time.monotonic()))
 
 
 def _start_again(

@@ -250,3 +250,50 @@ def test_aipool_worker_starts_a_dead_class_again_alone_up_to_its_bound(tmp_path)
         command.stop(grace_s=30)
         server.stop()
     assert processes_marked(env[MARK]) == []
+
+
+def test_aipool_worker_stopped_while_its_redis_is_down_leaves_no_worker_behind(tmp_path) -> None:
+    import contextlib
+    import os
+    import signal
+    import sys
+    from pathlib import Path
+
+    from aipool.children import Child
+    from tests.support.cli import MARK, fresh_env, processes_marked
+    from tests.support.services import RedisServer
+    from tests.support.waiting import eventually
+
+    # Given `aipool worker` serving a Redis of its own, every class ready, and then the Redis gone
+    # (a worker that cannot reach its broker never ends its warm shutdown)
+    server = RedisServer().start()
+    env = fresh_env(tmp_path / "runtime", REDIS_URL=server.url)
+    command = Child(
+        "aipool worker",
+        [str(Path(sys.executable).parent / "aipool"), "worker", "--log-dir", str(tmp_path)],
+        env=env,
+        log_path=tmp_path / "screen.txt",
+        cwd=tmp_path,
+    )
+    try:
+        eventually(
+            lambda: all(
+                (log := tmp_path / f"{name}.log").exists()
+                and " ready." in log.read_text(errors="replace")
+                for name in ("routing", "local", "cloud", "urgent", "urgent-local")
+            ),
+            120,
+            "every worker ready",
+        )
+        server.crash()
+        # When it is stopped as Kubernetes stops a pod: SIGTERM, then its group SIGKILLed 30 s on
+        # (here 20 s: the command's own grace is 10 s, for every class at once)
+        command.stop(grace_s=20)
+        # Then no worker of any class outlives it
+        assert processes_marked(env[MARK]) == []
+    finally:
+        command.stop()
+        server.stop()
+        for pid in processes_marked(env[MARK]):  # what a failure left, not the next test's load
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
