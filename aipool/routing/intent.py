@@ -345,19 +345,17 @@ _TIE_ORDER = (
 )
 
 
-def _found(prose: str) -> tuple[bool, ...]:
-    """Whether each keyword signal of ``_COMPILED`` matches ``prose``, in order."""
+def _signals(prose: str) -> tuple[tuple[bool, ...], bool]:
+    """Whether each keyword signal of ``_COMPILED`` matches ``prose``, in order, and whether
+    ``prose`` asks why/how/whether about an operation rather than for one (``prose`` folded
+    once for both)."""
     folded = fold(prose)
-    return tuple(
+    found = tuple(
         pattern.search(folded if on_folded else prose) is not None
         for _intent, _kind, _weight, _label, pattern, on_folded in _COMPILED
     )
-
-
-def _about_not_do(prose: str) -> bool:
-    """Whether ``prose`` asks why/how/whether about an operation rather than for one."""
-    folded = fold(prose)
-    return _ABOUT_NOT_DO.search(folded) is not None and _MARKED_OP.search(folded) is None
+    about = _ABOUT_NOT_DO.search(folded) is not None and _MARKED_OP.search(folded) is None
+    return found, about
 
 
 def _score_text(
@@ -368,8 +366,9 @@ def _score_text(
     topic = dict.fromkeys(Intent, 0.0)
     split = memo(split_text, memo(bounded, text))
     prose = split.prose
+    found_each, about_not_do = memo(_signals, prose)
     for (intent, kind, weight, label, _pattern, _on_folded), found in zip(
-        _COMPILED, memo(_found, prose), strict=True
+        _COMPILED, found_each, strict=True
     ):
         if not found:
             continue
@@ -393,7 +392,7 @@ def _score_text(
             scores[Intent.ALERT_TRIAGE] += _LOG_BLOCK_WEIGHT * factor
             if factor == 1.0:
                 why.append(f"{Intent.ALERT_TRIAGE}: pasted logs/output")
-    if scores[Intent.TOOL_CALL] and memo(_about_not_do, prose):
+    if scores[Intent.TOOL_CALL] and about_not_do:
         # "why does it keep restarting", "how do I scale": about an operation, not a request for one.
         scores[Intent.TOOL_CALL] = 0.0
         if factor == 1.0:
@@ -407,10 +406,9 @@ def signal_labels(prose: str, memo: TextMemo | None = None) -> list[str]:
     and ``about not do`` when the text asks why/how/whether about an operation (``memo``: the
     decision's, whose rules read the same prose when the message is short)."""
     memo = memo if memo is not None else TextMemo()
-    labels = [
-        signal[3] for signal, found in zip(_COMPILED, memo(_found, prose), strict=True) if found
-    ]
-    if memo(_about_not_do, prose):
+    found_each, about_not_do = memo(_signals, prose)
+    labels = [signal[3] for signal, found in zip(_COMPILED, found_each, strict=True) if found]
+    if about_not_do:
         labels.append("about not do")
     return labels
 
