@@ -3,6 +3,7 @@ started with: this command's classes, the demo's worker and the harnesses'."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -10,6 +11,17 @@ from celery import Celery
 from celery.bin.worker import worker as celery_worker
 
 from aipool.cli.worker import worker_argv
+
+
+def _every_class_logged(log_dir: Path, words: str) -> bool:
+    """Whether the log of every class of ``aipool worker`` (``--log-dir log_dir``) holds
+    ``words`` (a class that has not opened its log yet has not)."""
+    from aipool.lanes import WORKER_CLASSES
+
+    return all(
+        (log := log_dir / f"{name}.log").exists() and words in log.read_text(errors="replace")
+        for name in WORKER_CLASSES
+    )
 
 
 def _as_celery_reads_it(argv: list[str]) -> dict[str, Any]:
@@ -89,7 +101,6 @@ def test_a_refused_setting_stops_aipool_worker_in_one_line(tmp_path, redis_clien
 
 def test_aipool_worker_says_on_screen_when_its_redis_goes_and_comes_back(tmp_path) -> None:
     import sys
-    from pathlib import Path
 
     from aipool.children import Child
     from tests.support.cli import MARK, fresh_env, processes_marked
@@ -120,14 +131,7 @@ def test_aipool_worker_says_on_screen_when_its_redis_goes_and_comes_back(tmp_pat
         )
         # (ready, not only connected: a worker still starting when its Redis goes may fail a
         # start-up step rather than lose a connection it serves)
-        eventually(
-            lambda: all(
-                " ready." in (tmp_path / f"{name}.log").read_text(errors="replace")
-                for name in ("routing", "local", "cloud", "urgent", "urgent-local")
-            ),
-            120,
-            "every worker ready",
-        )
+        eventually(lambda: _every_class_logged(tmp_path, " ready."), 120, "every worker ready")
         # When its Redis goes away, the terminal says so for each class of worker
         server.crash()
         # (as lost, or as unreachable when the first it noticed was a failed reconnect)
@@ -160,7 +164,6 @@ def test_aipool_worker_says_on_screen_when_its_redis_goes_and_comes_back(tmp_pat
 
 def _main_process_of(command_pid: int, name: str) -> int | None:
     """The pid of the ``celery worker`` the command started for class ``name``, if running."""
-    from pathlib import Path
 
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -179,7 +182,6 @@ def test_aipool_worker_starts_a_dead_class_again_alone_up_to_its_bound(tmp_path)
     import os
     import signal
     import sys
-    from pathlib import Path
 
     from aipool.children import Child
     from tests.support.cli import MARK, fresh_env, processes_marked
@@ -216,12 +218,7 @@ def test_aipool_worker_starts_a_dead_class_again_alone_up_to_its_bound(tmp_path)
 
     try:
         eventually(
-            lambda: all(
-                "Connected to" in log(name)
-                for name in ("routing", "local", "cloud", "urgent", "urgent-local")
-            ),
-            120,
-            "every worker connected",
+            lambda: _every_class_logged(tmp_path, "Connected to"), 120, "every worker connected"
         )
         routing = _main_process_of(command.pid, "routing")
         first = _main_process_of(command.pid, "local")
@@ -257,7 +254,6 @@ def test_aipool_worker_stopped_while_its_redis_is_down_leaves_no_worker_behind(t
     import os
     import signal
     import sys
-    from pathlib import Path
 
     from aipool.children import Child
     from tests.support.cli import MARK, fresh_env, processes_marked
@@ -276,15 +272,7 @@ def test_aipool_worker_stopped_while_its_redis_is_down_leaves_no_worker_behind(t
         cwd=tmp_path,
     )
     try:
-        eventually(
-            lambda: all(
-                (log := tmp_path / f"{name}.log").exists()
-                and " ready." in log.read_text(errors="replace")
-                for name in ("routing", "local", "cloud", "urgent", "urgent-local")
-            ),
-            120,
-            "every worker ready",
-        )
+        eventually(lambda: _every_class_logged(tmp_path, " ready."), 120, "every worker ready")
         server.crash()
         # When it is stopped as Kubernetes stops a pod: SIGTERM, then its group SIGKILLed 30 s on
         # (here 20 s: the command's own grace is 10 s, for every class at once)
