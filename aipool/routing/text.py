@@ -17,15 +17,17 @@ Two helpers keep routing cheap whatever a producer pastes:
   lets Python's ``re`` skip the positions where no match can start. ``re`` tries every
   alternative of a pattern at every position, unless each alternative starts with a literal
   character (it then jumps over characters that start none of them); case-insensitive literals
-  and a leading ``\\b`` both defeat that. So patterns run lowercased against lowercased text, and
-  an alternative that starts with a word boundary and a letter starts with the letter instead
-  (:func:`letter_first`).
+  and a leading ``\\b`` both defeat that, and so does one alternative that starts with a group.
+  So patterns run lowercased against lowercased text, an alternative that starts with a word
+  boundary and a letter starts with the letter instead (:func:`letter_first`), and a leading
+  group's words become alternatives of their own when that lets every alternative start with a
+  literal (:func:`literal_first`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
@@ -99,42 +101,46 @@ def fold_pattern(pattern: str) -> str:
     return "".join(out)
 
 
-def _alternatives(pattern: str) -> list[str]:
-    """The top-level alternatives of ``pattern`` (``|`` outside groups and classes)."""
-    found: list[str] = []
-    current: list[str] = []
+def _class_end(pattern: str, start: int) -> int:
+    """The index just past the character class opening at ``start``."""
+    i = start + 1
+    if pattern.startswith("^", i):
+        i += 1
+    # A "]" first in a class (after any "^") is a literal, not the class's end.
+    if pattern.startswith("]", i):
+        i += 1
+    while i < len(pattern):
+        if pattern[i] == "\\":
+            i += 2
+            continue
+        if pattern[i] == "]":
+            return i + 1
+        i += 1
+    return len(pattern)
+
+
+def _tokens(pattern: str) -> Iterator[tuple[int, str, int]]:
+    """Each token of ``pattern`` (an escape, a character class, one character) with its index
+    and the depth of groups it sits in (a group's own parentheses at the depth outside it)."""
     depth = 0
-    in_class = False
     i = 0
     while i < len(pattern):
         char = pattern[i]
-        if char == "\\":
-            current.append(pattern[i : i + 2])
-            i += 2
-            continue
-        if in_class:
-            in_class = char != "]"
-        elif char == "[":
-            in_class = True
-            # A "]" first in a class (after any "^") is a literal, not the class's end.
-            opening = 2 if pattern.startswith("^", i + 1) else 1
-            if pattern.startswith("]", i + opening):
-                current.append(pattern[i : i + opening + 1])
-                i += opening + 1
-                continue
-        elif char == "(":
-            depth += 1
-        elif char == ")":
+        end = i + 2 if char == "\\" else _class_end(pattern, i) if char == "[" else i + 1
+        if char == ")":
             depth -= 1
-        elif char == "|" and depth == 0:
-            found.append("".join(current))
-            current = []
-            i += 1
-            continue
-        current.append(char)
-        i += 1
-    found.append("".join(current))
-    return found
+        yield i, pattern[i:end], depth
+        if char == "(":
+            depth += 1
+        i = end
+
+
+def _alternatives(pattern: str) -> list[str]:
+    """The top-level alternatives of ``pattern`` (``|`` outside groups and classes)."""
+    cuts = [i for i, token, depth in _tokens(pattern) if token == "|" and depth == 0]
+    starts = [0, *(cut + 1 for cut in cuts)]
+    ends = [*cuts, len(pattern)]
+    return [pattern[start:end] for start, end in zip(starts, ends, strict=True)]
 
 
 _BOUNDARY_THEN_LETTER = re.compile(r"\\b([a-z0-9_])(?![?*+{])")
@@ -158,10 +164,72 @@ def letter_first(pattern: str) -> str:
     return "|".join(rewritten)
 
 
+#: The most alternatives of a leading group :func:`literal_first` spreads. ``re`` tries an
+#: alternation's words one by one wherever it stops; a long word list (the acts of
+#: :mod:`~aipool.routing.intent`) tried at every letter costs more than at word starts only.
+SPREAD_WORDS = 16
+_LEADING_GROUP = re.compile(r"(\\b)?\(\?:")
+_NOT_LITERAL = frozenset("\\([.^$|")
+_QUANTIFIERS = frozenset("?*+{")
+
+
+def _captures(pattern: str) -> bool:
+    """Whether ``pattern`` holds a capturing group (spreading one would renumber the groups)."""
+    return any(
+        token == "(" and (not pattern.startswith("?", i + 1) or pattern.startswith("?P<", i + 1))
+        for i, token, _depth in _tokens(pattern)
+    )
+
+
+def _spread(alternative: str) -> list[str]:
+    """``alternative`` with its leading group spread: ``\\b(?:a|b)c`` as ``\\bac`` and ``\\bbc``,
+    ``(?:a )?b`` as ``a b`` and ``b``, in the order ``re`` tries them (so the same match is
+    found first); as it is when it does not start with a group that can be spread."""
+    lead = _LEADING_GROUP.match(alternative)
+    if lead is None or _captures(alternative):
+        return [alternative]
+    opening = lead.end() - 3
+    # The group's own ")" is the first at the depth of its "(" (the top level) after it.
+    closing = (i for i, token, depth in _tokens(alternative) if token == ")" and not depth)
+    close = next((i for i in closing if i > opening), None)
+    if close is None:
+        return [alternative]
+    boundary = lead.group(1) or ""
+    words = _alternatives(alternative[lead.end() : close])
+    rest = alternative[close + 1 :]
+    if rest.startswith("?") and rest[1:2] not in ("?", "+"):
+        # Greedy: each word of the group first, then none of them.
+        rest, words = rest[1:], [*words, ""]
+    if rest[:1] in _QUANTIFIERS or len(words) > SPREAD_WORDS:
+        return [alternative]
+    return [spread for word in words for spread in _spread(boundary + word + rest)]
+
+
+def _starts_with_literal(alternative: str) -> bool:
+    """Whether ``alternative`` starts with a character matched as itself (escapes aside)."""
+    return (
+        bool(alternative)
+        and alternative[0] not in _NOT_LITERAL
+        and alternative[1:2] not in _QUANTIFIERS
+    )
+
+
+def literal_first(pattern: str) -> str:
+    """``pattern`` rewritten so that ``re`` can skip the positions where no match can start,
+    matching the same spans: :func:`letter_first`'s, with each top-level alternative's leading
+    group spread into alternatives of its own (``(?:degrad|fail)\\w* at once`` as
+    ``degrad\\w* at once|fail\\w* at once``) when that makes every alternative start with a
+    literal character; ``re`` skips ahead only then (see the module's doc)."""
+    spread = letter_first("|".join(s for a in _alternatives(pattern) for s in _spread(a)))
+    if all(_starts_with_literal(a) for a in _alternatives(spread)):
+        return spread
+    return letter_first(pattern)
+
+
 def compile_folded(pattern: str, flags: int = 0) -> re.Pattern[str]:
     """A case-insensitive ``pattern`` compiled to match :func:`fold`-ed text (``flags`` without
     ``re.IGNORECASE``): the same spans, found about twice as fast on long texts."""
-    return re.compile(letter_first(fold_pattern(pattern)), flags)
+    return re.compile(literal_first(fold_pattern(pattern)), flags)
 
 
 @dataclass(frozen=True)
