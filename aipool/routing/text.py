@@ -219,11 +219,29 @@ def literal_first(pattern: str) -> str:
     matching the same spans: :func:`letter_first`'s, with each top-level alternative's leading
     group spread into alternatives of its own (``(?:degrad|fail)\\w* at once`` as
     ``degrad\\w* at once|fail\\w* at once``) when that makes every alternative start with a
-    literal character; ``re`` skips ahead only then (see the module's doc)."""
-    spread = letter_first("|".join(s for a in _alternatives(pattern) for s in _spread(a)))
-    if all(_starts_with_literal(a) for a in _alternatives(spread)):
-        return spread
+    literal character (``re`` skips ahead only then, see the module's doc), and those
+    alternatives gathered by their first character (:func:`_by_first_character`)."""
+    spread = _alternatives(
+        letter_first("|".join(s for a in _alternatives(pattern) for s in _spread(a)))
+    )
+    if all(_starts_with_literal(a) for a in spread):
+        return _by_first_character(spread)
     return letter_first(pattern)
+
+
+def _by_first_character(alternatives: list[str]) -> str:
+    """``alternatives`` (each starting with a literal character) as one alternative per first
+    character: ``re`` tries a top-level alternative's first character at every position it
+    stops at, so sixty alternatives cost sixty comparisons there and twenty first characters
+    twenty. The same spans: alternatives with different first characters never match at the
+    same position, and those with the same one keep their order."""
+    rests: dict[str, list[str]] = {}
+    for alternative in alternatives:
+        rests.setdefault(alternative[0], []).append(alternative[1:])
+    return "|".join(
+        first + (f"(?:{'|'.join(rest)})" if len(rest) > 1 else rest[0])
+        for first, rest in rests.items()
+    )
 
 
 def compile_folded(pattern: str, flags: int = 0) -> re.Pattern[str]:

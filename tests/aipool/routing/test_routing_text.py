@@ -146,9 +146,10 @@ def test_a_leading_group_is_spread_only_when_every_alternative_then_starts_with_
     # Given alternatives that start with groups, optional groups and boundaries
     pattern = r"(?:the )?same (?:x|y)|\b(?:ab|cd)\b|c(?:d)e"
     # When rewritten, Then each leading group's words become alternatives, in the order re
-    # tries them (an optional group's words first, then none), boundaries moved after a letter
+    # tries them (an optional group's words first, then none), boundaries moved after a letter,
+    # gathered by their first character in the order they come
     assert literal_first(pattern) == (
-        r"the same (?:x|y)|same (?:x|y)|a(?<!\wa)b\b|c(?<!\wc)d\b|c(?:d)e"
+        r"the same (?:x|y)|same (?:x|y)|a(?<!\wa)b\b|c(?:(?<!\wc)d\b|(?:d)e)"
     )
     # And nothing is spread where an alternative would still not start with a literal, a group
     # captures, is lazy, possessive or repeated, or holds more words than SPREAD_WORDS
