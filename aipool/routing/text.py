@@ -221,12 +221,20 @@ def literal_first(pattern: str) -> str:
     ``degrad\\w* at once|fail\\w* at once``) when that makes every alternative start with a
     literal character (``re`` skips ahead only then, see the module's doc), and those
     alternatives gathered by their first character (:func:`_by_first_character`)."""
-    spread = _alternatives(
-        letter_first("|".join(s for a in _alternatives(pattern) for s in _spread(a)))
-    )
-    if all(_starts_with_literal(a) for a in spread):
-        return _by_first_character(spread)
-    return letter_first(pattern)
+    spread = _literal_alternatives(pattern)
+    return _by_first_character(spread) if spread is not None else letter_first(pattern)
+
+
+def _spread_all(pattern: str) -> list[str]:
+    """The top-level alternatives of ``pattern``, each leading group spread (:func:`_spread`)."""
+    return [spread for alternative in _alternatives(pattern) for spread in _spread(alternative)]
+
+
+def _literal_alternatives(pattern: str) -> list[str] | None:
+    """``pattern``'s alternatives, groups spread and letters first, if all then start with a
+    literal character; else None."""
+    spread = _alternatives(letter_first("|".join(_spread_all(pattern))))
+    return spread if all(_starts_with_literal(a) for a in spread) else None
 
 
 def _by_first_character(alternatives: list[str]) -> str:
@@ -248,6 +256,47 @@ def compile_folded(pattern: str, flags: int = 0) -> re.Pattern[str]:
     """A case-insensitive ``pattern`` compiled to match :func:`fold`-ed text (``flags`` without
     ``re.IGNORECASE``): the same spans, found about twice as fast on long texts."""
     return re.compile(literal_first(fold_pattern(pattern)), flags)
+
+
+Search = Callable[[str], "re.Match[str] | None"]
+
+
+@dataclass(frozen=True)
+class Presence:
+    """Whether a case-insensitive pattern matches :func:`fold`-ed text anywhere (not where: the
+    keyword signals ask no more): ``search(text)`` finds a match, or ``at_line_start(text)``.
+
+    Alternatives that start at a line start (``^``, multiline: "hi ...", "ok ...", "show ...")
+    are looked for at the text's start and after each newline, apart from the rest, when the
+    rest then starts with literals only (:func:`literal_first`): one of them alone keeps ``re``
+    from skipping any position of the whole pattern. The same answer: a pattern matches
+    somewhere exactly when one of its alternatives does, and a line starts at the text's start
+    or after a newline. ``at_line_start`` is None when nothing is looked for apart."""
+
+    search: Search
+    at_line_start: Callable[[str], bool] | None = None
+
+    @classmethod
+    def of(cls, pattern: str, flags: int = 0) -> Presence:
+        """The presence of case-insensitive ``pattern``, compiled with ``flags``."""
+        alternatives = _spread_all(fold_pattern(pattern))
+        line_starts = "|".join(a[1:] for a in alternatives if a.startswith("^"))
+        rest = _literal_alternatives("|".join(a for a in alternatives if not a.startswith("^")))
+        if not (line_starts and rest and flags & re.MULTILINE):
+            return cls(compile_folded(pattern, flags).search)
+        first_line = re.compile(line_starts, flags).match
+        after_newline = re.compile(f"\n(?:{line_starts})", flags).search
+
+        def at_line_start(folded: str) -> bool:
+            return first_line(folded) is not None or after_newline(folded) is not None
+
+        return cls(re.compile(_by_first_character(rest), flags).search, at_line_start)
+
+    def __call__(self, folded: str) -> bool:
+        """Whether the pattern matches ``folded`` anywhere."""
+        if self.search(folded) is not None:
+            return True
+        return self.at_line_start is not None and self.at_line_start(folded)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from aipool.routing.text import (
     HEAD_CHARS,
     SPREAD_WORDS,
     TAIL_CHARS,
+    Presence,
     bounded,
     compile_folded,
     fold,
@@ -229,3 +230,35 @@ def test_a_rewritten_pattern_matches_what_it_was_written_as(
     # Then the same spans match, with the same groups
     expected = [(m.span(), m.groups()) for m in written.finditer(text)]
     assert [(m.span(), m.groups()) for m in fast.finditer(text)] == expected, where
+
+
+def test_presence_finds_a_line_start_alternative_at_the_start_and_after_a_newline_only() -> None:
+    # Given a pattern with alternatives that start at a line start, and one that does not
+    present = Presence.of(r"^\s*(?:hi|ok)\b|\bthanks\b", re.MULTILINE | re.ASCII)
+    # Then it is found at the text's start, at a line's start after blank space, elsewhere not
+    assert present("hi there") and present("so\n  ok then") and present("\n\nhi")
+    assert not present("chi ok") and not present("say hi") and not present("")
+    assert present("many thanks")
+
+
+@pytest.mark.parametrize(
+    ("label", "pattern"),
+    [(s[3], s[4]) for s in SIGNALS if "(?-i" not in s[4]],
+    ids=[s[3] for s in SIGNALS if "(?-i" not in s[4]],
+)
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_presence_is_whether_the_signal_matches_anywhere(
+    label: str, pattern: str, data: st.DataObject
+) -> None:
+    # Given a text made of the signal's own words, noise, newlines and strings it matches
+    flags = re.MULTILINE | re.ASCII
+    written = re.compile(pattern, flags | re.IGNORECASE)
+    words = re.findall(r"[a-z]+(?: [a-z]+)?|[^\x00-\x7f]+", fold_pattern(pattern))
+    tokens = st.one_of(
+        st.sampled_from(sorted(set(words)) + _NOISE + ["\n", "\n  ", "。"]),
+        st.from_regex(written, fullmatch=True),
+    )
+    text = data.draw(st.lists(tokens, max_size=12).map("".join))
+    # When asked whether the signal is present, Then the answer is whether it matches anywhere
+    assert Presence.of(pattern, flags)(fold(text)) == (written.search(text) is not None), label
