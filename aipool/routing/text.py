@@ -185,6 +185,8 @@ def _spread(alternative: str) -> list[str]:
     """``alternative`` with its leading group spread: ``\\b(?:a|b)c`` as ``\\bac`` and ``\\bbc``,
     ``(?:a )?b`` as ``a b`` and ``b``, in the order ``re`` tries them (so the same match is
     found first); as it is when it does not start with a group that can be spread."""
+    if alternative.startswith("["):
+        return _spread_class(alternative)
     lead = _LEADING_GROUP.match(alternative)
     if lead is None or _captures(alternative):
         return [alternative]
@@ -205,12 +207,48 @@ def _spread(alternative: str) -> list[str]:
     return [spread for word in words for spread in _spread(boundary + word + rest)]
 
 
+def _spread_class(alternative: str) -> list[str]:
+    """``alternative`` starting with a class of single characters (``[.!?\\n]x``) as one
+    alternative per character (``\\.x``, ``!x``, ``\\?x``, ``\\nx``): the same spans, as the
+    characters differ (no two can match at one position); as it is for a negated class, a
+    range, a class escape (``\\s``) or a repeated class."""
+    end = _class_end(alternative, 0)
+    rest = alternative[end:]
+    members = [token for _i, token, _depth in _tokens(alternative[1 : end - 1])]
+    # Inside a class "." and "?" are themselves; "^" first negates, "-" makes a range.
+    plain = all(
+        token not in ("^", "-", "[") if len(token) == 1 else _literal_token(token)
+        for token in members
+    )
+    if (
+        not members
+        or not plain
+        or rest[:1] in _QUANTIFIERS
+        or not alternative.endswith("]", 0, end)
+    ):
+        return [alternative]
+    return [(token if len(token) == 2 else re.escape(token)) + rest for token in members]
+
+
+def _literal_token(token: str) -> bool:
+    """Whether ``token`` (one character or an escape) matches one character, itself: a plain
+    character, ``\\n``, ``\\t`` or an escaped punctuation mark."""
+    if token[0] != "\\":
+        return token not in _NOT_LITERAL
+    return len(token) == 2 and (token[1] in "nt" or not token[1].isalnum())
+
+
+def _first_token(alternative: str) -> str:
+    return alternative[:2] if alternative.startswith("\\") else alternative[:1]
+
+
 def _starts_with_literal(alternative: str) -> bool:
-    """Whether ``alternative`` starts with a character matched as itself (escapes aside)."""
+    """Whether ``alternative`` starts with a character matched as itself, once."""
+    first = _first_token(alternative)
     return (
-        bool(alternative)
-        and alternative[0] not in _NOT_LITERAL
-        and alternative[1:2] not in _QUANTIFIERS
+        bool(first)
+        and _literal_token(first)
+        and alternative[len(first) : len(first) + 1] not in _QUANTIFIERS
     )
 
 
@@ -245,7 +283,8 @@ def _by_first_character(alternatives: list[str]) -> str:
     same position, and those with the same one keep their order."""
     rests: dict[str, list[str]] = {}
     for alternative in alternatives:
-        rests.setdefault(alternative[0], []).append(alternative[1:])
+        first = _first_token(alternative)
+        rests.setdefault(first, []).append(alternative[len(first) :])
     return "|".join(
         first + (f"(?:{'|'.join(rest)})" if len(rest) > 1 else rest[0])
         for first, rest in rests.items()

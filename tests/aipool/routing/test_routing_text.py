@@ -152,14 +152,21 @@ def test_a_leading_group_is_spread_only_when_every_alternative_then_starts_with_
     assert literal_first(pattern) == (
         r"the same (?:x|y)|same (?:x|y)|a(?<!\wa)b\b|c(?:(?<!\wc)d\b|(?:d)e)"
     )
+    # And a leading class of single characters is one alternative per character
+    assert literal_first(r"[.!?\n]\s*x|y") == r"\.\s*x|!\s*x|\?\s*x|\n\s*x|y"
     # And nothing is spread where an alternative would still not start with a literal, a group
-    # captures, is lazy, possessive or repeated, or holds more words than SPREAD_WORDS
+    # captures, is lazy, possessive or repeated, or holds more words than SPREAD_WORDS, nor a
+    # class that is negated, a range, holds a class escape or is repeated
     kept = [
         r"(?:a|b)c|^x",
         r"(?:a|(b))c|x",
         r"(?:a|b)??c|x",
         r"(?:a|b)?+c|x",
         r"(?:a|b)+c|x",
+        r"[^a]x|y",
+        r"[a-z]x|y",
+        r"[\s,]x|y",
+        r"[ab]+x|y",
         "(?:" + "|".join(f"w{i}" for i in range(SPREAD_WORDS + 1)) + ")c|x",
     ]
     for unchanged in kept:
