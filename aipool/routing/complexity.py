@@ -105,18 +105,28 @@ _ALERT_NAME = re.compile(
 )
 # Datastores and infrastructure named in prose, and "<name> service/job/..." ("the reconciliation
 # job", "payments service"). Folded text; each match counts once by its own words.
-_COMPONENT = _folded(
+_DATASTORES = (
     r"\b(?:redis|postgres(?:ql)?|mysql|kafka|rabbitmq|etcd|coredns|dns|cdn|ingress|nginx|"
     r"elasticsearch|object storage|s3|ceph|apiserver|kube-apiserver|load balancer|memcached|"
-    r"zookeeper|vault|consul)\b|"
-    r"\b(?!(?:its|the|a|an|our|this|that|my|your|each|every|same) )[a-z]+ "
-    r"(?:service|job|worker|cron|queue|cluster|gateway)\b|"
-    r"資料庫|快取|佇列|排程|對帳|登入|購物車|閘道|物件儲存|訊息佇列"
+    r"zookeeper|vault|consul)\b"
 )
+_KINDS = ("service", "job", "worker", "cron", "queue", "cluster", "gateway")
+_NAMED_KIND = (
+    r"\b(?!(?:its|the|a|an|our|this|that|my|your|each|every|same) )[a-z]+ "
+    rf"(?:{'|'.join(_KINDS)})\b"
+)
+_ZH_COMPONENTS = r"資料庫|快取|佇列|排程|對帳|登入|購物車|閘道|物件儲存|訊息佇列"
+_COMPONENT = _folded(f"{_DATASTORES}|{_NAMED_KIND}|{_ZH_COMPONENTS}")
+# A text with no kind word after a space has no "<name> service": the pattern without that
+# alternative finds the same matches, and lets re skip ahead (text.literal_first).
+_COMPONENT_UNNAMED = _folded(f"{_DATASTORES}|{_ZH_COMPONENTS}")
+_KIND_AFTER_SPACE = tuple(f" {kind}" for kind in _KINDS)
 # A stated count: "three services", "三個服務", "三者".
+_COUNTED = ("services", "alerts", "pods", "regions", "nodes", "clusters", "systems", "components", "things")  # fmt: skip
+# Every count states what it counts: a text with none of these words has no count to read.
+_COUNT_WORDS = (*_COUNTED, "個", "者")
 _STATED_COUNT = _folded(
-    r"\b(\d+|two|three|four|five|six|several|multiple)\s+(?:services|alerts|pods|regions|nodes|"
-    r"clusters|systems|components|things)\b|"
+    rf"\b(\d+|two|three|four|five|six|several|multiple)\s+(?:{'|'.join(_COUNTED)})\b|"
     r"(\d+|兩|二|三|四|五|六|多)\s*(?:個\s*(?:服務|告警|警報|alerts?|services?|jobs?|pod|node|region|叢集|系統)|者)"
 )
 _WORD_NUMBERS = {
@@ -249,13 +259,12 @@ _LOG_LINE = re.compile(
 
 def _components(text: str, folded: str) -> set[str]:
     """Distinct services and components named in ``text`` (``folded`` is its folded copy)."""
-    found = {
-        m
-        for m in _KEBAB.findall(folded)
-        if _SERVICE_SUFFIX.search(m) or not _COMMON_HYPHENATED.search(m)
-    }
+    # A kebab-case name holds a hyphen: a text without one has none to look for.
+    kebab = _KEBAB.findall(folded) if "-" in folded else []
+    found = {m for m in kebab if _SERVICE_SUFFIX.search(m) or not _COMMON_HYPHENATED.search(m)}
     found.update(m.lower() for m in _ALERT_NAME.findall(text))
-    for match in _COMPONENT.finditer(folded):
+    named = any(kind in folded for kind in _KIND_AFTER_SPACE)
+    for match in (_COMPONENT if named else _COMPONENT_UNNAMED).finditer(folded):
         word = match.group(0)
         # "checkout-api service" and "checkout-api" are one component.
         if not any(word.startswith(k.split("-")[0]) for k in found):
@@ -265,6 +274,8 @@ def _components(text: str, folded: str) -> set[str]:
 
 def _stated_count(folded: str) -> int:
     best = 0
+    if not any(word in folded for word in _COUNT_WORDS):
+        return best
     for m in _STATED_COUNT.finditer(folded):
         raw = m.group(1) or m.group(2) or ""
         best = max(best, int(raw) if raw.isdigit() else _WORD_NUMBERS.get(raw, 0))

@@ -167,7 +167,7 @@ def letter_first(pattern: str) -> str:
 #: The most alternatives of a leading group :func:`literal_first` spreads. ``re`` tries an
 #: alternation's words one by one wherever it stops; a long word list (the acts of
 #: :mod:`~aipool.routing.intent`) tried at every letter costs more than at word starts only.
-SPREAD_WORDS = 16
+SPREAD_WORDS = 24
 _LEADING_GROUP = re.compile(r"(\\b)?\(\?:")
 _NOT_LITERAL = frozenset("\\([.^$|")
 _QUANTIFIERS = frozenset("?*+{")
