@@ -46,7 +46,14 @@ import re
 from dataclasses import dataclass
 
 from aipool.contract.request import Request
-from aipool.routing.text import TextMemo, bounded, compile_folded, fold, split_text
+from aipool.routing.text import (
+    TextMemo,
+    bounded,
+    compile_folded,
+    fold,
+    literal_first,
+    split_text,
+)
 
 MIN_SCORE = 1
 MAX_SCORE = 5
@@ -80,7 +87,10 @@ def _folded(pattern: str, flags: int = 0) -> re.Pattern[str]:
 
 # Service-like kebab-case names ("ledger-db", "checkout-7d9f8b6c5-x2k4q"): a service suffix or a
 # digit segment. Plain hyphenated English ("on-call", "one-paragraph") is not a component.
-_KEBAB = re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b")
+# Possessive runs (*+, ++): a run of letters and digits given back leaves one of them next, where
+# neither "-" nor a word boundary can follow, so backtracking into it finds nothing (and cost a
+# step per letter of every word).
+_KEBAB = re.compile(r"\b[a-z][a-z0-9]*+(?:-[a-z0-9]++)+\b")
 # A hyphenated word of the language, not a name: "on-call", "read-only", "real-time",
 # "dead-letter", "x-request-id". Any other kebab-case word in a request is a name someone gave a
 # service (``face-match``, ``pdf-export``): teams do not all end theirs in -api or -service.
@@ -99,10 +109,13 @@ _SERVICE_SUFFIX = re.compile(
     r"frontend|backend|nginx|app|check|events|engine|queue|store|manager|agent|cluster|replica|"
     r"primary|node|job|pool)$|-\d|-[a-z0-9]*\d[a-z0-9]*$"
 )
-_ALERT_NAME = re.compile(
+_ALERT_NAME_PATTERN = (
     r"\b(?:Kube|Node|Etcd|CoreDNS|Postgres|Kafka|Redis|High|Target|CertManager|"
     r"Prometheus|Container|SLO|CPU)[A-Z][A-Za-z]+\b"
 )
+# Case-sensitive, and started with capitals once spread (text.literal_first): re skips every
+# position but a capital, and prose has few.
+_ALERT_NAME = re.compile(literal_first(_ALERT_NAME_PATTERN))
 # Datastores and infrastructure named in prose, and "<name> service/job/..." ("the reconciliation
 # job", "payments service"). Folded text; each match counts once by its own words.
 _DATASTORES = (

@@ -143,7 +143,7 @@ def _alternatives(pattern: str) -> list[str]:
     return [pattern[start:end] for start, end in zip(starts, ends, strict=True)]
 
 
-_BOUNDARY_THEN_LETTER = re.compile(r"\\b([a-z0-9_])(?![?*+{])")
+_BOUNDARY_THEN_LETTER = re.compile(r"\\b([A-Za-z0-9_])(?![?*+{])")
 
 
 def letter_first(pattern: str) -> str:

@@ -365,3 +365,27 @@ def test_the_components_and_counts_skipped_by_a_missing_word_are_none(text: str)
         assert not complexity._KEBAB.findall(folded)
     if not any(word in folded for word in complexity._COUNT_WORDS):
         assert not complexity._STATED_COUNT.findall(folded)
+
+
+_NAME_PIECES = st.sampled_from(
+    ["Kube", "Node", "Etcd", "CoreDNS", "SLO", "CPU", "High", "Pod", "Crash", "Looping", "X",
+     "kube", "payments", "ledger", "db", "api", "k8s", "v2", "7d9f", "-", "_", " ", "\n", ".",
+     "Ñ", "é", "1"]
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_NAME_PIECES, max_size=16).map("".join))
+def test_alert_and_kebab_case_names_are_found_as_their_patterns_are_written(text: str) -> None:
+    # Given a text of alert-name parts, kebab-case parts and noise
+    import re
+
+    from aipool.routing import complexity
+
+    # Then the alert-name pattern, spread to start with capitals, finds what it is written as
+    written = re.compile(complexity._ALERT_NAME_PATTERN)
+    assert complexity._ALERT_NAME.findall(text) == written.findall(text)
+    # And the kebab-case pattern with possessive runs finds what its backtracking form finds
+    folded = fold(text)
+    backtracking = re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b")
+    assert complexity._KEBAB.findall(folded) == backtracking.findall(folded)
