@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import islice
 
 from aipool.contract.request import Request
 from aipool.routing.text import (
@@ -300,7 +301,14 @@ def _unfenced_paste(prose: str) -> bool:
     stripped = prose.lstrip()
     if stripped.startswith("{") or "\n{" in prose or '{"' in prose:
         return True
-    return len(_PASTE_LINE.findall(prose)) >= BLOCK_LINES - 1
+    # Counted up to the lines that make a paste: a long log need not be read to its end.
+    lines = islice(_PASTE_LINE.finditer(prose), BLOCK_LINES - 1)
+    return sum(1 for _line in lines) >= BLOCK_LINES - 1
+
+
+def _concerns(folded: str) -> int:
+    """How many distinct concerns (by their first four letters) ``folded`` names."""
+    return len({m.group(0)[:4] for m in _CONCERN.finditer(folded)})
 
 
 def _material_head(prose: str) -> str | None:
@@ -413,8 +421,8 @@ def score(request: Request, memo: TextMemo | None = None) -> ComplexityScore:
         points += 1
         reasons.append("several asks (+1)")
 
-    concerns = len({m.group(0)[:4] for m in _CONCERN.finditer(folded_asks)})
-    if concerns >= 2 and _REVIEW.search(folded_asks):
+    # Concerns weigh on a review only: counted where one is asked (most requests ask none).
+    if _REVIEW.search(folded_asks) and (concerns := _concerns(folded_asks)) >= 2:
         extra = 2 if concerns >= 3 else 1
         points += extra
         reasons.append(f"{concerns} concerns to weigh (+{extra})")
