@@ -190,10 +190,8 @@ def _spread(alternative: str) -> list[str]:
     lead = _LEADING_GROUP.match(alternative)
     if lead is None or _captures(alternative):
         return [alternative]
-    opening = lead.end() - 3
     # The group's own ")" is the first at the depth of its "(" (the top level) after it.
-    closing = (i for i, token, depth in _tokens(alternative) if token == ")" and not depth)
-    close = next((i for i in closing if i > opening), None)
+    close = _group_end(alternative, lead.end() - 3)
     if close is None:
         return [alternative]
     boundary = lead.group(1) or ""
@@ -258,9 +256,34 @@ def literal_first(pattern: str) -> str:
     group spread into alternatives of its own (``(?:degrad|fail)\\w* at once`` as
     ``degrad\\w* at once|fail\\w* at once``) when that makes every alternative start with a
     literal character (``re`` skips ahead only then, see the module's doc), and those
-    alternatives gathered by their first character (:func:`_by_first_character`)."""
+    alternatives gathered by their first character (:func:`_by_first_character`). Where that
+    cannot be, a leading group's words are gathered by their first character inside it
+    (``\\b(?:restart|redeploy|scale)\\b`` as ``\\b(?:r(?:estart|edeploy)|scale)\\b``): ``re``
+    still stops at every word start, and compares there a first letter per letter, not a word
+    per word."""
     spread = _literal_alternatives(pattern)
-    return _by_first_character(spread) if spread is not None else letter_first(pattern)
+    if spread is not None:
+        return _by_first_character(spread)
+    return letter_first("|".join(map(_gathered, _alternatives(pattern))))
+
+
+def _gathered(alternative: str) -> str:
+    """``alternative`` with the words of its leading group gathered by their first character
+    when they all start with a literal one; as it is otherwise."""
+    lead = _LEADING_GROUP.match(alternative)
+    close = _group_end(alternative, lead.end() - 3) if lead is not None else None
+    if lead is None or close is None:
+        return alternative
+    words = _alternatives(alternative[lead.end() : close])
+    if len(words) < 2 or not all(_starts_with_literal(word) for word in words):
+        return alternative
+    return f"{alternative[: lead.end()]}{_by_first_character(words)}{alternative[close:]}"
+
+
+def _group_end(alternative: str, opening: int) -> int | None:
+    """The index of the ")" that closes the top-level group opening at ``opening``."""
+    closing = (i for i, token, depth in _tokens(alternative) if token == ")" and not depth)
+    return next((i for i in closing if i > opening), None)
 
 
 def _spread_all(pattern: str) -> list[str]:

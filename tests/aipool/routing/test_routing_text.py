@@ -154,9 +154,9 @@ def test_a_leading_group_is_spread_only_when_every_alternative_then_starts_with_
     )
     # And a leading class of single characters is one alternative per character
     assert literal_first(r"[.!?\n]\s*x|y") == r"\.\s*x|!\s*x|\?\s*x|\n\s*x|y"
-    # And nothing is spread where an alternative would still not start with a literal, a group
-    # captures, is lazy, possessive or repeated, or holds more words than SPREAD_WORDS, nor a
-    # class that is negated, a range, holds a class escape or is repeated
+    # And a pattern is kept as letter_first writes it where an alternative would still not
+    # start with a literal, a group captures, is lazy, possessive or repeated, or a class is
+    # negated, a range, holds a class escape or is repeated
     kept = [
         r"(?:a|b)c|^x",
         r"(?:a|(b))c|x",
@@ -167,10 +167,15 @@ def test_a_leading_group_is_spread_only_when_every_alternative_then_starts_with_
         r"[a-z]x|y",
         r"[\s,]x|y",
         r"[ab]+x|y",
-        "(?:" + "|".join(f"w{i}" for i in range(SPREAD_WORDS + 1)) + ")c|x",
     ]
     for unchanged in kept:
         assert literal_first(unchanged) == letter_first(unchanged), unchanged
+    # And a group of more words than SPREAD_WORDS has its words gathered inside it instead
+    many = "|".join(f"{letter}{i}" for i in range(SPREAD_WORDS) for letter in "wv")
+    gathered = "|".join(
+        f"{letter}(?:{'|'.join(str(i) for i in range(SPREAD_WORDS))})" for letter in "wv"
+    )
+    assert literal_first(rf"\b(?:{many})\b|x") == rf"\b(?:{gathered})\b|x"
 
 
 def _folded_patterns(module: ModuleType) -> list[tuple[str, str, int]]:
