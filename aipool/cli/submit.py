@@ -9,6 +9,7 @@ time is not answered minutes later by a worker that starts afterwards.
 from __future__ import annotations
 
 import json
+import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -49,6 +50,21 @@ def _tools(path: Path) -> Any:
         raise typer.BadParameter(f"{path} is not JSON: {exc}", param_hint="--tools-file") from None
 
 
+def _prompt(text: str) -> str:
+    """``text``, or with ``-`` the whole of standard input: a prompt longer than the operating
+    system lets one argument be (128 KiB on Linux) can only come that way."""
+    if text != "-":
+        return text
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise typer.BadParameter(
+            f"standard input is not UTF-8 text (byte {exc.start} of {len(data)})",
+            param_hint="TEXT",
+        ) from None
+
+
 def require_worker(queue: str, consumed: set[str], where: str) -> None:
     """Raise :class:`NoWorker`, saying how to start one, unless ``queue`` is among the
     ``consumed`` ones (:func:`aipool.metrics.pool_state.queue_consumers`)."""
@@ -64,7 +80,9 @@ def require_worker(queue: str, consumed: set[str], where: str) -> None:
 
 
 def submit(
-    text: Annotated[str, typer.Argument(help="The prompt.")],
+    text: Annotated[
+        str, typer.Argument(help="The prompt; - reads it from standard input.", show_default=False)
+    ],
     tools_file: Annotated[
         Path | None,
         typer.Option(help="JSON file with a list of tools (name, description, parameters)."),
@@ -81,7 +99,11 @@ def submit(
 ) -> None:
     """Send one request through the pool and print the result as JSON."""
 
-    request: dict[str, Any] = {"prompt": text, "priority": str(priority), "user_id": user_id}
+    request: dict[str, Any] = {
+        "prompt": _prompt(text),
+        "priority": str(priority),
+        "user_id": user_id,
+    }
     if intent:
         request["intent"] = intent
     if tools_file:

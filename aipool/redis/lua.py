@@ -8,14 +8,10 @@ server lost it, e.g. after a restart).
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
 from importlib import resources
-from typing import Any, TypeVar
+from typing import Any
 
 from redis.commands.core import Script
-from redis.exceptions import NoScriptError
-
-T = TypeVar("T")
 
 
 class LuaScripts:
@@ -45,27 +41,12 @@ def evalsha_in(pipe: Any, script: Script, keys: list[Any], args: list[Any]) -> N
     """Queue ``script`` on ``pipe`` by its SHA alone.
 
     redis-py sends SCRIPT EXISTS before every pipeline that holds a ``Script`` (one more round
-    trip per outcome); a Redis that lost its scripts answers NOSCRIPT instead, and
-    :func:`execute_loading` loads them and runs the pipeline once more.
+    trip per outcome); a Redis that lost its scripts answers NOSCRIPT instead, and the caller
+    loads the script and runs the pipeline once more (:func:`aipool.redis.durability.run_acknowledged`).
+    Only for a pipeline whose other commands may run twice (a ``WAIT``): a pipeline is not a
+    transaction, so the commands around a refused EVALSHA have already run when NOSCRIPT comes back.
     """
     pipe.evalsha(script.sha, len(keys), *keys, *args)  # type: ignore[attr-defined]
-
-
-def execute_loading(client: Any, build: Callable[[Any], T]) -> tuple[list[Any], T]:
-    """Build a pipeline with ``build`` and run it in one round trip; if Redis lost the scripts
-    (a restart), load every script of the package and run it again. Returns the replies and
-    what ``build`` returned."""
-    pipe = client.pipeline(transaction=False)
-    built = build(pipe)
-    try:
-        return pipe.execute(), built
-    except NoScriptError:
-        for scripts in _ALL:
-            for body in scripts._sources.values():
-                client.script_load(body)
-        pipe = client.pipeline(transaction=False)
-        built = build(pipe)
-        return pipe.execute(), built
 
 
 def source(package: str, name: str) -> str:

@@ -49,6 +49,23 @@ def test_a_user_mistake_is_one_line_and_exit_code_2(args, says, capsys):
     assert out == ""
 
 
+@pytest.mark.parametrize(
+    ("stdin", "says"),
+    [
+        (b"", "invalid request (invalid_prompt): 'prompt' must be a non-empty string"),
+        (b"caf\xe9 latte?", "standard input is not UTF-8 text (byte 3 of 11)"),
+    ],
+)
+def test_a_prompt_on_standard_input_that_is_no_prompt_is_a_user_mistake(stdin, says, tmp_path):
+    # Given `aipool submit -` fed nothing, or bytes that are not UTF-8 (Latin-1 here)
+    # When it runs (no Redis named: the prompt is checked before any is looked for)
+    done = run_aipool(["submit", "-"], fresh_env(tmp_path), tmp_path, input=stdin)
+    # Then it exits 2 with one line naming the mistake
+    assert done.returncode == 2
+    assert says in _one_line(done.stderr)
+    assert done.stdout == ""
+
+
 def test_a_tools_file_that_is_not_json_is_a_user_mistake(tmp_path, capsys):
     tools = tmp_path / "tools.json"
     tools.write_text("[{not json")

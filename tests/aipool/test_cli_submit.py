@@ -65,3 +65,37 @@ def test_submit_that_gets_no_answer_in_time_says_so_in_one_line(pool, healthy, t
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("aipool: no answer within 1 s for request ")
+
+
+def test_a_prompt_piped_on_standard_input_arrives_whole(pool, healthy, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import os
+
+    from tests.conftest import TEST_REDIS_URL
+    from tests.support.cli import fresh_env, run_aipool
+
+    # Given a pasted log of several lines, quotes and non-ASCII text (an on-call's question held
+    # in a file, awkward to quote as one argument)
+    prompt = (
+        "Why does this pod restart?\n"
+        'kubelet: "Back-off restarting failed container" app=payments\n'
+        '  File "/app/main.py", line 12, in <module>\n'
+        "OOMKilled 記憶體不足\n"
+    ) * 40
+    env = fresh_env(
+        tmp_path / "runtime",
+        REDIS_URL=TEST_REDIS_URL,
+        DATABASE_URL=os.environ["DATABASE_URL"],
+        OLLAMA_BASE_URL=os.environ["OLLAMA_BASE_URL"],
+        GEMINI_BASE_URL=os.environ["GEMINI_BASE_URL"],
+        ANTHROPIC_BASE_URL=os.environ["ANTHROPIC_BASE_URL"],
+    )
+    # When it is piped to `aipool submit -`, and given as the argument
+    piped = run_aipool(["submit", "-"], env, tmp_path, input=prompt.encode())
+    typed = run_aipool(["submit", prompt], env, tmp_path)
+    # Then the pool answers both, and the provider was sent the same prompt (the same input
+    # tokens as it counts them), so the piped one arrived whole
+    assert piped.returncode == 0 == typed.returncode, piped.stderr + typed.stderr
+    answers = [json.loads(done.stdout) for done in (piped, typed)]
+    assert [a["status"] for a in answers] == ["ok", "ok"]
+    tokens = [a["usage"]["input_tokens"] for a in answers]
+    assert tokens[0] == tokens[1] > 1000

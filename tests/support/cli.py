@@ -28,16 +28,27 @@ def fresh_env(runtime_dir: Path, **extra: str) -> dict[str, str]:
 
 
 def run_aipool(
-    args: list[str], env: dict[str, str], cwd: Path, timeout: float = 60
+    args: list[str],
+    env: dict[str, str],
+    cwd: Path,
+    timeout: float = 60,
+    input: bytes | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """``aipool ARGS`` in ``cwd``; output captured as text."""
-    return subprocess.run(
+    """``aipool ARGS`` in ``cwd``, fed ``input`` on standard input (none: the test's own); output
+    captured as text."""
+    done = subprocess.run(
         [sys.executable, "-c", "from aipool.cli import main; main()", *args],
         env=env,
         cwd=cwd,
         capture_output=True,
-        text=True,
+        input=input,
         timeout=timeout,
+    )
+    return subprocess.CompletedProcess(
+        done.args,
+        done.returncode,
+        done.stdout.decode("utf-8", "replace"),
+        done.stderr.decode("utf-8", "replace"),
     )
 
 

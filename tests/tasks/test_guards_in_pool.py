@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from aipool.breaker import breakers_for
+from aipool.breaker.storage import BreakerStore
 from aipool.quota import quotas_for
 from tasks.client import submit
 from tests.conftest import worker_env
@@ -41,13 +42,31 @@ def _trail(answer: dict[str, Any]) -> list[tuple[str, str]]:
     return [(a["provider"], a["outcome"]) for a in answer["attempts"]]
 
 
+def _opened_by_three_failures() -> list[dict[str, Any]]:
+    """Three requests open Ollama's breaker (it fails them), which then stays open a minute.
+
+    The suite's workers recover after 2 s (conftest); on a loaded machine the requests after the
+    third could come later than that and meet a half-open breaker, whose trial is a fourth call
+    by design. Moving the stored opening a minute ahead holds the breaker open as ADR-006's 60 s
+    window would, whatever the machine's speed; the workers read it from Redis like any opening.
+    """
+    answers = [submit(QUESTION).get(timeout=TIMEOUT) for _ in range(3)]
+    client = healthy_redis()
+    state_key = BreakerStore(client, "ollama").state_key
+    assert client.hget(state_key, "state") == b"open"
+    client.hset(state_key, "opened_at", repr(time.time() + 60))
+    return answers
+
+
 def test_exactly_failure_threshold_calls_reach_a_failing_provider(healthy) -> None:  # type: ignore[no-untyped-def]
     # Given ollama failing with 500s, and three worker processes serving its queue
     healthy.set_fault("ollama", "error_500")
-    # When ten requests arrive one after another (each may land on any of the processes)
-    answers = [submit(QUESTION).get(timeout=TIMEOUT) for _ in range(10)]
+    # When ten requests arrive one after another (each may land on any of the processes), the
+    # breaker held open once the first three opened it
+    answers = _opened_by_three_failures()
+    answers += [submit(QUESTION).get(timeout=TIMEOUT) for _ in range(7)]
     # Then ollama saw exactly its threshold of 3 calls pool-wide (per-process breakers would
-    # let 3 through per process), and every answer came from gemini
+    # let 3 through per process), and every other answer came from gemini without a call
     assert healthy.calls("ollama") == 3
     assert {a["provider"] for a in answers} == {"gemini"}
     assert [_trail(a)[0][1] for a in answers] == ["error"] * 3 + ["circuit_open"] * 7
@@ -55,8 +74,7 @@ def test_exactly_failure_threshold_calls_reach_a_failing_provider(healthy) -> No
 
 def test_a_burst_cannot_push_more_calls_after_the_breaker_opened(healthy) -> None:  # type: ignore[no-untyped-def]
     healthy.set_fault("ollama", "error_500")
-    for _ in range(3):
-        submit(QUESTION).get(timeout=TIMEOUT)
+    _opened_by_three_failures()
     before = healthy.calls("ollama")
     burst = [submit(QUESTION) for _ in range(30)]
     answers = [r.get(timeout=TIMEOUT) for r in burst]
