@@ -20,6 +20,7 @@ read at scrape time instead, by the maintenance worker (:mod:`aipool.metrics.poo
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from prometheus_client import Counter, Histogram
 
@@ -95,20 +96,35 @@ def observe_attempt(event: AttemptEvent) -> None:
         return
     provider = event.hop.provider
     service = service_label(event.route.service)
-    REQUESTS.labels(provider, event.attempt.outcome, service).inc()
+    _series(REQUESTS, provider, event.attempt.outcome, service).inc()
     code = failure_code(event.attempt)
     if code is not None:
-        FAILURES.labels(provider, code).inc()
+        _series(FAILURES, provider, code).inc()
     if event.saved_usd:
-        SAVED.labels(provider, service).inc(float(event.saved_usd))
+        _series(SAVED, provider, service).inc(float(event.saved_usd))
     if event.attempt.outcome in ("ok", "error") and event.attempt.latency_ms:
-        LATENCY.labels(provider).observe(event.attempt.latency_ms / 1000)
+        _series(LATENCY, provider).observe(event.attempt.latency_ms / 1000)
     completion = event.completion
     if event.input_tokens or event.output_tokens:
         model = completion.model if completion is not None else event.hop.model
-        TOKENS.labels(provider, model, "input", service).inc(event.input_tokens)
-        TOKENS.labels(provider, model, "output", service).inc(event.output_tokens)
-        COST.labels(provider, service).inc(float(event.cost_usd))
+        _series(TOKENS, provider, model, "input", service).inc(event.input_tokens)
+        _series(TOKENS, provider, model, "output", service).inc(event.output_tokens)
+        _series(COST, provider, service).inc(float(event.cost_usd))
+
+
+#: The series a hop counts in, by metric and label values: the objects ``labels()`` returns for
+#: them (it checks the values and takes the metric's lock on every call, four to six a hop).
+#: Bounded as the labels are.
+_labelled: dict[tuple[Any, tuple[str, ...]], Any] = {}
+
+
+def _series(metric: Any, *values: str) -> Any:
+    """``metric.labels(*values)``, looked up once per process."""
+    key = (metric, values)
+    series = _labelled.get(key)
+    if series is None:
+        series = _labelled[key] = metric.labels(*values)
+    return series
 
 
 def service_label(service: str | None) -> str:

@@ -44,9 +44,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import islice
 
 from aipool.contract.request import Request
-from aipool.routing.text import TextMemo, bounded, compile_folded, fold, split_text
+from aipool.routing.text import (
+    TextMemo,
+    bounded,
+    compile_folded,
+    fold,
+    literal_first,
+    split_text,
+)
 
 MIN_SCORE = 1
 MAX_SCORE = 5
@@ -80,7 +88,10 @@ def _folded(pattern: str, flags: int = 0) -> re.Pattern[str]:
 
 # Service-like kebab-case names ("ledger-db", "checkout-7d9f8b6c5-x2k4q"): a service suffix or a
 # digit segment. Plain hyphenated English ("on-call", "one-paragraph") is not a component.
-_KEBAB = re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b")
+# Possessive runs (*+, ++): a run of letters and digits given back leaves one of them next, where
+# neither "-" nor a word boundary can follow, so backtracking into it finds nothing (and cost a
+# step per letter of every word).
+_KEBAB = re.compile(r"\b[a-z][a-z0-9]*+(?:-[a-z0-9]++)+\b")
 # A hyphenated word of the language, not a name: "on-call", "read-only", "real-time",
 # "dead-letter", "x-request-id". Any other kebab-case word in a request is a name someone gave a
 # service (``face-match``, ``pdf-export``): teams do not all end theirs in -api or -service.
@@ -99,24 +110,37 @@ _SERVICE_SUFFIX = re.compile(
     r"frontend|backend|nginx|app|check|events|engine|queue|store|manager|agent|cluster|replica|"
     r"primary|node|job|pool)$|-\d|-[a-z0-9]*\d[a-z0-9]*$"
 )
-_ALERT_NAME = re.compile(
+_ALERT_NAME_PATTERN = (
     r"\b(?:Kube|Node|Etcd|CoreDNS|Postgres|Kafka|Redis|High|Target|CertManager|"
     r"Prometheus|Container|SLO|CPU)[A-Z][A-Za-z]+\b"
 )
+# Case-sensitive, and started with capitals once spread (text.literal_first): re skips every
+# position but a capital, and prose has few.
+_ALERT_NAME = re.compile(literal_first(_ALERT_NAME_PATTERN))
 # Datastores and infrastructure named in prose, and "<name> service/job/..." ("the reconciliation
 # job", "payments service"). Folded text; each match counts once by its own words.
-_COMPONENT = _folded(
+_DATASTORES = (
     r"\b(?:redis|postgres(?:ql)?|mysql|kafka|rabbitmq|etcd|coredns|dns|cdn|ingress|nginx|"
     r"elasticsearch|object storage|s3|ceph|apiserver|kube-apiserver|load balancer|memcached|"
-    r"zookeeper|vault|consul)\b|"
-    r"\b(?!(?:its|the|a|an|our|this|that|my|your|each|every|same) )[a-z]+ "
-    r"(?:service|job|worker|cron|queue|cluster|gateway)\b|"
-    r"資料庫|快取|佇列|排程|對帳|登入|購物車|閘道|物件儲存|訊息佇列"
+    r"zookeeper|vault|consul)\b"
 )
+_KINDS = ("service", "job", "worker", "cron", "queue", "cluster", "gateway")
+_NAMED_KIND = (
+    r"\b(?!(?:its|the|a|an|our|this|that|my|your|each|every|same) )[a-z]+ "
+    rf"(?:{'|'.join(_KINDS)})\b"
+)
+_ZH_COMPONENTS = r"資料庫|快取|佇列|排程|對帳|登入|購物車|閘道|物件儲存|訊息佇列"
+_COMPONENT = _folded(f"{_DATASTORES}|{_NAMED_KIND}|{_ZH_COMPONENTS}")
+# A text with no kind word after a space has no "<name> service": the pattern without that
+# alternative finds the same matches, and lets re skip ahead (text.literal_first).
+_COMPONENT_UNNAMED = _folded(f"{_DATASTORES}|{_ZH_COMPONENTS}")
+_KIND_AFTER_SPACE = tuple(f" {kind}" for kind in _KINDS)
 # A stated count: "three services", "三個服務", "三者".
+_COUNTED = ("services", "alerts", "pods", "regions", "nodes", "clusters", "systems", "components", "things")  # fmt: skip
+# Every count states what it counts: a text with none of these words has no count to read.
+_COUNT_WORDS = (*_COUNTED, "個", "者")
 _STATED_COUNT = _folded(
-    r"\b(\d+|two|three|four|five|six|several|multiple)\s+(?:services|alerts|pods|regions|nodes|"
-    r"clusters|systems|components|things)\b|"
+    rf"\b(\d+|two|three|four|five|six|several|multiple)\s+(?:{'|'.join(_COUNTED)})\b|"
     r"(\d+|兩|二|三|四|五|六|多)\s*(?:個\s*(?:服務|告警|警報|alerts?|services?|jobs?|pod|node|region|叢集|系統)|者)"
 )
 _WORD_NUMBERS = {
@@ -249,13 +273,12 @@ _LOG_LINE = re.compile(
 
 def _components(text: str, folded: str) -> set[str]:
     """Distinct services and components named in ``text`` (``folded`` is its folded copy)."""
-    found = {
-        m
-        for m in _KEBAB.findall(folded)
-        if _SERVICE_SUFFIX.search(m) or not _COMMON_HYPHENATED.search(m)
-    }
+    # A kebab-case name holds a hyphen: a text without one has none to look for.
+    kebab = _KEBAB.findall(folded) if "-" in folded else []
+    found = {m for m in kebab if _SERVICE_SUFFIX.search(m) or not _COMMON_HYPHENATED.search(m)}
     found.update(m.lower() for m in _ALERT_NAME.findall(text))
-    for match in _COMPONENT.finditer(folded):
+    named = any(kind in folded for kind in _KIND_AFTER_SPACE)
+    for match in (_COMPONENT if named else _COMPONENT_UNNAMED).finditer(folded):
         word = match.group(0)
         # "checkout-api service" and "checkout-api" are one component.
         if not any(word.startswith(k.split("-")[0]) for k in found):
@@ -265,6 +288,8 @@ def _components(text: str, folded: str) -> set[str]:
 
 def _stated_count(folded: str) -> int:
     best = 0
+    if not any(word in folded for word in _COUNT_WORDS):
+        return best
     for m in _STATED_COUNT.finditer(folded):
         raw = m.group(1) or m.group(2) or ""
         best = max(best, int(raw) if raw.isdigit() else _WORD_NUMBERS.get(raw, 0))
@@ -276,7 +301,14 @@ def _unfenced_paste(prose: str) -> bool:
     stripped = prose.lstrip()
     if stripped.startswith("{") or "\n{" in prose or '{"' in prose:
         return True
-    return len(_PASTE_LINE.findall(prose)) >= BLOCK_LINES - 1
+    # Counted up to the lines that make a paste: a long log need not be read to its end.
+    lines = islice(_PASTE_LINE.finditer(prose), BLOCK_LINES - 1)
+    return sum(1 for _line in lines) >= BLOCK_LINES - 1
+
+
+def _concerns(folded: str) -> int:
+    """How many distinct concerns (by their first four letters) ``folded`` names."""
+    return len({m.group(0)[:4] for m in _CONCERN.finditer(folded)})
 
 
 def _material_head(prose: str) -> str | None:
@@ -389,8 +421,8 @@ def score(request: Request, memo: TextMemo | None = None) -> ComplexityScore:
         points += 1
         reasons.append("several asks (+1)")
 
-    concerns = len({m.group(0)[:4] for m in _CONCERN.finditer(folded_asks)})
-    if concerns >= 2 and _REVIEW.search(folded_asks):
+    # Concerns weigh on a review only: counted where one is asked (most requests ask none).
+    if _REVIEW.search(folded_asks) and (concerns := _concerns(folded_asks)) >= 2:
         extra = 2 if concerns >= 3 else 1
         points += extra
         reasons.append(f"{concerns} concerns to weigh (+{extra})")

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from aipool.contract.request import Request
-from aipool.routing.text import TextMemo, bounded, compile_folded, fold, split_text
+from aipool.routing.text import Presence, TextMemo, bounded, compile_folded, fold, split_text
 
 
 class Intent(StrEnum):
@@ -320,6 +320,23 @@ _COMPILED = tuple(
     for intent, kind, weight, label, pattern in SIGNALS
 )
 
+
+def _present(pattern: str) -> tuple[Presence, bool]:
+    """Whether ``pattern`` matches a text, and whether that text is folded: folded
+    (:class:`~aipool.routing.text.Presence`), or as written for a case-sensitive group."""
+    try:
+        return Presence.of(pattern, _FLAGS), True
+    except ValueError:
+        return Presence(re.compile(pattern, _FLAGS | re.IGNORECASE).search), False
+
+
+# What _signals asks of each signal, in SIGNALS' order: whether it matches, not where
+# (matched_words shows where, with _COMPILED's patterns).
+_PRESENT = tuple(
+    (present.search, present.at_line_start, on_folded)
+    for present, on_folded in (_present(signal[4]) for signal in SIGNALS)
+)
+
 # Diagnostic, advice and how-to questions ask about an operation instead of for one.
 _ABOUT_NOT_DO, _ = _compile(
     r"\bwhy\b|為什麼|為何|怎麼會|原因|\bshould (?:i|we)\b|要不要|該不該|how (?:do|can|should) "
@@ -350,9 +367,11 @@ def _signals(prose: str) -> tuple[tuple[bool, ...], bool]:
     ``prose`` asks why/how/whether about an operation rather than for one (``prose`` folded
     once for both)."""
     folded = fold(prose)
+    # Only folded patterns look for line starts apart (at_line_start).
     found = tuple(
-        pattern.search(folded if on_folded else prose) is not None
-        for _intent, _kind, _weight, _label, pattern, on_folded in _COMPILED
+        search(folded if on_folded else prose) is not None
+        or (at_line_start is not None and at_line_start(folded))
+        for search, at_line_start, on_folded in _PRESENT
     )
     about = _ABOUT_NOT_DO.search(folded) is not None and _MARKED_OP.search(folded) is None
     return found, about

@@ -1,8 +1,8 @@
 """The learned intent model: a linear classifier over :mod:`aipool.routing.features`.
 
-Inference is plain Python (``array`` columns and ``sum(map(...))``): a worker imports no numpy and no
-training stack for it, and a decision costs a dictionary look-up per feature and one C-level sum
-per intent. Training lives in :mod:`aipool.routing.train` (numpy, offline).
+Inference is plain Python (one float32 row of weights per feature, ``bytes.join`` and ``sum``): a
+worker imports no numpy and no training stack for it, and a decision costs a dictionary look-up
+per feature, one row gathered per present feature and one C-level sum per intent and level. Training lives in :mod:`aipool.routing.train` (numpy, offline).
 
 The model file is JSON (``FORMAT``)::
 
@@ -34,9 +34,10 @@ import math
 import os
 import sys
 from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache, partial
-from operator import is_not, itemgetter
+from functools import cached_property, lru_cache, partial
+from operator import is_not
 from pathlib import Path
 from typing import Any, cast
 
@@ -72,23 +73,47 @@ class LevelGuess:
     confidence: float
 
 
-def _probabilities(
-    ids: list[int] | tuple[int, ...], bias: tuple[float, ...], columns: tuple[array[float], ...]
-) -> list[float]:
-    """Softmax of ``bias + (sum of the present features' weights) / sqrt(n)``, one per class."""
-    norm = 1.0 / math.sqrt(len(ids)) if ids else 0.0
-    if len(ids) > 1:
-        # One C-level gather per column (itemgetter of many keys returns a tuple), summed in the
-        # same order as one lookup at a time: the same floats, a quarter less time.
-        gather = itemgetter(*ids)
-        sums = [sum(gather(column)) for column in columns]
-    else:
-        sums = [sum(map(column.__getitem__, ids)) for column in columns]
+def _softmax(bias: tuple[float, ...], sums: list[float], count: int) -> list[float]:
+    """Softmax of ``bias + sum / sqrt(count)``, one per class (``count`` features present)."""
+    norm = 1.0 / math.sqrt(count) if count else 0.0
     scores = [b + total * norm for b, total in zip(bias, sums, strict=True)]
     top = max(scores)
     exps = [math.exp(s - top) for s in scores]
     total = sum(exps)
     return [e / total for e in exps]
+
+
+def _rows(columns: list[array[float]]) -> list[bytes]:
+    """Per feature, its weight in each of ``columns`` (equally long) as one float32 row."""
+    width = len(columns)
+    flat = array("f", bytes(4 * width * len(columns[0])))
+    for c, column in enumerate(columns):
+        flat[c::width] = column
+    raw = flat.tobytes()
+    size = 4 * width
+    return [raw[i : i + size] for i in range(0, len(raw), size)]
+
+
+def _column_sums(
+    weights: memoryview[float], width: int, columns: range, before: list[float] | None = None
+) -> list[float]:
+    """The sum of each of ``columns`` over the rows of ``weights`` (``width`` floats a row),
+    added in row order after ``before``'s sums: each is one C-level sum over a strided view,
+    the same floats added in the same order as one feature at a time."""
+    if before is None:
+        return [sum(weights[c::width]) for c in columns]
+    return [sum(weights[c::width], start) for c, start in zip(columns, before, strict=True)]
+
+
+@dataclass(frozen=True)
+class _Features:
+    """What the model read of a text: the key of the text it read (its length and hash, no
+    text), its features' vocabulary ids in vocabulary order, its shape's, and the ids' rows."""
+
+    key: tuple[int, int]
+    ids: tuple[int, ...]
+    shape: tuple[int, ...]
+    weights: memoryview[float]
 
 
 class IntentModel:
@@ -107,48 +132,82 @@ class IntentModel:
         levels: tuple[array[float], list[float], float] | None = None,
     ) -> None:
         self.labels = tuple(labels)
-        self.index = {name: i for i, name in enumerate(vocabulary)}
         n = len(labels)
-        # One column per intent: sum(map(column.__getitem__, ids)) runs in C.
-        self.columns = tuple(array("f", weights[c::n]) for c in range(n))
+        columns = [array("f", weights[c::n]) for c in range(n)]
         self.bias = tuple(bias)
         self.threshold = threshold
         self.trained = trained
         self.source = source
-        self.vocabulary = vocabulary
         # The n-grams, words and word pairs by their names without the kind's prefix, as
         # features.parts gives them: no prefixed string is built per n-gram of every decision.
         self._by_kind: dict[str, dict[str, int]] = {kind: {} for kind in ("c:", "w:", "b:")}
-        for name, i in self.index.items():
+        index = {name: i for i, name in enumerate(vocabulary)}
+        for name, i in index.items():
             table = self._by_kind.get(name[:2])
             if table is not None:
                 table[name[2:]] = i
-        self._last: tuple[tuple[int, int], tuple[int, ...], tuple[int, ...]] | None = None
-        self.level_columns: tuple[array[float], ...] = ()
+        #: The ids of the features named in full (rule signals, facts, shape, points); the
+        #: n-grams, words and pairs are in ``_by_kind`` alone, so a worker keeps each name once.
+        self.index = {name: i for name, i in index.items() if name[:2] not in self._by_kind}
+        self._size = len(vocabulary)
+        self._last: _Features | None = None
         self.level_bias: tuple[float, ...] = ()
         if levels is not None:
             k = len(LEVELS)
-            self.level_columns = tuple(array("f", levels[0][c::k]) for c in range(k))
+            columns += [array("f", levels[0][c::k]) for c in range(k)]
             self.level_bias = tuple(levels[1])
+        # A feature's weights for every intent and level side by side (one row), rather than a
+        # column per class: a decision gathers one row per present feature instead of reading
+        # eleven columns at scattered places, and sums each class over the gathered rows.
+        self._rows = _rows(columns)
+        self._width = len(columns)
 
     @property
     def has_levels(self) -> bool:
         """Whether the file carries a complexity head."""
-        return bool(self.level_columns)
+        return bool(self.level_bias)
+
+    @cached_property
+    def vocabulary(self) -> list[str]:
+        """Every feature's name by its id (for people and tests; decisions look names up by
+        kind)."""
+        names = [""] * self._size
+        for kind, table in self._by_kind.items():
+            for key, i in table.items():
+                names[i] = kind + key
+        for name, i in self.index.items():
+            names[i] = name
+        return names
+
+    @cached_property
+    def columns(self) -> tuple[array[float], ...]:
+        """Each intent's weight per feature (for people and tests; decisions read the rows)."""
+        return self._columns(range(len(self.labels)))
+
+    @cached_property
+    def level_columns(self) -> tuple[array[float], ...]:
+        """Each complexity level's weight per feature (empty without a complexity head)."""
+        return self._columns(range(len(self.labels), self._width))
+
+    def _columns(self, classes: range) -> tuple[array[float], ...]:
+        flat = self._weights(range(len(self._rows)))
+        return tuple(array("f", flat[c :: self._width]) for c in classes)
+
+    def _weights(self, ids: Iterable[int]) -> memoryview[float]:
+        """The rows of ``ids``, in their order, as one float32 view."""
+        return memoryview(b"".join(map(self._rows.__getitem__, ids))).cast("f")
 
     def _ids(self, text: str, reading: Reading | None = None) -> tuple[int, ...]:
         """The vocabulary ids of ``text``'s features, as both heads read them."""
-        return self._read(text, reading)[1]
+        return self._read(text, reading).ids
 
-    def _read(
-        self, text: str, reading: Reading | None = None
-    ) -> tuple[tuple[int, int], tuple[int, ...], tuple[int, ...]]:
+    def _read(self, text: str, reading: Reading | None = None) -> _Features:
         # The router asks for the intent and then the level of the same text: the features of
         # the last text are kept, keyed by its length and hash rather than the text, so no prompt
-        # outlives its decision here (a tuple swapped whole: threads at worst compute twice).
+        # outlives its decision here (swapped whole: threads at worst compute twice).
         key = (len(text), hash(text))
         last = self._last
-        if last is not None and last[0] == key:
+        if last is not None and last.key == key:
             return last
         reading = reading if reading is not None else read(text)
         find = self.index.get
@@ -163,13 +222,15 @@ class IntentModel:
         # same in every process, whatever its string hashing seed.
         ids = cast("tuple[int, ...]", tuple(sorted(cast("set[int]", found))))
         shape = cast("tuple[int, ...]", tuple(filter(_KNOWN, map(find, shape_features(reading)))))
-        self._last = (key, ids, shape)
+        self._last = _Features(key, ids, shape, self._weights(ids))
         return self._last
 
     def predict(self, text: str, reading: Reading | None = None) -> Prediction:
         """The most probable intent of ``text`` and the probability of each (``reading``:
         :func:`~aipool.routing.features.read` of ``text``, when the caller has it)."""
-        shares = _probabilities(self._ids(text, reading), self.bias, self.columns)
+        found = self._read(text, reading)
+        sums = _column_sums(found.weights, self._width, range(len(self.labels)))
+        shares = _softmax(self.bias, sums, len(found.ids))
         probabilities = dict(zip(self.labels, shares, strict=True))
         best = max(probabilities, key=probabilities.__getitem__)
         return Prediction(best, probabilities[best], probabilities)
@@ -179,12 +240,20 @@ class IntentModel:
     ) -> list[float] | None:
         """The probability of each level of :data:`LEVELS` for ``text`` whose keyword score is
         ``points`` (None without a complexity head)."""
-        if not self.level_columns:
+        if not self.has_levels:
             return None
         index = self.index
-        _key, ids, shape = self._read(text, reading)
-        points_ids = (index[f] for f in point_features(points) if f in index)
-        return _probabilities([*ids, *shape, *points_ids], self.level_bias, self.level_columns)
+        found = self._read(text, reading)
+        # The text's features, then its shape and the scorer's points, summed in that order.
+        more = [*found.shape, *(index[f] for f in point_features(points) if f in index)]
+        levels = range(len(self.labels), self._width)
+        sums = _column_sums(
+            self._weights(more),
+            self._width,
+            levels,
+            _column_sums(found.weights, self._width, levels),
+        )
+        return _softmax(self.level_bias, sums, len(found.ids) + len(more))
 
     def level(self, text: str, points: int, reading: Reading | None = None) -> LevelGuess | None:
         """The most probable complexity level of ``text`` whose keyword score is ``points``, and

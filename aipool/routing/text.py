@@ -17,15 +17,17 @@ Two helpers keep routing cheap whatever a producer pastes:
   lets Python's ``re`` skip the positions where no match can start. ``re`` tries every
   alternative of a pattern at every position, unless each alternative starts with a literal
   character (it then jumps over characters that start none of them); case-insensitive literals
-  and a leading ``\\b`` both defeat that. So patterns run lowercased against lowercased text, and
-  an alternative that starts with a word boundary and a letter starts with the letter instead
-  (:func:`letter_first`).
+  and a leading ``\\b`` both defeat that, and so does one alternative that starts with a group.
+  So patterns run lowercased against lowercased text, an alternative that starts with a word
+  boundary and a letter starts with the letter instead (:func:`letter_first`), and a leading
+  group's words become alternatives of their own when that lets every alternative start with a
+  literal (:func:`literal_first`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
@@ -99,45 +101,49 @@ def fold_pattern(pattern: str) -> str:
     return "".join(out)
 
 
-def _alternatives(pattern: str) -> list[str]:
-    """The top-level alternatives of ``pattern`` (``|`` outside groups and classes)."""
-    found: list[str] = []
-    current: list[str] = []
+def _class_end(pattern: str, start: int) -> int:
+    """The index just past the character class opening at ``start``."""
+    i = start + 1
+    if pattern.startswith("^", i):
+        i += 1
+    # A "]" first in a class (after any "^") is a literal, not the class's end.
+    if pattern.startswith("]", i):
+        i += 1
+    while i < len(pattern):
+        if pattern[i] == "\\":
+            i += 2
+            continue
+        if pattern[i] == "]":
+            return i + 1
+        i += 1
+    return len(pattern)
+
+
+def _tokens(pattern: str) -> Iterator[tuple[int, str, int]]:
+    """Each token of ``pattern`` (an escape, a character class, one character) with its index
+    and the depth of groups it sits in (a group's own parentheses at the depth outside it)."""
     depth = 0
-    in_class = False
     i = 0
     while i < len(pattern):
         char = pattern[i]
-        if char == "\\":
-            current.append(pattern[i : i + 2])
-            i += 2
-            continue
-        if in_class:
-            in_class = char != "]"
-        elif char == "[":
-            in_class = True
-            # A "]" first in a class (after any "^") is a literal, not the class's end.
-            opening = 2 if pattern.startswith("^", i + 1) else 1
-            if pattern.startswith("]", i + opening):
-                current.append(pattern[i : i + opening + 1])
-                i += opening + 1
-                continue
-        elif char == "(":
-            depth += 1
-        elif char == ")":
+        end = i + 2 if char == "\\" else _class_end(pattern, i) if char == "[" else i + 1
+        if char == ")":
             depth -= 1
-        elif char == "|" and depth == 0:
-            found.append("".join(current))
-            current = []
-            i += 1
-            continue
-        current.append(char)
-        i += 1
-    found.append("".join(current))
-    return found
+        yield i, pattern[i:end], depth
+        if char == "(":
+            depth += 1
+        i = end
 
 
-_BOUNDARY_THEN_LETTER = re.compile(r"\\b([a-z0-9_])(?![?*+{])")
+def _alternatives(pattern: str) -> list[str]:
+    """The top-level alternatives of ``pattern`` (``|`` outside groups and classes)."""
+    cuts = [i for i, token, depth in _tokens(pattern) if token == "|" and depth == 0]
+    starts = [0, *(cut + 1 for cut in cuts)]
+    ends = [*cuts, len(pattern)]
+    return [pattern[start:end] for start, end in zip(starts, ends, strict=True)]
+
+
+_BOUNDARY_THEN_LETTER = re.compile(r"\\b([A-Za-z0-9_])(?![?*+{])")
 
 
 def letter_first(pattern: str) -> str:
@@ -158,10 +164,201 @@ def letter_first(pattern: str) -> str:
     return "|".join(rewritten)
 
 
+#: The most alternatives of a leading group :func:`literal_first` spreads. ``re`` tries an
+#: alternation's words one by one wherever it stops; a long word list (the acts of
+#: :mod:`~aipool.routing.intent`) tried at every letter costs more than at word starts only.
+SPREAD_WORDS = 24
+_LEADING_GROUP = re.compile(r"(\\b)?\(\?:")
+_NOT_LITERAL = frozenset("\\([.^$|")
+_QUANTIFIERS = frozenset("?*+{")
+
+
+def _captures(pattern: str) -> bool:
+    """Whether ``pattern`` holds a capturing group (spreading one would renumber the groups)."""
+    return any(
+        token == "(" and (not pattern.startswith("?", i + 1) or pattern.startswith("?P<", i + 1))
+        for i, token, _depth in _tokens(pattern)
+    )
+
+
+def _spread(alternative: str) -> list[str]:
+    """``alternative`` with its leading group spread: ``\\b(?:a|b)c`` as ``\\bac`` and ``\\bbc``,
+    ``(?:a )?b`` as ``a b`` and ``b``, in the order ``re`` tries them (so the same match is
+    found first); as it is when it does not start with a group that can be spread."""
+    if alternative.startswith("["):
+        return _spread_class(alternative)
+    lead = _LEADING_GROUP.match(alternative)
+    if lead is None or _captures(alternative):
+        return [alternative]
+    # The group's own ")" is the first at the depth of its "(" (the top level) after it.
+    close = _group_end(alternative, lead.end() - 3)
+    if close is None:
+        return [alternative]
+    boundary = lead.group(1) or ""
+    words = _alternatives(alternative[lead.end() : close])
+    rest = alternative[close + 1 :]
+    if rest.startswith("?") and rest[1:2] not in ("?", "+"):
+        # Greedy: each word of the group first, then none of them.
+        rest, words = rest[1:], [*words, ""]
+    if rest[:1] in _QUANTIFIERS or len(words) > SPREAD_WORDS:
+        return [alternative]
+    return [spread for word in words for spread in _spread(boundary + word + rest)]
+
+
+def _spread_class(alternative: str) -> list[str]:
+    """``alternative`` starting with a class of single characters (``[.!?\\n]x``) as one
+    alternative per character (``\\.x``, ``!x``, ``\\?x``, ``\\nx``): the same spans, as the
+    characters differ (no two can match at one position); as it is for a negated class, a
+    range, a class escape (``\\s``) or a repeated class."""
+    end = _class_end(alternative, 0)
+    rest = alternative[end:]
+    members = [token for _i, token, _depth in _tokens(alternative[1 : end - 1])]
+    # Inside a class "." and "?" are themselves; "^" first negates, "-" makes a range.
+    plain = all(
+        token not in ("^", "-", "[") if len(token) == 1 else _literal_token(token)
+        for token in members
+    )
+    if (
+        not members
+        or not plain
+        or rest[:1] in _QUANTIFIERS
+        or not alternative.endswith("]", 0, end)
+    ):
+        return [alternative]
+    return [(token if len(token) == 2 else re.escape(token)) + rest for token in members]
+
+
+def _literal_token(token: str) -> bool:
+    """Whether ``token`` (one character or an escape) matches one character, itself: a plain
+    character, ``\\n``, ``\\t`` or an escaped punctuation mark."""
+    if token[0] != "\\":
+        return token not in _NOT_LITERAL
+    return len(token) == 2 and (token[1] in "nt" or not token[1].isalnum())
+
+
+def _first_token(alternative: str) -> str:
+    return alternative[:2] if alternative.startswith("\\") else alternative[:1]
+
+
+def _starts_with_literal(alternative: str) -> bool:
+    """Whether ``alternative`` starts with a character matched as itself, once."""
+    first = _first_token(alternative)
+    return (
+        bool(first)
+        and _literal_token(first)
+        and alternative[len(first) : len(first) + 1] not in _QUANTIFIERS
+    )
+
+
+def literal_first(pattern: str) -> str:
+    """``pattern`` rewritten so that ``re`` can skip the positions where no match can start,
+    matching the same spans: :func:`letter_first`'s, with each top-level alternative's leading
+    group spread into alternatives of its own (``(?:degrad|fail)\\w* at once`` as
+    ``degrad\\w* at once|fail\\w* at once``) when that makes every alternative start with a
+    literal character (``re`` skips ahead only then, see the module's doc), and those
+    alternatives gathered by their first character (:func:`_by_first_character`). Where that
+    cannot be, a leading group's words are gathered by their first character inside it
+    (``\\b(?:restart|redeploy|scale)\\b`` as ``\\b(?:r(?:estart|edeploy)|scale)\\b``): ``re``
+    still stops at every word start, and compares there a first letter per letter, not a word
+    per word."""
+    spread = _literal_alternatives(pattern)
+    if spread is not None:
+        return _by_first_character(spread)
+    return letter_first("|".join(map(_gathered, _alternatives(pattern))))
+
+
+def _gathered(alternative: str) -> str:
+    """``alternative`` with the words of its leading group gathered by their first character
+    when they all start with a literal one; as it is otherwise."""
+    lead = _LEADING_GROUP.match(alternative)
+    close = _group_end(alternative, lead.end() - 3) if lead is not None else None
+    if lead is None or close is None:
+        return alternative
+    words = _alternatives(alternative[lead.end() : close])
+    if len(words) < 2 or not all(_starts_with_literal(word) for word in words):
+        return alternative
+    return f"{alternative[: lead.end()]}{_by_first_character(words)}{alternative[close:]}"
+
+
+def _group_end(alternative: str, opening: int) -> int | None:
+    """The index of the ")" that closes the top-level group opening at ``opening``."""
+    closing = (i for i, token, depth in _tokens(alternative) if token == ")" and not depth)
+    return next((i for i in closing if i > opening), None)
+
+
+def _spread_all(pattern: str) -> list[str]:
+    """The top-level alternatives of ``pattern``, each leading group spread (:func:`_spread`)."""
+    return [spread for alternative in _alternatives(pattern) for spread in _spread(alternative)]
+
+
+def _literal_alternatives(pattern: str) -> list[str] | None:
+    """``pattern``'s alternatives, groups spread and letters first, if all then start with a
+    literal character; else None."""
+    spread = _alternatives(letter_first("|".join(_spread_all(pattern))))
+    return spread if all(_starts_with_literal(a) for a in spread) else None
+
+
+def _by_first_character(alternatives: list[str]) -> str:
+    """``alternatives`` (each starting with a literal character) as one alternative per first
+    character: ``re`` tries a top-level alternative's first character at every position it
+    stops at, so sixty alternatives cost sixty comparisons there and twenty first characters
+    twenty. The same spans: alternatives with different first characters never match at the
+    same position, and those with the same one keep their order."""
+    rests: dict[str, list[str]] = {}
+    for alternative in alternatives:
+        first = _first_token(alternative)
+        rests.setdefault(first, []).append(alternative[len(first) :])
+    return "|".join(
+        first + (f"(?:{'|'.join(rest)})" if len(rest) > 1 else rest[0])
+        for first, rest in rests.items()
+    )
+
+
 def compile_folded(pattern: str, flags: int = 0) -> re.Pattern[str]:
     """A case-insensitive ``pattern`` compiled to match :func:`fold`-ed text (``flags`` without
     ``re.IGNORECASE``): the same spans, found about twice as fast on long texts."""
-    return re.compile(letter_first(fold_pattern(pattern)), flags)
+    return re.compile(literal_first(fold_pattern(pattern)), flags)
+
+
+Search = Callable[[str], "re.Match[str] | None"]
+
+
+@dataclass(frozen=True)
+class Presence:
+    """Whether a case-insensitive pattern matches :func:`fold`-ed text anywhere (not where: the
+    keyword signals ask no more): ``search(text)`` finds a match, or ``at_line_start(text)``.
+
+    Alternatives that start at a line start (``^``, multiline: "hi ...", "ok ...", "show ...")
+    are looked for at the text's start and after each newline, apart from the rest, when the
+    rest then starts with literals only (:func:`literal_first`): one of them alone keeps ``re``
+    from skipping any position of the whole pattern. The same answer: a pattern matches
+    somewhere exactly when one of its alternatives does, and a line starts at the text's start
+    or after a newline. ``at_line_start`` is None when nothing is looked for apart."""
+
+    search: Search
+    at_line_start: Callable[[str], bool] | None = None
+
+    @classmethod
+    def of(cls, pattern: str, flags: int = 0) -> Presence:
+        """The presence of case-insensitive ``pattern``, compiled with ``flags``."""
+        alternatives = _spread_all(fold_pattern(pattern))
+        line_starts = "|".join(a[1:] for a in alternatives if a.startswith("^"))
+        rest = _literal_alternatives("|".join(a for a in alternatives if not a.startswith("^")))
+        if not (line_starts and rest and flags & re.MULTILINE):
+            return cls(compile_folded(pattern, flags).search)
+        first_line = re.compile(line_starts, flags).match
+        after_newline = re.compile(f"\n(?:{line_starts})", flags).search
+
+        def at_line_start(folded: str) -> bool:
+            return first_line(folded) is not None or after_newline(folded) is not None
+
+        return cls(re.compile(_by_first_character(rest), flags).search, at_line_start)
+
+    def __call__(self, folded: str) -> bool:
+        """Whether the pattern matches ``folded`` anywhere."""
+        if self.search(folded) is not None:
+            return True
+        return self.at_line_start is not None and self.at_line_start(folded)
 
 
 @dataclass(frozen=True)

@@ -173,17 +173,39 @@ def test_workers_import_no_training_stack_and_no_numpy_for_routing() -> None:
 def test_probabilities_are_the_softmax_of_the_summed_weights_whatever_the_number_of_features(
     ids: tuple[int, ...],
 ) -> None:
-    # Given two classes' weight columns and biases
+    # Given two classes' weight columns and biases, held as one row per feature
     from array import array
 
-    from aipool.routing.model import _probabilities
+    from aipool.routing.model import _column_sums, _rows, _softmax
 
-    columns = (array("f", [0.5, -1.0, 2.0, 0.25, 1.5]), array("f", [1.0, 0.0, -0.5, 3.0, -2.0]))
+    columns = [array("f", [0.5, -1.0, 2.0, 0.25, 1.5]), array("f", [1.0, 0.0, -0.5, 3.0, -2.0])]
+    rows = _rows(columns)
     bias = (0.1, -0.2)
     # When the features with these ids are present
-    got = _probabilities(ids, bias, columns)
-    # Then each class scores bias + sum of its weights / sqrt(n), softmaxed
+    weights = memoryview(b"".join(rows[i] for i in ids)).cast("f")
+    sums = _column_sums(weights, 2, range(2))
+    got = _softmax(bias, sums, len(ids))
+    # Then each class sums its weights one feature at a time, in the ids' order, to the last bit
+    assert sums == [sum(c[i] for i in ids) for c in columns]
+    # And scores bias + sum of its weights / sqrt(n), softmaxed
     norm = 1 / math.sqrt(len(ids)) if ids else 0.0
     scores = [b + sum(c[i] for i in ids) * norm for b, c in zip(bias, columns, strict=True)]
     exps = [math.exp(s - max(scores)) for s in scores]
     assert got == pytest.approx([e / sum(exps) for e in exps], rel=1e-12)
+
+
+def test_sums_carried_on_from_earlier_rows_are_the_sums_of_all_the_rows_in_order() -> None:
+    # Given weights of varied magnitude, whose float sum depends on the order of adding
+    from array import array
+
+    from aipool.routing.model import _column_sums, _rows
+
+    column = array("f", [1e8, 3.5, -1e8, 0.1, 7.25, -2.5e-3, 1.0 / 3])
+    rows = _rows([column])
+    first, then = (0, 1, 2), (3, 4, 5, 6)
+    # When the level head sums the text's rows, then its shape's and points' after them
+    head = _column_sums(memoryview(b"".join(rows[i] for i in first)).cast("f"), 1, range(1))
+    view = memoryview(b"".join(rows[i] for i in then)).cast("f")
+    both = _column_sums(view, 1, range(1), head)
+    # Then it is the one sum over all of them, added left to right
+    assert both == [sum(column[i] for i in (*first, *then))]

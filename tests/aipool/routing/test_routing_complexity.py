@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aipool.contract.request import Message, Request, Tool, parse_request
 from aipool.routing.complexity import MAX_SCORE, score
+from aipool.routing.text import fold
 from aipool.tokens import estimate_tokens
 
 
@@ -336,3 +339,53 @@ def test_a_parsed_requests_length_points_read_no_text_again(
     # Then its length points come from the request's own estimate: the text is not read again
     assert reads == []
     assert "~29000 tokens (+3)" in scored.reasons
+
+
+_PIECES = st.sampled_from(
+    ["payments", "ledger-db", "checkout-api", "redis", "kafka", "load balancer", "the", "its",
+     "reconciliation", "service", "services", "job", "worker", "queue", "cluster", "gateway",
+     "three", "two", "several", "12", "3", "alerts", "pods", "nodes", "things", "個", "者", "服務",
+     "三", "兩", "資料庫", "快取", "on-call", "-", " ", "  ", "\n", ",", "s", "é"]
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_PIECES, max_size=20).map("".join))
+def test_the_components_and_counts_skipped_by_a_missing_word_are_none(text: str) -> None:
+    # Given a folded text made of components, kinds, counts and noise
+    from aipool.routing import complexity
+
+    folded = fold(text)
+    # Then without a kind after a space, the components found without "<name> service" are all
+    # of them; without a hyphen there is no kebab-case name; without a counted word, no count
+    everything = [m.span() for m in complexity._COMPONENT.finditer(folded)]
+    if not any(kind in folded for kind in complexity._KIND_AFTER_SPACE):
+        assert [m.span() for m in complexity._COMPONENT_UNNAMED.finditer(folded)] == everything
+    if "-" not in folded:
+        assert not complexity._KEBAB.findall(folded)
+    if not any(word in folded for word in complexity._COUNT_WORDS):
+        assert not complexity._STATED_COUNT.findall(folded)
+
+
+_NAME_PIECES = st.sampled_from(
+    ["Kube", "Node", "Etcd", "CoreDNS", "SLO", "CPU", "High", "Pod", "Crash", "Looping", "X",
+     "kube", "payments", "ledger", "db", "api", "k8s", "v2", "7d9f", "-", "_", " ", "\n", ".",
+     "Ñ", "é", "1"]
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_NAME_PIECES, max_size=16).map("".join))
+def test_alert_and_kebab_case_names_are_found_as_their_patterns_are_written(text: str) -> None:
+    # Given a text of alert-name parts, kebab-case parts and noise
+    import re
+
+    from aipool.routing import complexity
+
+    # Then the alert-name pattern, spread to start with capitals, finds what it is written as
+    written = re.compile(complexity._ALERT_NAME_PATTERN)
+    assert complexity._ALERT_NAME.findall(text) == written.findall(text)
+    # And the kebab-case pattern with possessive runs finds what its backtracking form finds
+    folded = fold(text)
+    backtracking = re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b")
+    assert complexity._KEBAB.findall(folded) == backtracking.findall(folded)

@@ -2,24 +2,31 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aipool.contract.request import parse_request
+from aipool.routing import complexity as complexity_module
+from aipool.routing import intent as intent_module
 from aipool.routing.intent import SIGNALS
 from aipool.routing.text import (
     HEAD_CHARS,
+    SPREAD_WORDS,
     TAIL_CHARS,
+    Presence,
     bounded,
     compile_folded,
     fold,
     fold_pattern,
     letter_first,
+    literal_first,
     split_text,
 )
 
@@ -134,3 +141,136 @@ def test_folded_signals_match_what_case_insensitive_signals_match_for_any_text(t
             ]
             got = [m.span() for m in compile_folded(pattern, flags).finditer(fold(cased))]
             assert got == expected, label
+
+
+def test_a_leading_group_is_spread_only_when_every_alternative_then_starts_with_a_literal() -> None:
+    # Given alternatives that start with groups, optional groups and boundaries
+    pattern = r"(?:the )?same (?:x|y)|\b(?:ab|cd)\b|c(?:d)e"
+    # When rewritten, Then each leading group's words become alternatives, in the order re
+    # tries them (an optional group's words first, then none), boundaries moved after a letter,
+    # gathered by their first character in the order they come
+    assert literal_first(pattern) == (
+        r"the same (?:x|y)|same (?:x|y)|a(?<!\wa)b\b|c(?:(?<!\wc)d\b|(?:d)e)"
+    )
+    # And a leading class of single characters is one alternative per character
+    assert literal_first(r"[.!?\n]\s*x|y") == r"\.\s*x|!\s*x|\?\s*x|\n\s*x|y"
+    # And a pattern is kept as letter_first writes it where an alternative would still not
+    # start with a literal, a group captures, is lazy, possessive or repeated, or a class is
+    # negated, a range, holds a class escape or is repeated
+    kept = [
+        r"(?:a|b)c|^x",
+        r"(?:a|(b))c|x",
+        r"(?:a|b)??c|x",
+        r"(?:a|b)?+c|x",
+        r"(?:a|b)+c|x",
+        r"[^a]x|y",
+        r"[a-z]x|y",
+        r"[\s,]x|y",
+        r"[ab]+x|y",
+    ]
+    for unchanged in kept:
+        assert literal_first(unchanged) == letter_first(unchanged), unchanged
+    # And a group of more words than SPREAD_WORDS has its words gathered inside it instead
+    many = "|".join(f"{letter}{i}" for i in range(SPREAD_WORDS) for letter in "wv")
+    gathered = "|".join(
+        f"{letter}(?:{'|'.join(str(i) for i in range(SPREAD_WORDS))})" for letter in "wv"
+    )
+    assert literal_first(rf"\b(?:{many})\b|x") == rf"\b(?:{gathered})\b|x"
+
+
+def _folded_patterns(module: ModuleType) -> list[tuple[str, str, int]]:
+    """``(where, pattern, flags)`` of each pattern ``module`` compiles to match folded text: the
+    first arguments of its calls to ``compile_folded``, ``_folded`` and ``_compile``, evaluated
+    in the module (they are built from its constants)."""
+    found = []
+    for node in ast.walk(ast.parse(Path(str(module.__file__)).read_text(encoding="utf-8"))):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args):
+            continue
+        if node.func.id not in ("compile_folded", "_folded", "_compile"):
+            continue
+        try:
+            pattern = eval(compile(ast.Expression(node.args[0]), "<pattern>", "eval"), vars(module))
+        except NameError:  # the helpers' own calls, of their parameter
+            continue
+        flags = intent_module._FLAGS if node.func.id == "_compile" else 0
+        if len(node.args) > 1:
+            flags = eval(compile(ast.Expression(node.args[1]), "<flags>", "eval"), vars(module))
+        found.append((f"{module.__name__}:{node.lineno}", pattern, flags))
+    return found
+
+
+_REWRITTEN = [
+    (where, pattern, flags)
+    for where, pattern, flags in (
+        *_folded_patterns(intent_module),
+        *_folded_patterns(complexity_module),
+        *(("signal " + s[3], s[4], intent_module._FLAGS) for s in SIGNALS),
+    )
+    if "(?-i" not in pattern and literal_first(fold_pattern(pattern)) != fold_pattern(pattern)
+]
+_NOISE = [" ", "  ", "\n", "-", ".", "?", ":", "：", "_", "9", "12", "s", "'", "the ", "é", "İ"]
+
+
+def test_the_routing_patterns_checked_below_include_those_whose_groups_are_spread() -> None:
+    # Given the folded patterns of the keyword rules and the complexity scorer that are
+    # rewritten for speed (found in the modules' source, so none is left out unnoticed)
+    spread = [
+        p
+        for _, p, _ in _REWRITTEN
+        if literal_first(fold_pattern(p)) != letter_first(fold_pattern(p))
+    ]
+    # Then the next test checks them all: letters moved first (28 today), groups spread (8)
+    assert len(_REWRITTEN) >= 25
+    assert len(spread) >= 8
+
+
+@pytest.mark.parametrize(("where", "pattern", "flags"), _REWRITTEN, ids=[r[0] for r in _REWRITTEN])
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_a_rewritten_pattern_matches_what_it_was_written_as(
+    where: str, pattern: str, flags: int, data: st.DataObject
+) -> None:
+    # Given a text made of the pattern's own words, noise and strings it matches, folded
+    written = re.compile(fold_pattern(pattern), flags)
+    words = re.findall(r"[a-z]+(?: [a-z]+)?|[^\x00-\x7f]+", written.pattern)
+    tokens = st.one_of(
+        st.sampled_from(sorted(set(words)) + _NOISE), st.from_regex(written, fullmatch=True)
+    )
+    text = fold(data.draw(st.lists(tokens, max_size=12).map("".join)))
+    # When matched by the pattern as written (folded) and as compiled for speed
+    fast = compile_folded(pattern, flags)
+    # Then the same spans match, with the same groups
+    expected = [(m.span(), m.groups()) for m in written.finditer(text)]
+    assert [(m.span(), m.groups()) for m in fast.finditer(text)] == expected, where
+
+
+def test_presence_finds_a_line_start_alternative_at_the_start_and_after_a_newline_only() -> None:
+    # Given a pattern with alternatives that start at a line start, and one that does not
+    present = Presence.of(r"^\s*(?:hi|ok)\b|\bthanks\b", re.MULTILINE | re.ASCII)
+    # Then it is found at the text's start, at a line's start after blank space, elsewhere not
+    assert present("hi there") and present("so\n  ok then") and present("\n\nhi")
+    assert not present("chi ok") and not present("say hi") and not present("")
+    assert present("many thanks")
+
+
+@pytest.mark.parametrize(
+    ("label", "pattern"),
+    [(s[3], s[4]) for s in SIGNALS if "(?-i" not in s[4]],
+    ids=[s[3] for s in SIGNALS if "(?-i" not in s[4]],
+)
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_presence_is_whether_the_signal_matches_anywhere(
+    label: str, pattern: str, data: st.DataObject
+) -> None:
+    # Given a text made of the signal's own words, noise, newlines and strings it matches
+    flags = re.MULTILINE | re.ASCII
+    written = re.compile(pattern, flags | re.IGNORECASE)
+    words = re.findall(r"[a-z]+(?: [a-z]+)?|[^\x00-\x7f]+", fold_pattern(pattern))
+    tokens = st.one_of(
+        st.sampled_from(sorted(set(words)) + _NOISE + ["\n", "\n  ", "。"]),
+        st.from_regex(written, fullmatch=True),
+    )
+    text = data.draw(st.lists(tokens, max_size=12).map("".join))
+    # When asked whether the signal is present, Then the answer is whether it matches anywhere
+    assert Presence.of(pattern, flags)(fold(text)) == (written.search(text) is not None), label
