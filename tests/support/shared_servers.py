@@ -3,6 +3,14 @@
 Two runs given different ``AIPOOL_TEST_REDIS_URL`` (another Redis server) and
 ``AIPOOL_TEST_DATABASE_URL`` (another database name) touch nothing of each other: every Redis
 database and scratch ledger database a test uses is named from those two.
+
+Only the server in ``AIPOOL_TEST_REDIS_URL`` separates runs, not its database number:
+:func:`redis_db` replaces that number (the guards' and the attempt model's tests use database 11,
+the maintenance tests 12, the result backend's 13), so two runs on one server with ``/13`` and
+``/14`` share database 11 and flush each other's counters (the model test then fails on a quota
+that holds another run's calls, or lost its own). Each run also needs a server of its own because
+the attempt model's Redis restart runs ``SCRIPT FLUSH``, which is server-wide: another run's
+script caught between redis-py's reload and its second ``EVALSHA`` raises ``NoScriptError``.
 """
 
 from __future__ import annotations
