@@ -33,6 +33,11 @@ POOL_STAGES = (
     ("admission (begin)", "aipool.attempt.lifecycle:AttemptBook.begin"),
     ("  of which the abandoned-call row", "aipool.attempt.records:HopRecords._abandoned_row"),
     ("call (SDK)", "aipool.providers.ollama:OllamaProvider.complete"),
+    # The SDK call inside its time bound (the SIGALRM timer): the bound costs the difference.
+    ("call in its time bound", "aipool.attempt.call:within"),
+    ("answer event", "aipool.attempt.records:HopRecords._answer_event"),
+    ("completion JSON (kept answer)", "aipool.attempt.call:completion_to_json"),
+    ("result dict", "aipool.contract.result:answered"),
     ("settle (finish)", "aipool.attempt.lifecycle:AttemptBook.finish"),
     ("ledger rows", "aipool.attempt.records:usage_row"),
     ("hop records (log line, metrics)", "aipool.attempt.records:HopRecords._observe"),
