@@ -321,20 +321,11 @@ _COMPILED = tuple(
 )
 
 
-def _present(pattern: str) -> tuple[Presence, bool]:
-    """Whether ``pattern`` matches a text, and whether that text is folded: folded
-    (:class:`~aipool.routing.text.Presence`), or as written for a case-sensitive group."""
-    try:
-        return Presence.of(pattern, _FLAGS), True
-    except ValueError:
-        return Presence(re.compile(pattern, _FLAGS | re.IGNORECASE).search), False
-
-
 # What _signals asks of each signal, in SIGNALS' order: whether it matches, not where
-# (matched_words shows where, with _COMPILED's patterns).
+# (matched_words shows where, with _COMPILED's patterns), and whether on the folded text.
 _PRESENT = tuple(
-    (present.search, present.at_line_start, on_folded)
-    for present, on_folded in (_present(signal[4]) for signal in SIGNALS)
+    (Presence.of(signal[4], _FLAGS) if on_folded else Presence(pattern.search), on_folded)
+    for signal, (*_, pattern, on_folded) in zip(SIGNALS, _COMPILED, strict=True)
 )
 
 # Diagnostic, advice and how-to questions ask about an operation instead of for one.
@@ -367,12 +358,7 @@ def _signals(prose: str) -> tuple[tuple[bool, ...], bool]:
     ``prose`` asks why/how/whether about an operation rather than for one (``prose`` folded
     once for both)."""
     folded = fold(prose)
-    # Only folded patterns look for line starts apart (at_line_start).
-    found = tuple(
-        search(folded if on_folded else prose) is not None
-        or (at_line_start is not None and at_line_start(folded))
-        for search, at_line_start, on_folded in _PRESENT
-    )
+    found = tuple(present(folded if on_folded else prose) for present, on_folded in _PRESENT)
     about = _ABOUT_NOT_DO.search(folded) is not None and _MARKED_OP.search(folded) is None
     return found, about
 
