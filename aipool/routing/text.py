@@ -187,16 +187,10 @@ def _spread(alternative: str) -> list[str]:
     found first); as it is when it does not start with a group that can be spread."""
     if alternative.startswith("["):
         return _spread_class(alternative)
-    lead = _LEADING_GROUP.match(alternative)
-    if lead is None or _captures(alternative):
+    group = _leading_group(alternative)
+    if group is None or _captures(alternative):
         return [alternative]
-    # The group's own ")" is the first at the depth of its "(" (the top level) after it.
-    close = _group_end(alternative, lead.end() - 3)
-    if close is None:
-        return [alternative]
-    boundary = lead.group(1) or ""
-    words = _alternatives(alternative[lead.end() : close])
-    rest = alternative[close + 1 :]
+    boundary, words, rest = group
     if rest.startswith("?") and rest[1:2] not in ("?", "+"):
         # Greedy: each word of the group first, then none of them.
         rest, words = rest[1:], [*words, ""]
@@ -270,20 +264,30 @@ def literal_first(pattern: str) -> str:
 def _gathered(alternative: str) -> str:
     """``alternative`` with the words of its leading group gathered by their first character
     when they all start with a literal one; as it is otherwise."""
-    lead = _LEADING_GROUP.match(alternative)
-    close = _group_end(alternative, lead.end() - 3) if lead is not None else None
-    if lead is None or close is None:
+    group = _leading_group(alternative)
+    if group is None:
         return alternative
-    words = _alternatives(alternative[lead.end() : close])
+    boundary, words, rest = group
     if len(words) < 2 or not all(_starts_with_literal(word) for word in words):
         return alternative
-    return f"{alternative[: lead.end()]}{_by_first_character(words)}{alternative[close:]}"
+    return f"{boundary}(?:{_by_first_character(words)}){rest}"
 
 
-def _group_end(alternative: str, opening: int) -> int | None:
-    """The index of the ")" that closes the top-level group opening at ``opening``."""
+def _leading_group(alternative: str) -> tuple[str, list[str], str] | None:
+    """The parts of ``alternative`` that starts with a non-capturing group (after an optional
+    ``\\b``): that boundary, the group's words and what follows its ")"; None when it does not
+    start with one."""
+    lead = _LEADING_GROUP.match(alternative)
+    if lead is None:
+        return None
+    # The group's own ")" is the first at the depth of its "(" (the top level) after it.
+    opening = lead.end() - 3
     closing = (i for i, token, depth in _tokens(alternative) if token == ")" and not depth)
-    return next((i for i in closing if i > opening), None)
+    close = next((i for i in closing if i > opening), None)
+    if close is None:
+        return None
+    words = _alternatives(alternative[lead.end() : close])
+    return lead.group(1) or "", words, alternative[close + 1 :]
 
 
 def _spread_all(pattern: str) -> list[str]:
