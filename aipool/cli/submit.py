@@ -51,8 +51,9 @@ def _tools(path: Path) -> Any:
 
 
 def _prompt(text: str) -> str:
-    """``text``, or with ``-`` the whole of standard input: a prompt longer than the operating
-    system lets one argument be (128 KiB on Linux) can only come that way."""
+    """``text``, or with ``-`` the whole of standard input: a prompt held in a file (a pasted log
+    with quotes and newlines, awkward to quote as one argument, or one near the operating
+    system's limit for an argument, 128 KiB on Linux)."""
     if text != "-":
         return text
     data = sys.stdin.buffer.read()
