@@ -13,6 +13,7 @@ from typing import Any
 
 from celery.app import trace as celery_trace
 from celery.signals import (
+    after_setup_logger,
     beat_init,
     import_modules,
     task_postrun,
@@ -49,6 +50,20 @@ def _scrub_every_record(**_: Any) -> None:
     # (aipool/log_guard.py). import_modules comes before logging is set up and before the first
     # record; a producer importing the app keeps its own logging as it is.
     log_guard.install()
+
+
+#: Libraries that log every provider call at INFO: httpx's "HTTP Request: POST ... 200 OK" (the
+#: Ollama, OpenAI and Anthropic SDKs' transport). At INFO the hop's own line already says which
+#: provider answered, how and how fast; one more line per call cost about 40 µs of a hop's CPU
+#: (docs/benchmarks.md). Their warnings still show, and at DEBUG every line does.
+PER_CALL_LOGGERS = ("httpx",)
+
+
+def _quiet_per_call_logs(loglevel: Any = None, **_: Any) -> None:
+    level = logging.getLevelName(loglevel) if isinstance(loglevel, str) else loglevel
+    if isinstance(level, int) and level > logging.DEBUG:
+        for name in PER_CALL_LOGGERS:
+            logging.getLogger(name).setLevel(max(level, logging.WARNING))
 
 
 def _refuse_invalid_settings(**_: Any) -> None:
@@ -181,6 +196,7 @@ def connect() -> None:
     """Register the worker's and beat's life-cycle hooks (``workers.app`` calls it once)."""
     import_modules.connect(_scrub_every_record)
     import_modules.connect(_refuse_invalid_settings)
+    after_setup_logger.connect(_quiet_per_call_logs)
     beat_init.connect(_no_sent_events_from_beat)
     worker_ready.connect(_note_limits_below_adr)
     beat_init.connect(_note_limits_below_adr)

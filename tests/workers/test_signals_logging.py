@@ -62,3 +62,18 @@ def test_given_an_answer_repeating_a_key_when_the_worker_logs_its_result_then_th
     line = _log_line(pool, f"[{answer['request_id']}] succeeded")
     assert "REGION=eu" not in line and answer["content"] not in line
     assert key not in pool.log_path.read_text(errors="replace")
+
+
+def test_given_a_worker_at_info_when_it_calls_a_provider_then_its_log_has_the_hop_line_and_no_http_line(
+    pool: Worker, healthy, clean_redis
+) -> None:  # type: ignore[no-untyped-def]
+    # Given the pool's worker at INFO (tests.support.pool), whose providers' SDKs call through
+    # httpx, which logs every request it sends at INFO
+    written = len(pool.log_path.read_bytes())
+    # When it answers a request
+    answer = submit({"messages": [{"role": "user", "content": "What is a pod?"}]}).get(timeout=30)
+    assert answer["status"] == "ok"
+    # Then the hop's own line says who answered and how, and no second line per call repeats it
+    hop = _log_line(pool, f"hop request_id={answer['request_id']}")
+    assert f"provider={answer['provider']}" in hop and "outcome=ok" in hop
+    assert b"HTTP Request:" not in pool.log_path.read_bytes()[written:]
