@@ -24,6 +24,13 @@ FAILOVER_RATIO = 1.3
 SCALE_RATIO = 1.1
 
 
+def fresh_request(i: int) -> dict[str, Any]:
+    """A short question like ``SIMPLE`` that no earlier request of the run asked: a worker decides
+    its route instead of recalling it (``aipool.routing.recall``), as for most of a service's
+    traffic, and it starts where ``SIMPLE`` does."""
+    return {"prompt": f"What is a pod in namespace team-{i}?"}
+
+
 def timed(call: Callable[[], Any]) -> float:
     """Milliseconds ``call`` takes."""
     started = time.perf_counter()

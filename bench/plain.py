@@ -25,7 +25,7 @@ from typing import Any
 from aipool.harness.worker import Worker
 from bench.environment import Pool, lanes_of
 from bench.figures import Figure, Report, p50, p99, percentile
-from bench.latency import SIMPLE, TIMEOUT_S, bare, by_name, timed
+from bench.latency import SIMPLE, TIMEOUT_S, bare, by_name, fresh_request, timed
 from bench.load import rate
 
 #: Issue #44's targets: by name at or below plain Celery's two hops; submit() at most 1.5 ms over
@@ -188,6 +188,7 @@ def latency(
     from bench.sdk_calls import call_ollama
     from tasks.client import submit
 
+    fresh = map(fresh_request, itertools.count())
     for events in (False, True):
         with side_by_side(pool, concurrency, events):
             samples = in_blocks(
@@ -196,6 +197,7 @@ def latency(
                     "plain_2hop": lambda: plain_request(2),
                     "same_app_2hop": lambda: bare(pool, "router", ["ollama"]),
                     "submit": lambda: submit(SIMPLE, app=pool.app).get(timeout=TIMEOUT_S),
+                    "submit_new": lambda: submit(next(fresh), app=pool.app).get(timeout=TIMEOUT_S),
                     "plain_1hop": lambda: plain_request(1),
                     "same_app_1hop": lambda: bare(pool, "ollama", []),
                     "sdk": call_ollama,
@@ -224,6 +226,24 @@ def latency(
             SUBMIT_P99_MS,
         ):
             report.add(figure)
+        # The rows above repeat one prompt, whose route a worker recalls after its first request;
+        # one it has not seen is decided again there (docs/routing.md): context, no target.
+        report.add(
+            Figure(
+                "plain",
+                f"submit() → ollama, a new prompt each request, vs plain Celery 1 hop + SDK call, "
+                f"{where}: added at p50",
+                p50(samples["submit_new"]) - p50(samples["plain_1hop"]),
+                "ms",
+                baseline=p50(samples["plain_1hop"]),
+                baseline_name="plain Celery 1 hop + SDK call p50",
+                details={
+                    "pool_p50_ms": p50(samples["submit_new"]),
+                    "pool_p99_ms": p99(samples["submit_new"]),
+                    "n": len(samples["submit_new"]),
+                },
+            )
+        )
         report.add(
             Figure(
                 "plain",

@@ -1,11 +1,15 @@
 """Where a hop's time goes inside real workers: the pool's stages beside plain Celery's.
 
-Run: ``.venv/bin/python -m bench.stages [--n 400] [--events]``. Starts the simulator, one pool
+Run: ``.venv/bin/python -m bench.stages [--n 400] [--events] [--fresh]``. Starts the simulator, one pool
 worker and one plain Celery worker (``-c 1`` each, :mod:`bench.stage_app`, which times each stage
 in the pool process), sends ``n`` requests through ``submit()`` and ``n`` one-hop plain Celery
 requests, taking turns, and prints the median wall and CPU µs of each stage per request. What the
 pool adds over plain Celery at one hop is the difference of the task rows, plus the producer's
 routing (``submit()`` validates and routes before it sends).
+
+Every request is the same prompt unless ``--fresh``: then each is one the worker has not seen, so
+its route decision is made, not recalled (``aipool.routing.recall``), as for most of a service's
+traffic.
 """
 
 from __future__ import annotations
@@ -56,10 +60,10 @@ def table(pool: dict[str, dict[str, float]], plain: dict[str, dict[str, float]])
     return lines
 
 
-def _run(n: int, events: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+def _run(n: int, events: bool, fresh: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
     from aipool.harness.worker import Worker
     from bench.environment import prepare
-    from bench.latency import SIMPLE, TIMEOUT_S
+    from bench.latency import SIMPLE, TIMEOUT_S, fresh_request
     from bench.plain import plain_request
     from bench.plain_app import EVENTS_ENV, FIRST, SECOND, configure
     from bench.plain_app import app as plain
@@ -84,8 +88,8 @@ def _run(n: int, events: bool) -> tuple[dict[str, Any], dict[str, Any]]:
             submit(SIMPLE, app=pool.app).get(timeout=TIMEOUT_S)
             plain_request(1)
         pool.redis.delete(STAGES_KEY)
-        for _ in range(n):
-            submit(SIMPLE, app=pool.app).get(timeout=TIMEOUT_S)
+        for i in range(n):
+            submit(fresh_request(i) if fresh else SIMPLE, app=pool.app).get(timeout=TIMEOUT_S)
             plain_request(1)
         rows = [json.loads(raw) for raw in pool.redis.lrange(STAGES_KEY, 0, -1)]
     finally:
@@ -114,10 +118,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=_positive, default=400, help="requests of each kind")
     parser.add_argument("--events", action="store_true", help="task events on, as Flower needs")
+    parser.add_argument(
+        "--fresh", action="store_true", help="a prompt the worker has not seen in every request"
+    )
     args = parser.parse_args()
-    pool, plain = _run(args.n, args.events)
+    pool, plain = _run(args.n, args.events, args.fresh)
     print(
-        f"one hop, -c 1, {'task events on' if args.events else 'no task events'}: medians of "
+        f"one hop, -c 1, {'task events on' if args.events else 'no task events'}, "
+        f"{'a new prompt each request' if args.fresh else 'one prompt repeated'}: medians of "
         f"{args.n} requests each, µs per request in the worker's pool process"
     )
     for line in table(pool, plain):

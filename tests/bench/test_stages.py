@@ -84,3 +84,18 @@ def test_a_count_that_measures_nothing_is_refused_in_one_line(text: str) -> None
     assert out.returncode == 2
     assert "Traceback" not in out.stderr
     assert out.stderr.strip().splitlines()[-1].startswith("stages.py: error: argument --n:")
+
+
+def test_fresh_requests_differ_and_start_where_the_repeated_one_does() -> None:
+    # --fresh measures the decision a worker makes for a prompt it has not seen: each request
+    # must be new, and still a simple question for the local model, so the hops compare.
+    from aipool.contract.request import parse_request
+    from aipool.routing.router import decide
+    from bench.latency import SIMPLE, fresh_request
+
+    requests = [fresh_request(i) for i in range(50)]
+    assert len({request["prompt"] for request in requests}) == 50
+    repeated = decide(parse_request(SIMPLE))
+    for request in requests:
+        route = decide(parse_request(request))
+        assert route.chain == repeated.chain
