@@ -16,8 +16,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import time
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from bench.stage_meter import APP_ENV, PLAIN_STAGES, POOL_STAGES, STAGES_KEY, TASK
@@ -60,7 +63,35 @@ def table(pool: dict[str, dict[str, float]], plain: dict[str, dict[str, float]])
     return lines
 
 
-def _run(n: int, events: bool, fresh: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+#: The processes a request's CPU is counted in, pool's and plain Celery's alike.
+PROCESSES = ("producer (send and wait)", "worker parent", "worker pool process")
+
+
+def process_cpu_s(pid: int) -> float:
+    """User and system CPU seconds process ``pid`` has used (Linux ``/proc``), all its threads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def per_request(totals: dict[str, float], n: int) -> dict[str, float]:
+    """CPU µs per request of each of ``totals`` (seconds over ``n`` requests)."""
+    return {name: spent / n * 1e6 for name, spent in totals.items()}
+
+
+def process_table(pool: dict[str, float], plain: dict[str, float]) -> list[str]:
+    """The lines printed for whole processes: CPU µs per request, the pool's beside plain's."""
+    lines = [f"{'process':40} {'pool CPU':>9} {'plain CPU':>10} {'pool ÷ plain':>13}"]
+    for name in (*PROCESSES, "total"):
+        mine = sum(pool.values()) if name == "total" else pool[name]
+        theirs = sum(plain.values()) if name == "total" else plain[name]
+        ratio = f"{mine / theirs:.2f}x" if theirs else "-"
+        lines.append(f"{name:40} {mine:>9.0f} {theirs:>10.0f} {ratio:>13}")
+    return lines
+
+
+def _run(
+    n: int, events: bool, fresh: bool = False
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, dict[str, float]]]:
     from aipool.harness.worker import Worker
     from bench.environment import prepare
     from bench.latency import SIMPLE, TIMEOUT_S, fresh_request
@@ -88,9 +119,24 @@ def _run(n: int, events: bool, fresh: bool = False) -> tuple[dict[str, Any], dic
             submit(SIMPLE, app=pool.app).get(timeout=TIMEOUT_S)
             plain_request(1)
         pool.redis.delete(STAGES_KEY)
+        sides = {
+            side: {"worker parent": worker.pid, "worker pool process": worker.children()[0]}
+            for side, worker in zip(("pool", "plain"), workers, strict=True)
+        }
+        spent = {side: dict.fromkeys(PROCESSES, 0.0) for side in sides}
+        before = {
+            side: {k: process_cpu_s(pid) for k, pid in p.items()} for side, p in sides.items()
+        }
         for i in range(n):
+            started = time.thread_time()
             submit(fresh_request(i) if fresh else SIMPLE, app=pool.app).get(timeout=TIMEOUT_S)
+            middle = time.thread_time()
             plain_request(1)
+            spent["pool"][PROCESSES[0]] += middle - started
+            spent["plain"][PROCESSES[0]] += time.thread_time() - middle
+        for side, pids in sides.items():
+            for name, pid in pids.items():
+                spent[side][name] = process_cpu_s(pid) - before[side][name]
         rows = [json.loads(raw) for raw in pool.redis.lrange(STAGES_KEY, 0, -1)]
     finally:
         for worker in workers:
@@ -101,7 +147,8 @@ def _run(n: int, events: bool, fresh: bool = False) -> tuple[dict[str, Any], dic
     # A plain task's row has no pool-only stage; every pool row has at least one.
     plain_rows = [row for row in rows if row.keys() <= plain_labels]
     pool_rows = [row for row in rows if not row.keys() <= plain_labels]
-    return summary(pool_rows), summary(plain_rows)
+    processes = {side: per_request(totals, n) for side, totals in spent.items()}
+    return summary(pool_rows), summary(plain_rows), processes
 
 
 def _positive(text: str) -> int:
@@ -122,13 +169,19 @@ def main() -> None:
         "--fresh", action="store_true", help="a prompt the worker has not seen in every request"
     )
     args = parser.parse_args()
-    pool, plain = _run(args.n, args.events, args.fresh)
+    pool, plain, processes = _run(args.n, args.events, args.fresh)
     print(
         f"one hop, -c 1, {'task events on' if args.events else 'no task events'}, "
         f"{'a new prompt each request' if args.fresh else 'one prompt repeated'}: medians of "
         f"{args.n} requests each, µs per request in the worker's pool process"
     )
     for line in table(pool, plain):
+        print(line)
+    print(
+        "\nwhole processes, µs of CPU per request (the stage meters' own cost included; the "
+        "producer's thread from send to answer)"
+    )
+    for line in process_table(processes["pool"], processes["plain"]):
         print(line)
 
 

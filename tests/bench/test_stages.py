@@ -99,3 +99,27 @@ def test_fresh_requests_differ_and_start_where_the_repeated_one_does() -> None:
     for request in requests:
         route = decide(parse_request(request))
         assert route.chain == repeated.chain
+
+
+def test_a_process_cpu_reading_grows_with_the_work_the_process_does() -> None:
+    import os
+    import time
+
+    from bench.stages import process_cpu_s
+
+    before = process_cpu_s(os.getpid())
+    deadline = time.process_time() + 0.2
+    while time.process_time() < deadline:
+        pass
+    assert process_cpu_s(os.getpid()) - before == pytest.approx(0.2, abs=0.06)
+
+
+def test_the_process_table_shows_each_process_per_request_and_the_total_ratio() -> None:
+    from bench.stages import PROCESSES, per_request, process_table
+
+    pool = per_request(dict(zip(PROCESSES, (0.6, 1.4, 2.8), strict=True)), 1000)
+    plain = per_request(dict(zip(PROCESSES, (0.3, 1.4, 1.8), strict=True)), 1000)
+    assert pool[PROCESSES[2]] == pytest.approx(2800)
+    lines = process_table(pool, plain)
+    assert lines[1].split()[-3:] == ["600", "300", "2.00x"]
+    assert lines[-1].split() == ["total", "4800", "3500", "1.37x"]
