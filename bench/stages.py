@@ -1,11 +1,11 @@
 """Where a hop's time goes inside real workers: the pool's stages beside plain Celery's.
 
-Run: ``.venv/bin/python -m bench.stages [--n 400] [--events] [--fresh]``. Starts the simulator, one pool
-worker and one plain Celery worker (``-c 1`` each, :mod:`bench.stage_app`, which times each stage
-in the pool process), sends ``n`` requests through ``submit()`` and ``n`` one-hop plain Celery
-requests, taking turns, and prints the median wall and CPU µs of each stage per request. What the
-pool adds over plain Celery at one hop is the difference of the task rows, plus the producer's
-routing (``submit()`` validates and routes before it sends).
+Run: ``.venv/bin/python -m bench.stages [--n 400] [--events] [--fresh]``. Starts the simulator,
+one pool worker and one plain Celery worker (``-c 1`` each, :mod:`bench.stage_app`, which times
+each stage in the pool process), sends ``n`` requests through ``submit()`` and ``n`` one-hop
+plain Celery requests, taking turns, and prints the median wall and CPU µs of each stage per
+request. What the pool adds over plain Celery at one hop is the difference of the task rows, plus
+the producer's routing (``submit()`` validates and routes before it sends).
 
 Every request is the same prompt unless ``--fresh``: then each is one the worker has not seen, so
 its route decision is made, not recalled (``aipool.routing.recall``), as for most of a service's

@@ -54,8 +54,9 @@ def _scrub_every_record(**_: Any) -> None:
 
 #: Libraries that log every provider call at INFO: httpx's "HTTP Request: POST ... 200 OK" (the
 #: Ollama, OpenAI and Anthropic SDKs' transport). At INFO the hop's own line already says which
-#: provider answered, how and how fast; one more line per call cost about 40 µs of a hop's CPU
-#: (docs/benchmarks.md). Their warnings still show, and at DEBUG every line does.
+#: provider answered, how and how fast, so this was a second line per call (15 µs of CPU each in
+#: a hot loop; no end-to-end effect measurable, docs/benchmarks.md). Their warnings still show,
+#: and at DEBUG every line does.
 PER_CALL_LOGGERS = ("httpx",)
 
 
