@@ -25,7 +25,8 @@ Every failure the pool can meet is one of these, so deciding what to do next is 
     │       │                           a delay; then it pauses the provider instead of counting)
     │       ├── ProviderOverloaded      HTTP 529 (Anthropic's "overloaded")
     │       ├── ProviderServerError     HTTP 5xx
-    │       ├── ProviderAuthError       HTTP 401/403: the pool's key is wrong, not the request
+    │       ├── ProviderAuthError       HTTP 401/402/403, or an account the provider disabled:
+    │       │                           the pool's key or account is refused, not the request
     │       ├── ProviderModelMissing    404 "model not found": the route's model is not there,
     │       │                           so every request fails the same way (the pool's fault)
     │       └── ProviderBadResponse     an answer we cannot parse
@@ -100,7 +101,7 @@ class ProviderError(AipoolError):
 
 
 class ProviderRejected(ProviderError):
-    """The provider refused this particular request (HTTP 400-class other than 401/403/429)."""
+    """The provider refused this particular request (HTTP 400-class other than 401/402/403/429)."""
 
     code: FailureCode = "rejected"
     counts_against_provider = False
@@ -203,6 +204,10 @@ class ProviderServerError(ProviderFailure):
 
 
 class ProviderAuthError(ProviderFailure):
+    """The provider refuses the pool's key or its account (a wrong or expired key, an unpaid or
+    disabled account, a region the account may not call from): every request fails the same way
+    until a person acts, so it counts against the provider, never against the request."""
+
     code: FailureCode = "auth_error"
 
 
@@ -335,7 +340,8 @@ def status_error(status: int, message: str, retry_after: float | None = None) ->
         return ProviderRateLimited(message, status=status, retry_after=retry_after)
     if status == 529:
         return ProviderOverloaded(message, status=status)
-    if status in (401, 403):
+    # 402 Payment Required: the account is not paid up (Anthropic's ``billing_error``).
+    if status in (401, 402, 403):
         return ProviderAuthError(message, status=status)
     if status == 408:
         return ProviderTimeout(message, status=status)

@@ -184,7 +184,12 @@ FAILURE_TERMS: dict[FailureCode, Term] = {
     "rate_limited": Term("the provider answered 429: too many requests", "rate limited", "限流"),
     "overloaded": Term("the provider said it is overloaded (529)", "overloaded", "過載"),
     "server_error": Term("the provider answered 5xx", "server error", "伺服器錯誤"),
-    "auth_error": Term("the provider refused the pool's key (401/403)", "key refused", "金鑰被拒"),
+    "auth_error": Term(
+        "the provider refused the pool's key or account (401/402/403, or an account it disabled, "
+        "left unpaid or will not serve from this region)",
+        "key or account refused",
+        "金鑰或帳戶被拒",
+    ),
     "bad_response": Term("an answer the adapter could not read", "bad response", "無法解讀的回應"),
     "rejected": Term(
         "the provider refused this request (400-class): no fault of the provider",

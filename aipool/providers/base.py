@@ -29,12 +29,14 @@ from aipool.errors import (
     ContentBlocked,
     EmptyAnswer,
     ModelRefused,
+    ProviderAuthError,
     ProviderBadResponse,
     ProviderError,
     ProviderModelMissing,
     ProviderRejected,
     ProviderTimeout,
     ProviderUnreachable,
+    UnusableAnswer,
     status_error,
     task_time_limit,
 )
@@ -190,6 +192,8 @@ def map_api_error(exc: Exception, provider: str, sdk: Any) -> ProviderError:
         message = f"{provider} HTTP {exc.status_code}: {words}".strip()
         if missing_model(exc.status_code, words):
             return scrubbed(ProviderModelMissing(message, status=exc.status_code))
+        if account_refused(exc.status_code, exc.body, words):
+            return scrubbed(ProviderAuthError(message, status=exc.status_code))
         retry_after = declared_delay(exc.response.headers, exc.body)
         return scrubbed(status_error(exc.status_code, message, retry_after))
     if isinstance(exc, ValueError | KeyError | TypeError | AttributeError | IndexError):
@@ -266,7 +270,12 @@ def checked_usage(
 
 
 def usable(
-    provider: str, completion: Completion, *, withheld: str | None = None, refused: bool = False
+    provider: str,
+    completion: Completion,
+    *,
+    withheld: str | None = None,
+    refused: bool = False,
+    broken_call: str | None = None,
 ) -> Completion:
     """``completion`` when it holds an answer; otherwise the
     :class:`~aipool.errors.UnusableAnswer` that says why, carrying ``completion`` as what the call
@@ -275,14 +284,21 @@ def usable(
     ``withheld`` names the provider's reason when it withheld the answer (a safety or recitation
     stop, a content filter): :class:`~aipool.errors.ContentBlocked`, even over partial text.
     ``refused``: the model declined (:class:`~aipool.errors.ModelRefused`); its words are not
-    kept, as no answer text is kept anywhere but in an answer. An answer with no text and no tool
-    call is an :class:`~aipool.errors.EmptyAnswer`, whatever its finish reason.
+    kept, as no answer text is kept anywhere but in an answer. ``broken_call`` says why a tool
+    call the model made cannot be run (cut off by the output limit, arguments that are not a
+    JSON object): the model's slip on this request, not the provider's health, so an
+    :class:`~aipool.errors.UnusableAnswer` whatever else came with it. An answer with no text
+    and no tool call is an :class:`~aipool.errors.EmptyAnswer`, whatever its finish reason.
     """
     billed = replace(completion, text="", tool_calls=[])
     if withheld is not None:
         raise ContentBlocked(f"{provider}: the answer was withheld ({withheld})", billed=billed)
     if refused:
         raise ModelRefused(f"{provider}: the model refused to answer", billed=billed)
+    if broken_call is not None:
+        raise UnusableAnswer(
+            f"{provider}: a tool call cannot be run ({broken_call})", billed=billed
+        )
     if not completion.text.strip() and not completion.tool_calls:
         thinking = completion.thinking_tokens
         why = (
@@ -323,13 +339,45 @@ def provider_words(body: Any) -> str:
 #: Google ("models/x is not found for API version v1beta"), Anthropic ("not_found_error: model:
 #: x"), OpenAI-compatible APIs ("model_not_found", "The model `x` does not exist").
 _MISSING_MODEL = ("not found", "not_found", "does not exist", "no such model")
+#: NVIDIA's hosted API names the cloud function that serves a model, never the model, when it
+#: does not serve it (retired from its catalog, or not open to the account): "Function
+#: '<uuid>': Not found for account '<id>'" in an RFC 9457 problem document.
+_FUNCTION_NOT_SERVED = "not found for account"
 
 
 def missing_model(status: int, words: str) -> bool:
     """Whether a ``status`` answer saying ``words`` means the model asked for is not there: a 404
-    that names a model. The model comes from the route table, so that is the pool's fault."""
+    that names a model (or, at NVIDIA, the function serving it). The model comes from the route
+    table, so that is the pool's fault."""
     said = words.lower()
-    return status == 404 and "model" in said and any(w in said for w in _MISSING_MODEL)
+    if status != 404:
+        return False
+    if "model" in said and any(w in said for w in _MISSING_MODEL):
+        return True
+    return "function" in said and _FUNCTION_NOT_SERVED in said
+
+
+#: How providers say, in a 400, that the pool's account is refused rather than the request:
+#: Anthropic's prepaid credits run out ("Your credit balance is too low to access the Anthropic
+#: API") and its disabled organization (``error.details.error_code``, the SDK's
+#: ``OrganizationOnHoldError``).
+_ACCOUNT_WORDS = ("credit balance is too low",)
+_ACCOUNT_CODES = frozenset({"organization_on_hold"})
+
+
+def account_refused(status: int, body: Any, words: str) -> bool:
+    """Whether a 400-class ``status`` answer (``body``, saying ``words``) refuses the pool's
+    account, not this request: every request fails the same way until a person acts, so it
+    counts against the provider (:class:`~aipool.errors.ProviderAuthError`), as a refused key
+    does."""
+    if not 400 <= status < 500:
+        return False
+    said = words.lower()
+    if any(phrase in said for phrase in _ACCOUNT_WORDS):
+        return True
+    error = body.get("error") if isinstance(body, Mapping) else None
+    details = error.get("details") if isinstance(error, Mapping) else None
+    return isinstance(details, Mapping) and details.get("error_code") in _ACCOUNT_CODES
 
 
 def token_part(provider: str, name: str, value: Any) -> int:
@@ -340,6 +388,26 @@ def token_part(provider: str, name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ProviderBadResponse(f"{provider}: bad {name} in its usage ({value!r})")
     return value
+
+
+def cut_call(finish: str, calls: list[ToolCall], max_tokens: int) -> str | None:
+    """Why the tool calls of an answer that stopped for ``finish`` cannot be run: a length stop
+    (Anthropic's ``max_tokens``, OpenAI's ``length``, both read as ``length``) cuts the last call
+    short, though what came of its arguments may still parse; ``None`` when nothing was cut."""
+    if finish != "length" or not calls:
+        return None
+    return f"cut off by the output limit of {max_tokens} tokens"
+
+
+def read_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
+    """A call's arguments as the model wrote them (:func:`parse_arguments`), or ``{}`` and why
+    they cannot be read: OpenAI-compatible APIs pass the model's text on unchecked, and "the
+    model does not always generate valid JSON" (OpenAI's API reference), so unreadable arguments
+    are the model's slip on this request, not a broken answer of the provider."""
+    try:
+        return parse_arguments(raw), None
+    except ValueError as exc:  # json.JSONDecodeError included
+        return {}, f"its arguments are not a JSON object: {type(exc).__name__}"
 
 
 def parse_arguments(raw: Any) -> dict[str, Any]:

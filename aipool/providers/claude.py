@@ -14,6 +14,7 @@ from aipool.providers.base import (
     building_request,
     call_timeout,
     checked_usage,
+    cut_call,
     map_api_error,
     parse_arguments,
     token_part,
@@ -26,6 +27,8 @@ from aipool.secrets import read_secret
 _FINISH = {
     "end_turn": "stop",
     "max_tokens": "length",
+    # "The response filled the model's context window. Treat the response as truncated."
+    "model_context_window_exceeded": "length",
     "tool_use": "tool_calls",
     "stop_sequence": "stop",
 }
@@ -190,6 +193,7 @@ class ClaudeProvider:
                 getattr(split, "ephemeral_1h_input_tokens", None),
             )
             reason = str(message.stop_reason or "end_turn")
+            finish = _FINISH.get(reason, reason)
             written = min(cache_write, input_tokens)
             completion = Completion(
                 text=text,
@@ -197,14 +201,21 @@ class ClaudeProvider:
                 input_tokens=input_tokens,
                 output_tokens=output_tokens,
                 tool_calls=calls,
-                finish_reason=_FINISH.get(reason, reason),
+                finish_reason=finish,
                 latency_ms=(time.perf_counter() - started) * 1000,
                 thinking_tokens=min(thought, output_tokens),
                 cache_write_tokens=written,
                 cache_read_tokens=min(cache_read, input_tokens - written),
                 cache_write_1h_tokens=min(hour, written),
             )
-            # A refusal stop is Anthropic declining to go on, whatever text came before it.
-            return usable(self.name, completion, refused=reason == "refusal")
+            # A refusal stop is Anthropic declining to go on, whatever text came before it. A
+            # tool_use block cut by max_tokens holds part of its input: "retry the request with
+            # a higher max_tokens value" (Anthropic's tool use guide), here the next provider.
+            return usable(
+                self.name,
+                completion,
+                refused=reason == "refusal",
+                broken_call=cut_call(finish, calls, request.max_tokens),
+            )
         except Exception as exc:
             raise map_error(exc) from exc

@@ -43,13 +43,17 @@ from aipool.providers.endpoint import ProviderEndpoint
 from aipool.providers.retry_delay import declared_delay
 from aipool.secrets import read_secret
 
-_FINISH = {"STOP": "stop", "MAX_TOKENS": "length"}
+#: ``CONTINUATION``: "the response reached the per-request token limit, but generation is not
+#: yet complete" (``types.FinishReason``): a truncated answer, as every provider's length stop.
+_FINISH = {"STOP": "stop", "MAX_TOKENS": "length", "CONTINUATION": "length"}
 #: Finish reasons that mean Google withheld what the model generated: the answer is not the
-#: model's, whatever text came with it (``types.FinishReason``).
+#: model's, whatever text came with it (``types.FinishReason``; ``ESCALATION``: "filtered by an
+#: escalation rule", ``LANGUAGE``: "flagged for using an unsupported language").
 WITHHELD = frozenset(
     {
         "SAFETY",
         "RECITATION",
+        "LANGUAGE",
         "BLOCKLIST",
         "PROHIBITED_CONTENT",
         "SPII",
@@ -57,8 +61,19 @@ WITHHELD = frozenset(
         "IMAGE_PROHIBITED_CONTENT",
         "IMAGE_RECITATION",
         "MODEL_ARMOR",
+        "ESCALATION",
     }
 )
+#: Finish reasons that refuse the pool's account, not the request: "the user account is limited
+#: or disabled due to Prohibited Use Policy (PUP) violations". Every request stops the same way
+#: until a person acts: counted against Gemini as a refused key is.
+ACCOUNT_STOPS = frozenset({"PUP_LIMITED_DISABLED"})
+#: Why Google refuses the pool's key (``google.rpc.ErrorInfo.reason`` in a 400's details: a
+#: wrong or expired key is ``API_KEY_INVALID``) or its account (a 400 ``FAILED_PRECONDITION``:
+#: "Gemini API free tier is not available in your country. Please enable billing", "User
+#: location is not supported for the API use"; Google's troubleshooting guide).
+_KEY_REASONS = ("API_KEY_",)
+_ACCOUNT_STATUSES = frozenset({"FAILED_PRECONDITION"})
 #: Gemini 2.5 Pro cannot stop thinking: its smallest budget (Google's thinking guide).
 PRO_MIN_THINKING = 128
 #: Gemini 2.5 Flash-Lite thinks only from this budget up; below it, not at all.
@@ -143,9 +158,11 @@ def map_error(exc: Exception) -> ProviderError:
         # Google's message is the provider's own text: it goes through the scrubber.
         detail = provider_words(exc.details) or f"{exc.status or ''} {exc.message or ''}".strip()
         message = f"gemini HTTP {code}: {detail}".strip()
-        # Google answers a bad key with 400 API_KEY_INVALID: that is the pool's fault, not the request's.
-        if code == 400 and "API_KEY" in str(exc.message or "").upper():
+        # A refused key or account is the pool's fault, not the request's (see _KEY_REASONS).
+        if code == 400 and _refuses_key(exc.details):
             return scrubbed(ProviderAuthError(f"gemini HTTP {code}: {exc.status}", status=code))
+        if code == 400 and exc.status in _ACCOUNT_STATUSES:
+            return scrubbed(ProviderAuthError(message, status=code))
         if missing_model(code, detail):
             return scrubbed(ProviderModelMissing(message, status=code))
         response = getattr(exc, "response", None)
@@ -267,12 +284,25 @@ class GeminiProvider:
                 + ")",
                 billed=completion,
             )
+        if finish_name in ACCOUNT_STOPS:
+            raise ProviderAuthError(f"gemini: the account is refused ({finish_name})")
         if finish_name in WITHHELD:
             said = candidate.finish_message
             return usable(
                 self.name, completion, withheld=finish_name + (f": {said}" if said else "")
             )
         return usable(self.name, completion)
+
+
+def _refuses_key(body: Any) -> bool:
+    """Whether Google's error ``body`` refuses the key: an ``ErrorInfo`` detail whose reason is
+    one of :data:`_KEY_REASONS` (the message says "API key not valid" or "API key expired")."""
+    error = body.get("error") if isinstance(body, dict) else None
+    details = error.get("details") if isinstance(error, dict) else None
+    return any(
+        isinstance(detail, dict) and str(detail.get("reason", "")).startswith(_KEY_REASONS)
+        for detail in (details if isinstance(details, list) else ())
+    )
 
 
 def _get(usage: Any, name: str) -> Any:

@@ -15,8 +15,9 @@ from aipool.providers.base import (
     building_request,
     call_timeout,
     checked_usage,
+    cut_call,
     map_api_error,
-    parse_arguments,
+    read_arguments,
     token_part,
     usable,
     with_tool_call_ids,
@@ -116,13 +117,14 @@ class NemotronProvider:
             if not response.choices:
                 raise ProviderBadResponse("nemotron: answer without choices")
             choice = response.choices[0]
-            calls = [
-                ToolCall(
-                    name=c.function.name, arguments=parse_arguments(c.function.arguments), id=c.id
-                )
-                for c in (choice.message.tool_calls or [])
-                if c.type == "function"
-            ]
+            calls: list[ToolCall] = []
+            unreadable: str | None = None
+            for c in choice.message.tool_calls or []:
+                if c.type != "function":
+                    continue
+                arguments, why = read_arguments(c.function.arguments)
+                unreadable = unreadable or why
+                calls.append(ToolCall(name=c.function.name, arguments=arguments, id=c.id))
             text = choice.message.content or ""
             usage = response.usage
             # OpenAI's format: prompt_tokens includes cached input, completion_tokens includes
@@ -160,12 +162,15 @@ class NemotronProvider:
                 cache_write_tokens=min(written, input_tokens),
                 cache_read_tokens=min(cached, input_tokens - min(written, input_tokens)),
             )
-            # OpenAI's content filter withholds the answer; a refusal comes as message.refusal.
+            # OpenAI's content filter withholds the answer; a refusal comes as message.refusal;
+            # a length stop cuts the last tool call, whether or not what came of it parses.
             return usable(
                 self.name,
                 completion,
                 withheld="content_filter" if choice.finish_reason == "content_filter" else None,
                 refused=bool(getattr(choice.message, "refusal", None)),
+                broken_call=unreadable
+                or cut_call(choice.finish_reason or "stop", calls, request.max_tokens),
             )
         except Exception as exc:
             raise map_error(exc) from exc

@@ -3,8 +3,10 @@
 Each provider in turn answers its hop with a fault: 429 with ``Retry-After``, its "overloaded"
 status (529 for Claude), a hang past the client timeout, a body cut short, no usage, negative or
 absurd usage, tool-call arguments that do not parse. The request moves on to the next hop (or is
-answered), the worker lives on, and an answer the pool refused is charged nothing: its ledger row
-has no tokens and no cost, and the quota counters equal the ledger.
+answered), the worker lives on, and an answer the pool refused as broken is charged nothing: its
+ledger row has no tokens and no cost, and the quota counters equal the ledger. An OpenAI-compatible
+answer whose tool arguments are not JSON is the model's slip, not a broken answer: the provider
+billed it, and it is booked as the provider reported.
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ MAY_ANSWER = {"no_usage"}
 #: A call that timed out may have been finished, and billed, by the provider after the pool
 #: stopped waiting: it is charged the estimate its reservation made, flagged estimated.
 MAY_BE_BILLED = {"hang"}
+#: Answers the provider billed that the pool cannot use: booked with the tokens it reported.
+BILLED_AS_REPORTED = {("nemotron", "bad_tool_args")}
 
 CASES = [
     pytest.param(provider, kind, options, FIRST_CALL_AT[provider], id=f"{provider}-{name}")
@@ -114,6 +118,12 @@ def test_a_misbehaving_provider_is_charged_only_what_it_may_have_billed_and_the_
     for row in rows:
         if row.outcome != "ok" and kind in MAY_BE_BILLED and row.provider == provider:
             assert row.estimated and row.input_tokens > 0 and row.output_tokens > 0, row
+        elif (
+            row.outcome != "ok"
+            and row.provider == provider
+            and (provider, kind) in BILLED_AS_REPORTED
+        ):
+            assert not row.estimated and row.input_tokens > 0 and row.output_tokens > 0, row
         elif row.outcome != "ok":
             assert (row.input_tokens, row.output_tokens, row.cost_usd) == (0, 0, 0), row
     assert quota_charges(clean_redis) == ledger_charges(rows)

@@ -11,6 +11,20 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import pytest
+
+from aipool.contract.completion import Completion
+from aipool.contract.request import Request, parse_request
+from aipool.errors import ProviderError, UnusableAnswer
+from aipool.providers import claude, gemini, nemotron, ollama
+from aipool.providers.endpoint import ProviderEndpoint
+
+#: A plain question, and the models the adapters are asked for.
+HELLO = parse_request({"prompt": "Why is the api slow?"})
+GEMINI = "gemini-2.5-flash"
+CLAUDE = "claude-sonnet-5"
+NEMOTRON = "nvidia/llama-3.3-nemotron-super-49b-v1"
+
 
 class CannedProvider:
     """A loopback server answering every POST with ``status``, ``headers`` and ``body`` (JSON);
@@ -59,3 +73,49 @@ def serve(
     server = CannedProvider(body, status=status, headers=headers)
     canned.append(server)
     return server
+
+
+def adapter(provider: str, url: str) -> Any:
+    """``provider``'s adapter, its real SDK pointed at ``url``."""
+    if provider == "gemini":
+        return gemini.GeminiProvider(ProviderEndpoint("gemini", url, timeout_s=5))
+    if provider == "claude":
+        return claude.ClaudeProvider(ProviderEndpoint("claude", url, timeout_s=5))
+    if provider == "nemotron":
+        return nemotron.NemotronProvider(ProviderEndpoint("nemotron", url + "/v1", timeout_s=5))
+    return ollama.OllamaProvider(ProviderEndpoint("ollama", url, timeout_s=5))
+
+
+def answer(
+    canned: list[CannedProvider],
+    provider: str,
+    model: str,
+    body: Any,
+    *,
+    status: int = 200,
+    headers: dict[str, str] | None = None,
+    request: Request = HELLO,
+    thinking_budget: int | None = None,
+) -> Completion:
+    """What ``provider``'s adapter makes of ``body`` served with ``status`` and ``headers``."""
+    impl = adapter(provider, serve(canned, body, status=status, headers=headers).url)
+    try:
+        completion: Completion = impl.complete(
+            request, model, timeout_s=5, thinking_budget=thinking_budget
+        )
+        return completion
+    finally:
+        impl.close()
+
+
+def raised(canned: list[CannedProvider], provider: str, model: str, body: Any, **kw: Any) -> Any:
+    """The :class:`~aipool.errors.ProviderError` the adapter raises for ``body``."""
+    with pytest.raises(ProviderError) as caught:
+        answer(canned, provider, model, body, **kw)
+    return caught.value
+
+
+def billed(error: UnusableAnswer) -> tuple[int, int]:
+    """The input and output tokens an unusable answer carries to be booked."""
+    assert error.billed is not None
+    return error.billed.input_tokens, error.billed.output_tokens

@@ -33,3 +33,14 @@ TOOL_QUESTION: dict[str, Any] = {
     "tools": [WEATHER_TOOL],
     "user_id": "reliability",
 }
+
+#: A tool with two required arguments: a call missing one was cut short.
+POD_LOGS_TOOL: dict[str, Any] = {
+    "name": "get_pod_logs",
+    "description": "Fetch the logs of a pod",
+    "parameters": {
+        "type": "object",
+        "properties": {"pod": {"type": "string"}, "lines": {"type": "integer"}},
+        "required": ["pod", "lines"],
+    },
+}

@@ -17,70 +17,22 @@ from typing import Any
 
 import pytest
 
-from aipool.contract.completion import Completion
 from aipool.contract.request import parse_request
 from aipool.errors import (
     ContentBlocked,
     EmptyAnswer,
     ModelRefused,
     PromptBlocked,
-    ProviderError,
     ProviderModelMissing,
     ProviderRateLimited,
-    UnusableAnswer,
 )
 from aipool.prices.table import completion_cost
-from aipool.providers import claude, gemini, nemotron, ollama
-from aipool.providers.endpoint import ProviderEndpoint
-from tests.support.canned import CannedProvider, serve
-
-HELLO = parse_request({"prompt": "Why is the api slow?"})
-GEMINI = "gemini-2.5-flash"
-CLAUDE = "claude-sonnet-5"
-NEMOTRON = "nvidia/llama-3.3-nemotron-super-49b-v1"
-
-
-def _adapter(provider: str, url: str) -> Any:
-    if provider == "gemini":
-        return gemini.GeminiProvider(ProviderEndpoint("gemini", url, timeout_s=5))
-    if provider == "claude":
-        return claude.ClaudeProvider(ProviderEndpoint("claude", url, timeout_s=5))
-    if provider == "nemotron":
-        return nemotron.NemotronProvider(ProviderEndpoint("nemotron", url + "/v1", timeout_s=5))
-    return ollama.OllamaProvider(ProviderEndpoint("ollama", url, timeout_s=5))
-
-
-def _call(
-    canned: list[CannedProvider],
-    provider: str,
-    model: str,
-    body: Any,
-    *,
-    status: int = 200,
-    headers: dict[str, str] | None = None,
-    request: Any = HELLO,
-    thinking_budget: int | None = None,
-) -> Completion:
-    adapter = _adapter(provider, serve(canned, body, status=status, headers=headers).url)
-    try:
-        completion: Completion = adapter.complete(
-            request, model, timeout_s=5, thinking_budget=thinking_budget
-        )
-        return completion
-    finally:
-        adapter.close()
-
-
-def _raised(canned: list[CannedProvider], provider: str, model: str, body: Any, **kw: Any) -> Any:
-    with pytest.raises(ProviderError) as raised:
-        _call(canned, provider, model, body, **kw)
-    return raised.value
-
-
-def _billed(error: UnusableAnswer) -> tuple[int, int]:
-    assert error.billed is not None
-    return error.billed.input_tokens, error.billed.output_tokens
-
+from aipool.providers import gemini
+from tests.support.canned import CLAUDE, GEMINI, HELLO, NEMOTRON, serve
+from tests.support.canned import adapter as make_adapter
+from tests.support.canned import answer as _call
+from tests.support.canned import billed as _billed
+from tests.support.canned import raised as _raised
 
 # -- Gemini generateContent -------------------------------------------------------------------
 
@@ -280,7 +232,7 @@ def test_gemini_is_sent_the_routes_thinking_budget_where_the_model_takes_one(
         "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 1, "totalTokenCount": 4},
     }
     server = serve(canned, body)
-    adapter = _adapter("gemini", server.url)
+    adapter = make_adapter("gemini", server.url)
     adapter.complete(HELLO, model, thinking_budget=budget)
     adapter.close()
     config = server.requests[0].get("generationConfig", {})
@@ -381,7 +333,7 @@ def test_claude_is_sent_extended_thinking_where_the_model_and_request_allow(
         usage={"input_tokens": 5, "output_tokens": 1},
     )
     server = serve(canned, body)
-    adapter = _adapter("claude", server.url)
+    adapter = make_adapter("claude", server.url)
     request = parse_request({"prompt": "Why is the api slow?", **prompt})
     adapter.complete(request, model, thinking_budget=request.max_tokens // 2)
     adapter.close()
@@ -402,7 +354,7 @@ def test_a_request_with_a_temperature_is_answered_by_claude_which_is_sent_none(
         usage={"input_tokens": 10, "output_tokens": 3},
     )
     server = serve(canned, body)
-    adapter = _adapter("claude", server.url)
+    adapter = make_adapter("claude", server.url)
     request = parse_request({"prompt": "Why?", "max_tokens": 4096, "temperature": 0.2})
     # When Claude is called, with a thinking budget
     completion = adapter.complete(request, CLAUDE, thinking_budget=2048)

@@ -23,21 +23,13 @@ from aipool.providers.endpoint import ProviderEndpoint
 from aipool.providers.gemini import GeminiProvider
 from aipool.providers.nemotron import NemotronProvider
 from aipool.providers.ollama import OllamaProvider
+from tests.support.requests import POD_LOGS_TOOL
 
 ADAPTERS = {
     "ollama": (OllamaProvider, "ollama"),
     "gemini": (GeminiProvider, "gemini"),
     "claude": (ClaudeProvider, "anthropic"),
     "nemotron": (NemotronProvider, "openai"),
-}
-TOOL = {
-    "name": "get_pod_logs",
-    "description": "Fetch the logs of a pod",
-    "parameters": {
-        "type": "object",
-        "properties": {"pod": {"type": "string"}, "lines": {"type": "integer"}},
-        "required": ["pod", "lines"],
-    },
 }
 
 
@@ -73,7 +65,7 @@ def test_same_request_same_answer(adapter) -> None:  # type: ignore[no-untyped-d
 
 def test_returns_tool_calls_in_the_neutral_format(adapter) -> None:  # type: ignore[no-untyped-def]
     provider, impl = adapter
-    request = parse_request({"prompt": "Show me the logs of pod api-7", "tools": [TOOL]})
+    request = parse_request({"prompt": "Show me the logs of pod api-7", "tools": [POD_LOGS_TOOL]})
     completion = impl.complete(request, default_model(provider))
     assert completion.finish_reason == "tool_calls"
     [call] = completion.tool_calls
@@ -97,7 +89,7 @@ def test_a_tool_result_turn_gets_a_text_answer(adapter) -> None:  # type: ignore
                 },
                 {"role": "tool", "name": "get_pod_logs", "content": "OOMKilled"},
             ],
-            "tools": [TOOL],
+            "tools": [POD_LOGS_TOOL],
         }
     )
     completion = impl.complete(request, default_model(provider))

@@ -1,0 +1,344 @@
+"""Real answers that refuse the pool's account, and tool calls the model left unrunnable.
+
+Each test serves a body the provider documents (or that its SDK names an exception for) from a
+loopback server and calls it through the adapter's real SDK. A refused key or account fails every
+request the same way until a person acts: it counts against the provider (its breaker opens, its
+alert fires), never as a bad request. A tool call cut off by the output limit, or whose arguments
+are not JSON, is the model's slip on this one request: an unusable answer, billed as reported,
+that moves the request on and never counts against the provider. A truncated answer reads
+``length`` whatever the provider calls its stop.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from aipool.contract.request import parse_request
+from aipool.errors import (
+    ContentBlocked,
+    ProviderAuthError,
+    ProviderBadResponse,
+    ProviderModelMissing,
+    ProviderRejected,
+    UnusableAnswer,
+)
+from tests.support.canned import CLAUDE, GEMINI, NEMOTRON, answer, billed, raised
+from tests.support.requests import POD_LOGS_TOOL
+
+TOOLS_REQUEST = parse_request({"prompt": "Show me the logs of pod api-7", "tools": [POD_LOGS_TOOL]})
+
+
+# -- a refused key or account ------------------------------------------------------------------
+
+
+def _google_key_error(message: str) -> dict[str, Any]:
+    # Google's 400 for a wrong or expired key: the reason only in the ErrorInfo detail.
+    return {
+        "error": {
+            "code": 400,
+            "message": message,
+            "status": "INVALID_ARGUMENT",
+            "details": [
+                {
+                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                    "reason": "API_KEY_INVALID",
+                    "domain": "googleapis.com",
+                    "metadata": {"service": "generativelanguage.googleapis.com"},
+                }
+            ],
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "API key not valid. Please pass a valid API key.",
+        "API key expired. Please renew the API key.",
+    ],
+    ids=["not-valid", "expired"],
+)
+def test_gemini_refused_key_counts_against_gemini(canned: Any, message: str) -> None:
+    # Given: the body as Google serves it ("API key" with a space: the reason is in the details)
+    error = raised(canned, "gemini", GEMINI, _google_key_error(message), status=400)
+    # Then: the pool's key, not the request
+    assert isinstance(error, ProviderAuthError) and error.code == "auth_error"
+    assert error.counts_against_provider
+
+
+def test_gemini_400_that_is_not_about_the_key_stays_the_requests(canned: Any) -> None:
+    body = {
+        "error": {
+            "code": 400,
+            "message": "* GenerateContentRequest.contents: contents is not specified",
+            "status": "INVALID_ARGUMENT",
+        }
+    }
+    error = raised(canned, "gemini", GEMINI, body, status=400)
+    assert isinstance(error, ProviderRejected) and not error.counts_against_provider
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "User location is not supported for the API use.",
+        "Gemini API free tier is not available in your country. Please enable billing on your "
+        "project in Google AI Studio.",
+    ],
+    ids=["location", "free-tier"],
+)
+def test_gemini_failed_precondition_is_the_accounts_and_counts(canned: Any, message: str) -> None:
+    # Google's troubleshooting guide: 400 FAILED_PRECONDITION, "enable billing"
+    body = {"error": {"code": 400, "message": message, "status": "FAILED_PRECONDITION"}}
+    error = raised(canned, "gemini", GEMINI, body, status=400)
+    assert isinstance(error, ProviderAuthError) and error.counts_against_provider
+    assert "FAILED_PRECONDITION" in str(error)
+
+
+def _gemini_candidate(finish: str, parts: list[dict[str, Any]] | None) -> dict[str, Any]:
+    content: dict[str, Any] = {"role": "model"}
+    if parts is not None:
+        content["parts"] = parts
+    return {
+        "candidates": [{"content": content, "finishReason": finish, "index": 0}],
+        "usageMetadata": {"promptTokenCount": 12, "candidatesTokenCount": 7, "totalTokenCount": 19},
+        "modelVersion": GEMINI,
+    }
+
+
+@pytest.mark.parametrize(
+    "parts", [None, [{"text": "Partial answer before the stop"}]], ids=["no-parts", "partial"]
+)
+def test_gemini_account_disabled_stop_is_never_an_answer_and_counts(
+    canned: Any, parts: Any
+) -> None:
+    # FinishReason.PUP_LIMITED_DISABLED: "the user account is limited or disabled due to
+    # Prohibited Use Policy (PUP) violations"
+    error = raised(canned, "gemini", GEMINI, _gemini_candidate("PUP_LIMITED_DISABLED", parts))
+    assert isinstance(error, ProviderAuthError) and error.counts_against_provider
+    assert "PUP_LIMITED_DISABLED" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("status", "body"),
+    [
+        pytest.param(
+            402,
+            {
+                "type": "error",
+                "error": {"type": "billing_error", "message": "Billing error"},
+                "request_id": "req_011CSHoEeqs5C35K2UUqR7Fy",
+            },
+            id="402-billing_error",
+        ),
+        pytest.param(
+            400,
+            {
+                "type": "error",
+                "error": {
+                    "type": "invalid_request_error",
+                    "message": "Your organization has been disabled.",
+                    "details": {"error_code": "organization_on_hold"},
+                },
+                "request_id": "req_011CSHoEeqs5C35K2UUqR7Fy",
+            },
+            id="400-organization_on_hold",
+        ),
+        pytest.param(
+            400,
+            {
+                "type": "error",
+                "error": {
+                    "type": "invalid_request_error",
+                    "message": "Your credit balance is too low to access the Anthropic API. "
+                    "Please go to Plans & Billing to upgrade or purchase credits.",
+                },
+                "request_id": "req_011CSHoEeqs5C35K2UUqR7Fy",
+            },
+            id="400-credit-balance-too-low",
+        ),
+    ],
+)
+def test_claude_refused_account_counts_against_claude(
+    canned: Any, status: int, body: dict[str, Any]
+) -> None:
+    # Anthropic's error types (billing_error, the SDK's PaymentRequiredError) and its
+    # OrganizationOnHoldError, and the 400 every client sees when prepaid credits run out
+    error = raised(canned, "claude", CLAUDE, body, status=status)
+    assert isinstance(error, ProviderAuthError) and error.counts_against_provider
+    assert error.status == status
+
+
+def test_claude_400_about_the_request_stays_the_requests(canned: Any) -> None:
+    body = {
+        "type": "error",
+        "error": {
+            "type": "invalid_request_error",
+            "message": "prompt is too long: 215000 tokens > 200000 maximum",
+        },
+    }
+    error = raised(canned, "claude", CLAUDE, body, status=400)
+    assert isinstance(error, ProviderRejected) and not error.counts_against_provider
+
+
+def test_nvidia_function_not_found_for_the_account_is_a_missing_model(canned: Any) -> None:
+    # NVIDIA's hosted API for a model it does not serve (retired, or not open to the account):
+    # an RFC 9457 problem document naming the cloud function, never the model
+    body = {
+        "status": 404,
+        "title": "Not Found",
+        "detail": "Function '23d4f03a-b8a6-4adb-a183-7daa083a09cc': Not found for account "
+        "'Qawmu2vUw3rdcREnubcAVqe1c55nUTb1hCogKQx4BCA'",
+    }
+    error = raised(canned, "nemotron", NEMOTRON, body, status=404)
+    assert isinstance(error, ProviderModelMissing) and error.counts_against_provider
+
+
+# -- tool calls that cannot be run -------------------------------------------------------------
+
+
+def test_claude_tool_use_cut_by_max_tokens_falls_back_billed(canned: Any) -> None:
+    # Anthropic: "If Claude's response is cut off due to hitting the max_tokens limit, and the
+    # truncated response contains an incomplete tool use block, you'll need to retry the
+    # request with a higher max_tokens value" (here: the required "lines" never came)
+    body = {
+        "id": "msg_01XFDUDYJgAACzvnptvVoYEL",
+        "type": "message",
+        "role": "assistant",
+        "model": CLAUDE,
+        "content": [
+            {"type": "text", "text": "I'll fetch the logs."},
+            {
+                "type": "tool_use",
+                "id": "toolu_01A09q90qw90lq917835lq9",
+                "name": "get_pod_logs",
+                "input": {"pod": "api-7"},
+            },
+        ],
+        "stop_reason": "max_tokens",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 40, "output_tokens": 1024},
+    }
+    error = raised(canned, "claude", CLAUDE, body, request=TOOLS_REQUEST)
+    assert type(error) is UnusableAnswer and not error.counts_against_provider
+    assert "cut off by the output limit" in str(error)
+    assert billed(error) == (40, 1024)
+    assert error.billed is not None and error.billed.tool_calls == []
+
+
+def _openai_tool_call(arguments: str, finish: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-abc123",
+        "object": "chat.completion",
+        "created": 1741569952,
+        "model": NEMOTRON,
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "chatcmpl-tool-8b1c",
+                            "type": "function",
+                            "function": {"name": "get_pod_logs", "arguments": arguments},
+                        }
+                    ],
+                },
+                "finish_reason": finish,
+                "logprobs": None,
+            }
+        ],
+        "usage": {"prompt_tokens": 210, "completion_tokens": 31, "total_tokens": 241},
+    }
+
+
+@pytest.mark.parametrize(
+    ("arguments", "finish", "why"),
+    [
+        ('{"pod": "api-7", "lines": 50', "tool_calls", "not a JSON object"),
+        ("{'pod': 'api-7', 'lines': 50}", "tool_calls", "not a JSON object"),
+        ('["api-7", 50]', "tool_calls", "not a JSON object"),
+        ('{"pod": "api-7", "li', "length", "not a JSON object"),
+        ('{"pod": "api-7"}', "length", "cut off by the output limit"),
+    ],
+    ids=["unclosed", "single-quotes", "not-an-object", "cut-mid-string", "cut-but-parses"],
+)
+def test_openai_tool_call_that_cannot_be_run_falls_back_billed(
+    canned: Any, arguments: str, finish: str, why: str
+) -> None:
+    # OpenAI's API reference: "the model does not always generate valid JSON ... Validate the
+    # arguments"; a length stop cuts the last call, whether or not what came of it parses
+    body = _openai_tool_call(arguments, finish)
+    error = raised(canned, "nemotron", NEMOTRON, body, request=TOOLS_REQUEST)
+    assert type(error) is UnusableAnswer and not error.counts_against_provider
+    assert why in str(error)
+    assert billed(error) == (210, 31)
+
+
+def test_openai_complete_tool_call_is_still_an_answer(canned: Any) -> None:
+    body = _openai_tool_call('{"pod": "api-7", "lines": 50}', "tool_calls")
+    completion = answer(canned, "nemotron", NEMOTRON, body, request=TOOLS_REQUEST)
+    assert completion.finish_reason == "tool_calls"
+    assert [(c.name, c.arguments) for c in completion.tool_calls] == [
+        ("get_pod_logs", {"pod": "api-7", "lines": 50})
+    ]
+
+
+# -- what a stop is called ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("finish", ["ESCALATION", "LANGUAGE"])
+@pytest.mark.parametrize(
+    "parts", [None, [{"text": "Partial answer before the filter"}]], ids=["no-parts", "partial"]
+)
+def test_gemini_filtered_answer_is_blocked(canned: Any, finish: str, parts: Any) -> None:
+    # FinishReason.ESCALATION ("filtered by an escalation rule") and LANGUAGE ("flagged for
+    # using an unsupported language"): Google withheld it, whatever text came
+    error = raised(canned, "gemini", GEMINI, _gemini_candidate(finish, parts))
+    assert isinstance(error, ContentBlocked) and finish in str(error)
+    assert billed(error) == (12, 7)
+
+
+def test_gemini_continuation_stop_reads_length(canned: Any) -> None:
+    # FinishReason.CONTINUATION: "reached the per-request token limit, but generation is not
+    # yet complete"
+    body = _gemini_candidate("CONTINUATION", [{"text": "Part one"}])
+    assert answer(canned, "gemini", GEMINI, body).finish_reason == "length"
+
+
+def test_claude_context_window_stop_reads_length(canned: Any) -> None:
+    # "The response filled the model's context window. Treat the response as truncated."
+    body = {
+        "id": "msg_01XFDUDYJgAACzvnptvVoYEL",
+        "type": "message",
+        "role": "assistant",
+        "model": CLAUDE,
+        "content": [{"type": "text", "text": "A long answer that was cut"}],
+        "stop_reason": "model_context_window_exceeded",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 40, "output_tokens": 9},
+    }
+    assert answer(canned, "claude", CLAUDE, body).finish_reason == "length"
+
+
+def test_a_string_where_the_api_documents_an_object_is_still_a_bad_response(
+    canned: Any,
+) -> None:
+    # Claude's tool_use input is an object by the API's schema: a string there is a broken
+    # answer of the provider, not the model's slip
+    body = {
+        "id": "msg_01",
+        "type": "message",
+        "role": "assistant",
+        "model": CLAUDE,
+        "content": [{"type": "tool_use", "id": "t1", "name": "get_pod_logs", "input": '{"pod'}],
+        "stop_reason": "tool_use",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 40, "output_tokens": 9},
+    }
+    error = raised(canned, "claude", CLAUDE, body, request=TOOLS_REQUEST)
+    assert isinstance(error, ProviderBadResponse) and error.counts_against_provider
