@@ -357,11 +357,13 @@ def missing_model(status: int, words: str) -> bool:
     return "function" in said and _FUNCTION_NOT_SERVED in said
 
 
-#: How providers say, in a 400, that the pool's account is refused rather than the request:
-#: Anthropic's prepaid credits run out ("Your credit balance is too low to access the Anthropic
-#: API") and its disabled organization (``error.details.error_code``, the SDK's
-#: ``OrganizationOnHoldError``).
-_ACCOUNT_WORDS = ("credit balance is too low",)
+#: How providers say, in a 400-class answer, that the pool's account is refused rather than the
+#: request: Anthropic's prepaid credits run out ("Your credit balance is too low to access the
+#: Anthropic API") and its disabled organization (``error.details.error_code``, the SDK's
+#: ``OrganizationOnHoldError``); OpenAI's 429 ``insufficient_quota`` ("You exceeded your current
+#: quota, please check your plan and billing details": credits run out, not a rate limit, so no
+#: wait ends it).
+_ACCOUNT_WORDS = ("credit balance is too low", "insufficient_quota")
 _ACCOUNT_CODES = frozenset({"organization_on_hold"})
 
 

@@ -52,6 +52,10 @@ What real providers send besides a clean answer, each in the provider's own docu
   ``retryDelay``, no header); Anthropic and Ollama a ``retry-after`` header; OpenAI-compatible
   ``x-ratelimit-reset-requests`` with ``x-ratelimit-remaining-requests: 0``.
 - ``model_missing``: HTTP 404 saying the requested model does not exist, in the provider's words.
+- ``account_refused``: the pool's key or account refused, in the provider's documented shape: Gemini
+  400 ``INVALID_ARGUMENT`` "API key not valid" with its ``google.rpc.ErrorInfo`` reason
+  ``API_KEY_INVALID``; Anthropic 402 ``billing_error``; OpenAI-compatible 429
+  ``insufficient_quota`` (credits run out); Ollama, which has no accounts, 401 ``unauthorized``.
 - ``cache_1h``: a correct answer whose prompt, all but its last message, was written to Anthropic's
   1-hour cache (``usage.cache_creation.ephemeral_1h_input_tokens``); the other providers, which
   have no 1-hour cache, answer as usual.
@@ -82,6 +86,7 @@ FAULT_KINDS: tuple[str, ...] = (
     "prompt_blocked",
     "rate_limited",
     "model_missing",
+    "account_refused",
     "cache_1h",
 )
 #: Kinds that shape a 200 answer the provider bills but the pool cannot use.
@@ -109,6 +114,7 @@ _OPTIONS: dict[str, frozenset[str]] = {
     "prompt_blocked": frozenset(),
     "rate_limited": frozenset({"retry_delay"}),
     "model_missing": frozenset(),
+    "account_refused": frozenset(),
     "cache_1h": frozenset(),
 }
 
@@ -133,6 +139,7 @@ _SHOWN: dict[str, tuple[str, ...]] = {
     "prompt_blocked": (),
     "rate_limited": ("retry_delay",),
     "model_missing": (),
+    "account_refused": (),
     "cache_1h": (),
 }
 

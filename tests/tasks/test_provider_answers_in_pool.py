@@ -166,3 +166,26 @@ def _thinking_budget(body: dict[str, Any]) -> Any:
     config = body["generationConfig"]
     thinking = config.get("thinkingConfig") or config["thinking_config"]
     return thinking.get("thinkingBudget", thinking.get("thinking_budget"))
+
+
+def test_a_refused_gemini_account_opens_its_breaker_and_requests_go_on_to_claude(
+    ledger: Engine, healthy, clean_redis
+) -> None:  # type: ignore[no-untyped-def]
+    # Given Gemini refusing the pool's key as Google does (400 INVALID_ARGUMENT, the reason
+    # API_KEY_INVALID only in its ErrorInfo detail), which once read as a bad request: never
+    # counted, so every request paid a doomed round trip to Gemini and no alert ever fired
+    healthy.set_fault("gemini", "account_refused")
+    # When five Gemini-first requests are answered (five is Gemini's failure threshold)
+    answers = [_ask(i) for i in range(5)]
+    # Then each was answered by Claude, and the trail names the refused key or account
+    assert {a["provider"] for a in answers} == {"claude"}
+    assert {a["attempts"][0]["code"] for a in answers} == {"auth_error"}
+    assert healthy.calls("gemini") == 5
+    # And Gemini's breaker is open: the next request skips it without calling it
+    assert _gemini_breaker(clean_redis)["state"] == "open"
+    after = _ask(5)
+    assert _trail(after)[0] == ("gemini", "circuit_open")
+    assert healthy.calls("gemini") == 5
+    # And a refused call is booked without tokens: nothing was generated, nothing billed
+    rows = _rows(ledger, answers[0]["request_id"])
+    assert (rows[0].outcome, rows[0].input_tokens, rows[0].output_tokens) == ("error", 0, 0)

@@ -172,6 +172,12 @@ class AnthropicWire(WireProtocol):
     def model_missing(self, model: str) -> Reply:
         return self.error("not_found", f"model: {model}")
 
+    def account_refused(self) -> Reply:
+        # Anthropic's error type for an account that is not paid up (the SDK's
+        # PaymentRequiredError).
+        body = {"type": "error", "error": {"type": "billing_error", "message": "Billing error"}}
+        return Reply.json(402, body)
+
     def error_body(self, kind: ErrorKind, status: int, message: str) -> Any:
         return {"type": "error", "error": {"type": _ERROR_TYPES[kind], "message": message}}
 

@@ -111,6 +111,11 @@ class WireProtocol(ABC):
         """The provider's answer for a model it does not have, in its own words."""
         return self.error("not_found", f"model {model} not found (simulated fault)")
 
+    def account_refused(self) -> Reply:
+        """The provider's answer when the pool's key or account is refused: a 401 unless the
+        protocol documents an answer of its own (a disabled, unpaid or out-of-credit account)."""
+        return self.error("authentication", "unauthorized (simulated fault)")
+
     def prompt_blocked(self, exchange: Exchange, answer: Answer) -> Reply:
         """The provider's answer to a prompt it refuses before generating: a 400 unless the
         protocol has a blocked-prompt answer of its own."""

@@ -172,6 +172,25 @@ class GeminiWire(WireProtocol):
             "supported methods.",
         )
 
+    def account_refused(self) -> Reply:
+        # A wrong or expired key: 400, the reason only in the ErrorInfo detail (as served).
+        message = "API key not valid. Please pass a valid API key."
+        body = self.error_body("bad_request", 400, message)
+        body["error"]["details"] = [
+            {
+                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "reason": "API_KEY_INVALID",
+                "domain": "googleapis.com",
+                "metadata": {"service": "generativelanguage.googleapis.com"},
+            },
+            {
+                "@type": "type.googleapis.com/google.rpc.LocalizedMessage",
+                "locale": "en-US",
+                "message": message,
+            },
+        ]
+        return Reply.json(400, body)
+
     def prompt_blocked(self, exchange: Exchange, answer: Answer) -> Reply:
         # No candidates at all; promptFeedback says why; the prompt is billed.
         body = {

@@ -174,6 +174,19 @@ class OpenAIWire(WireProtocol):
             "not_found", f"The model `{model}` does not exist or you do not have access to it."
         )
 
+    def account_refused(self) -> Reply:
+        # OpenAI's 429 for credits run out, which no wait ends (its error codes guide).
+        body = {
+            "error": {
+                "message": "You exceeded your current quota, please check your plan and billing "
+                "details.",
+                "type": "insufficient_quota",
+                "param": None,
+                "code": "insufficient_quota",
+            }
+        }
+        return Reply.json(429, body)
+
 
 def _tool(raw: Any) -> ToolSpec:
     tool = require_dict(raw, "tool")

@@ -21,6 +21,7 @@ from aipool.errors import (
     ProviderAuthError,
     ProviderBadResponse,
     ProviderModelMissing,
+    ProviderRateLimited,
     ProviderRejected,
     UnusableAnswer,
 )
@@ -181,6 +182,36 @@ def test_claude_400_about_the_request_stays_the_requests(canned: Any) -> None:
     }
     error = raised(canned, "claude", CLAUDE, body, status=400)
     assert isinstance(error, ProviderRejected) and not error.counts_against_provider
+
+
+def test_openai_insufficient_quota_is_the_account_not_a_rate_limit(canned: Any) -> None:
+    # OpenAI's error codes: 429 "You exceeded your current quota, please check your plan and
+    # billing details" (credits run out): no wait ends it, so no pause, and the account's words
+    body = {
+        "error": {
+            "message": "You exceeded your current quota, please check your plan and billing "
+            "details. For more information on this error, read the docs: "
+            "https://platform.openai.com/docs/guides/error-codes/api-errors.",
+            "type": "insufficient_quota",
+            "param": None,
+            "code": "insufficient_quota",
+        }
+    }
+    error = raised(canned, "nemotron", NEMOTRON, body, status=429)
+    assert isinstance(error, ProviderAuthError) and error.counts_against_provider
+
+
+def test_openai_429_rate_limit_is_still_a_rate_limit(canned: Any) -> None:
+    body = {
+        "error": {
+            "message": "Rate limit reached for requests",
+            "type": "requests",
+            "param": None,
+            "code": "rate_limit_exceeded",
+        }
+    }
+    error = raised(canned, "nemotron", NEMOTRON, body, status=429)
+    assert isinstance(error, ProviderRateLimited)
 
 
 def test_nvidia_function_not_found_for_the_account_is_a_missing_model(canned: Any) -> None:

@@ -1,5 +1,6 @@
 """The simulator speaks what real providers send besides a clean answer (``safety``, ``refusal``,
-``thinking_exhausted``, ``prompt_blocked``, ``rate_limited``, ``model_missing``, ``cache_1h``), each
+``thinking_exhausted``, ``prompt_blocked``, ``rate_limited``, ``model_missing``, ``account_refused``,
+``cache_1h``), each
 in its provider's shape: every fault is read here through the provider's real adapter, as the pool
 meets it."""
 
@@ -18,6 +19,7 @@ from aipool.errors import (
     EmptyAnswer,
     ModelRefused,
     PromptBlocked,
+    ProviderAuthError,
     ProviderError,
     ProviderModelMissing,
     ProviderRateLimited,
@@ -117,6 +119,17 @@ def test_a_missing_model_is_said_in_the_providers_words(call: Any, provider: str
     raised = _raises(call, provider, "model_missing")
     assert isinstance(raised, ProviderModelMissing)
     assert default_model(provider) in str(raised)
+
+
+@pytest.mark.parametrize(
+    ("provider", "status"), [("gemini", 400), ("claude", 402), ("nemotron", 429), ("ollama", 401)]
+)
+def test_a_refused_account_is_said_as_the_provider_does_and_counts_against_it(
+    call: Any, provider: str, status: int
+) -> None:
+    error = _raises(call, provider, "account_refused")
+    assert isinstance(error, ProviderAuthError) and error.code == "auth_error"
+    assert error.status == status and error.counts_against_provider
 
 
 def test_claude_writes_the_prompt_to_its_one_hour_cache(call: Any) -> None:
