@@ -160,9 +160,11 @@ class HopCall(HopForwarding):
         else:
             tokens = (0, 0)
         # The provider's text is stored (result, ledger, log): no key, and no quote of the prompt.
-        message = without_quotes(
-            scrub(f"{error.code}: {error}") or error.code, visit.request.text()
-        )
+        # The code before it is the pool's own word, never the prompt's, and what reports count
+        # the failure under (aipool.ledger.summary.failure_reason): a prompt that names it (an
+        # alert pasted with "server_error: ...") must not cut it.
+        said = without_quotes(scrub(str(error)) or "", visit.request.text())
+        message = f"{error.code}: {said}" if said else error.code
         elapsed = (time.perf_counter() - started) * 1000
         event = self._event(
             visit,

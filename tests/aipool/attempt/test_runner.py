@@ -33,6 +33,7 @@ from aipool.errors import (
     ProviderRateLimited,
     ProviderServerError,
 )
+from aipool.ledger.summary import failure_reason as failed_reason
 from aipool.quota import quotas_for
 from tests.support.attempts import ledger
 from tests.support.guards import Clock
@@ -230,6 +231,26 @@ def test_an_error_quoting_the_prompt_keeps_no_quote_in_the_attempts(
     assert isinstance(step, Forward)
     (failed,) = step.journey.attempts
     assert failed.error == "server_error: gemini HTTP 500: cannot answer '[prompt text]'"
+
+
+def test_a_prompt_that_names_the_failure_keeps_the_failures_code_in_the_attempts(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given an alert-triage prompt quoting the pool's own words ("server_error: gemini HTTP
+    # 500"), and Gemini failing with that very error
+    prompt = "Our logs say server_error: gemini HTTP 500 on every checkout, why?"
+    request = parse_request({"prompt": prompt})
+    gemini = Provider(ProviderServerError("gemini HTTP 500: upstream failed"))
+    runner = _runner(redis_client, {"gemini": gemini}, [])
+    # When the hop fails over
+    step = runner.run(request, "req-2", Journey(route=ROUTE, position=0, id=JOURNEY_ID))
+    # Then the provider's words that the prompt holds are cut, but the pool's code stays the
+    # prefix that reports, status and the daily report count the failure under
+    assert isinstance(step, Forward)
+    (failed,) = step.journey.attempts
+    assert failed.error is not None and failed.error.startswith("server_error: ")
+    assert failed_reason(failed.error) == "server_error"
+    assert "gemini HTTP 500" not in failed.error and "[prompt text]" in failed.error
 
 
 def test_a_prompt_longer_than_a_models_window_skips_it_before_any_call(
