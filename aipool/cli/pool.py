@@ -78,10 +78,16 @@ def say_where(console: Console, redis: str | None, ledger: str | None, lang: str
         )
 
 
+#: :func:`pending_records` without a Redis to ask: no record can be waiting anywhere this
+#: command knows of, so there is nothing to say.
+NO_REDIS = -1
+
+
 def pending_records(redis: str | None) -> int | None:
-    """Usage records waiting in Redis to be drained into the ledger, ``None`` if unknown."""
+    """Usage records waiting in Redis to be drained into the ledger, ``None`` if Redis did not
+    say, :data:`NO_REDIS` when there is no Redis to ask."""
     if redis is None:
-        return None
+        return NO_REDIS
 
     client = connect(redis)
     try:
@@ -91,8 +97,13 @@ def pending_records(redis: str | None) -> int | None:
 
 
 def say_pending(console: Console, pending: int | None, lang: str = "en") -> None:
-    """Say that records still wait in Redis (beat drains them every 5 s), when some do."""
+    """Say that records still wait in Redis (beat drains them every 5 s), when some do, and
+    that they could not be counted when Redis did not answer: the figures beside may miss them."""
 
-    if pending:
+    if pending is None:
+        line = words(lang)["pending_unknown"]
+    elif pending > 0:
         line = words(lang)["pending"].format(n=f"{pending:,}")
-        console.print(f"[yellow]{line}[/]", highlight=False, soft_wrap=True)
+    else:
+        return
+    console.print(f"[yellow]{line}[/]", highlight=False, soft_wrap=True)

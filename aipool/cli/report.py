@@ -35,15 +35,26 @@ if TYPE_CHECKING:
     from aipool.views.service_report import ServicesReport
 
 
+#: The days ``--day`` takes: a month in from either end of Python's calendar.
+FIRST_DAY = date(1, 2, 1)
+LAST_DAY = date(9999, 11, 30)
+
+
 def _day(value: str | None) -> str | None:
     if value is None:
         return None
     try:
-        date.fromisoformat(value)
+        day = date.fromisoformat(value)
     except ValueError:
         raise typer.BadParameter(
             f"{value!r} is not a calendar day; expected YYYY-MM-DD, e.g. 2026-11-29"
         ) from None
+    # The report reads the day's month and the instants around it in the pool's time zone:
+    # the calendar's first and last months have no month before or after them to end on.
+    if not FIRST_DAY <= day <= LAST_DAY:
+        raise typer.BadParameter(
+            f"{value!r} is outside the days a report can read ({FIRST_DAY} to {LAST_DAY})"
+        )
     return value
 
 

@@ -33,9 +33,18 @@ class Priority(StrEnum):
     critical = "critical"
 
 
+#: The longest ``--timeout``: a day. The message's expiry is a date, so an unbounded wait
+#: (inf, 1e308) cannot be one.
+MAX_TIMEOUT_S = 86_400.0
+
+
 def _positive(value: float) -> float:
-    if value <= 0:
+    if not value > 0:  # NaN too
         raise typer.BadParameter(f"must be more than 0 seconds, not {value:g}")
+    if value > MAX_TIMEOUT_S:
+        raise typer.BadParameter(
+            f"must be at most {MAX_TIMEOUT_S:g} seconds (a day), not {value:g}"
+        )
     return value
 
 

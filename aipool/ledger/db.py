@@ -16,6 +16,7 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
+from aipool.errors import SettingsError
 from aipool.settings import read_settings, settings
 
 if TYPE_CHECKING:
@@ -60,7 +61,19 @@ def make_engine(url: str | None = None, **kwargs: object) -> Engine:
     elif parsed.get_backend_name() == "sqlite":
         options["connect_args"] = {"timeout": 15}
     options.update(kwargs)
-    engine = create_engine(url, **options)
+    try:
+        engine = create_engine(url, **options)
+    except ImportError as exc:
+        # A driver the pool does not install (psycopg2, MySQLdb): the setting's mistake, said
+        # as a refused setting, not a traceback; the password never shown.
+        shown = parsed.render_as_string(hide_password=True)
+        raise SettingsError(
+            [
+                f"DATABASE_URL={shown}: names the driver {parsed.drivername}, which is not "
+                f"installed ({exc.name or exc}); the pool's ledger takes postgresql+psycopg:// "
+                "or sqlite:///"
+            ]
+        ) from None
     if parsed.get_backend_name() == "sqlite":
 
         @event.listens_for(engine, "connect")

@@ -144,11 +144,28 @@ def ping(url: str) -> None:
             "(AIPOOL_REDIS_CONNECT_TIMEOUT, AIPOOL_REDIS_SOCKET_TIMEOUT)"
         )
         raise PoolUnavailable(f"cannot reach Redis at {describe_redis(url)}: {why}") from None
+    except redis.AuthenticationError:
+        # Redis answered: it wants credentials the URL does not carry, or refuses the ones it
+        # does (its own words, HELLO's protocol detail, say neither plainly).
+        asked = "refused the password in the URL" if _has_password(url) else "requires a password"
+        raise PoolUnavailable(
+            f"Redis at {describe_redis(url)} {asked}: put the right one in the URL "
+            "(redis://:PASSWORD@host:6379/0, or redis://USER:PASSWORD@... for an ACL user)"
+        ) from None
     except redis.RedisError as exc:
         why = " ".join(str(exc).split()).rstrip(".") or type(exc).__name__
         raise PoolUnavailable(f"cannot reach Redis at {describe_redis(url)}: {why}") from None
     finally:
         close(client)
+
+
+def _has_password(url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    try:
+        return bool(urlsplit(url).password)
+    except ValueError:
+        return False
 
 
 def close(client: Any) -> None:

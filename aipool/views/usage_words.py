@@ -54,6 +54,8 @@ WORDS: dict[str, dict[str, str]] = {
         "budget": "Budget {month}: ${cost} of ${budget} ({percent}%)",
         "pending": "{n} usage record(s) wait in Redis to be drained into the ledger "
         "(beat's aipool.drain_ledger runs every 5 s); they are not counted above.",
+        "pending_unknown": "Redis did not answer: usage records still waiting there to be "
+        "drained into the ledger could not be counted, and the figures above may miss them.",
         "replication_master": "Replication: master {address}",
         "replication_sentinel": " (Sentinel, {name})",
         "replica": "  replica {address} {state}, acknowledged {lag} s ago, {behind} bytes behind",
@@ -93,6 +95,8 @@ WORDS: dict[str, dict[str, str]] = {
         "budget": "{month} 預算：已用 ${cost}，月預算 ${budget}（{percent}%）",
         "pending": "Redis 中仍有 {n} 筆用量紀錄等待寫入帳本（beat 的 aipool.drain_ledger "
         "每 5 秒執行一次）；上表未計入。",
+        "pending_unknown": "Redis 沒有回應：無法清點仍在 Redis 中等待寫入帳本的用量紀錄，"
+        "上表可能未計入部分用量。",
         "replication_master": "複寫：主節點 {address}",
         "replication_sentinel": "（Sentinel，{name}）",
         "replica": "  副本 {address} {state}，{lag} 秒前確認，落後 {behind} 位元組",

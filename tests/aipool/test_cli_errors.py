@@ -29,6 +29,11 @@ def _one_line(err: str) -> str:
         (["submit", "hi", "--timeout", "0"], "--timeout"),
         (["submit", "hi", "--tools-file", "/nonexistent.json"], "cannot read /nonexistent.json"),
         (["report", "--day", "2026-13-01"], "'2026-13-01' is not a calendar day"),
+        (["report", "--day", "9999-12-31"], "'9999-12-31' is outside the days a report can read"),
+        (["report", "--day", "0001-01-01"], "'0001-01-01' is outside the days a report can read"),
+        (["submit", "hi", "--timeout", "nan"], "must be more than 0 seconds, not nan"),
+        (["submit", "hi", "--timeout", "inf"], "must be at most 86400 seconds (a day), not inf"),
+        (["submit", "hi", "--timeout", "1e308"], "must be at most 86400 seconds"),
         (["report", "--lang", "fr"], "'fr' is not one of 'zh-TW', 'en'"),
         (["route", ""], "the text is empty"),
         (["status", "--port", "0"], "--port"),
@@ -84,6 +89,21 @@ def test_status_and_submit_without_any_redis_say_how_to_get_one(tmp_path):
         line = _one_line(done.stderr)
         assert "REDIS_URL is not set and no embedded Redis is running" in line
         assert "aipool redis" in line
+
+
+def test_report_says_when_redis_could_not_count_the_records_waiting_to_be_drained(tmp_path):
+    # Given a ledger, and a REDIS_URL where no Redis listens (records may wait there undrained)
+    ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
+    env = fresh_env(
+        tmp_path / "runtime", DATABASE_URL=ledger, REDIS_URL=f"redis://127.0.0.1:{_closed_port()}/0"
+    )
+    assert run_aipool(["migrate"], env, tmp_path).returncode == 0
+    # When the report runs
+    done = run_aipool(["report", "--lang", "en"], env, tmp_path)
+    # Then it shows the ledger, and says the figures may miss what Redis holds (it said nothing,
+    # as if none waited)
+    assert done.returncode == 0, done.stderr
+    assert "Redis did not answer" in " ".join(done.stdout.split())
 
 
 def test_report_without_a_ledger_says_so_instead_of_printing_zeros(tmp_path):
@@ -268,3 +288,40 @@ def test_a_server_whose_port_is_taken_says_which_address_in_one_line(tmp_path, m
         _one_line(done.stderr)
         == f"aipool: cannot listen on 127.0.0.1:{port}: Address already in use"
     )
+
+
+@pytest.mark.parametrize(
+    "url", ["postgresql+psycopg2://u:s3cr3t@127.0.0.1/aipool", "mysql://u:s3cr3t@127.0.0.1/aipool"]
+)
+def test_a_database_driver_the_pool_does_not_install_is_a_refused_setting(url, tmp_path):
+    # Given a DATABASE_URL naming a driver that is not installed (psycopg2, MySQLdb)
+    env = fresh_env(tmp_path / "runtime", DATABASE_URL=url)
+    # When the ledger is read
+    done = run_aipool(["report"], env, tmp_path)
+    # Then one line names the setting and the driver, never the password (it was an internal
+    # error: ModuleNotFoundError)
+    line = _one_line(done.stderr)
+    assert done.returncode == 1
+    assert line.startswith("aipool: settings refused: DATABASE_URL=") and "not installed" in line
+    assert "s3cr3t" not in line and "internal error" not in line
+
+
+@pytest.mark.parametrize(
+    ("password", "says"),
+    [("", "requires a password"), (":wrong-pw@", "refused the password in the URL")],
+)
+def test_a_redis_that_wants_a_password_says_so_in_one_line(password, says, tmp_path):
+    # Given a Redis that requires a password, and a URL without it or with a wrong one
+    server = RedisServer().start()
+    try:
+        server.client().config_set("requirepass", "right-pw")
+        url = f"redis://{password}127.0.0.1:{server.port}/0"
+        done = run_aipool(["status"], fresh_env(tmp_path / "runtime", REDIS_URL=url), tmp_path)
+    finally:
+        server.client(password="right-pw").config_set("requirepass", "")
+        server.stop()
+    # Then one line says what Redis wants, not HELLO's protocol detail (it said "cannot reach
+    # Redis at ...: HELLO must be called with the client already authenticated")
+    assert done.returncode == 1
+    line = _one_line(done.stderr)
+    assert says in line and "HELLO" not in line and "wrong-pw" not in line
