@@ -142,7 +142,17 @@ def _start_metrics_server(sender: Any = None, **_: Any) -> None:
         registry.register(collector)
     port = settings().metrics_port
     start_http_server(port, registry=registry)
-    log.info("metrics on :%d/metrics", port)
+    _serving.append(port)
+
+
+#: The port this worker serves metrics on, once it does. worker_init comes before Celery sets
+#: up logging, so the line saying so waits for worker_ready: said then, it reaches the log.
+_serving: list[int] = []
+
+
+def _say_metrics_port(**_: Any) -> None:
+    for port in _serving:
+        log.info("metrics on :%d/metrics", port)
 
 
 def _forget_process_metrics(pid: int | None = None, **_: Any) -> None:
@@ -204,6 +214,7 @@ def connect() -> None:
     worker_ready.connect(_warn_if_redis_keeps_nothing)
     worker_init.connect(_import_provider_sdks)
     worker_init.connect(_start_metrics_server)
+    worker_ready.connect(_say_metrics_port)
     worker_process_shutdown.connect(_forget_process_metrics)
     worker_process_init.connect(_start_tracing)
     worker_process_shutdown.connect(_flush_spans)

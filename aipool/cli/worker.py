@@ -12,6 +12,7 @@ worker per queue and lane, as separate containers.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -97,18 +98,22 @@ def run_workers(
     children: dict[str, Child] = {}
     news: dict[str, LogNews] = {}
     argvs: dict[str, list[str]] = {}
+    envs: dict[str, dict[str, str] | None] = {}
     budgets = {name: RestartBudget(max_restarts, restart_window) for name in WORKER_CLASSES}
     with signals_end_the_command():
         try:
-            for name, (queues, processes) in WORKER_CLASSES.items():
+            for index, (name, (queues, processes)) in enumerate(WORKER_CLASSES.items()):
                 log_path = log_dir / f"{name}.log"
                 watch = LogNews(name, log_path)
                 watch.skip_existing()
                 news[name] = watch
                 argvs[name] = worker_argv(name, queues, processes, loglevel)
-                children[name] = Child(name, argvs[name], log_path=log_path)
+                env, metrics = class_metrics(name, index)
+                envs[name] = env
+                children[name] = Child(name, argvs[name], log_path=log_path, env=env)
                 console.print(
-                    f"{name}: {processes} process(es) on {', '.join(queues)} (log {log_path})",
+                    f"{name}: {processes} process(es) on {', '.join(queues)} (log {log_path}"
+                    f"{metrics})",
                     highlight=False,
                     soft_wrap=True,
                 )
@@ -116,7 +121,9 @@ def run_workers(
                 _tell(console, news.values())
                 dead = [name for name, child in children.items() if not child.alive()]
                 for name in dead:
-                    if not _start_again(console, name, children, news[name], argvs[name], budgets):
+                    if not _start_again(
+                        console, name, children, news[name], argvs[name], budgets, envs[name]
+                    ):
                         console.print("[red]stopping the others[/]", highlight=False)
                         raise typer.Exit(1)
                 time.sleep(0.5)
@@ -135,6 +142,30 @@ def run_workers(
                 child.stop(grace_s=max(0.1, deadline - time.monotonic()))
 
 
+def class_metrics(name: str, index: int) -> tuple[dict[str, str] | None, str]:
+    """The environment of class ``name`` (the ``index``-th) when the workers serve metrics
+    (``PROMETHEUS_MULTIPROC_DIR`` set), and what its line says of them.
+
+    A worker's parent empties its metrics directory when it starts and serves ``/metrics`` on
+    ``AIPOOL_METRICS_PORT``: classes run side by side here would wipe each other's samples, and
+    all but one would fail to take the port. Each class gets a directory of its own under the
+    one given and the port after the previous class's. ``None``: the command's own environment.
+    """
+    # deferred: `aipool` imports every command at start; settings load pydantic-settings
+    from aipool.settings import settings
+
+    s = settings()
+    if not s.prometheus_multiproc_dir:
+        return None, ""
+    port = s.metrics_port + index
+    env = {
+        **os.environ,
+        "PROMETHEUS_MULTIPROC_DIR": str(s.prometheus_multiproc_dir / name),
+        "AIPOOL_METRICS_PORT": str(port),
+    }
+    return env, f"; metrics on :{port}/metrics"
+
+
 def _start_again(
     console: Console,
     name: str,
@@ -142,6 +173,7 @@ def _start_again(
     watch: LogNews,
     argv: list[str],
     budgets: dict[str, RestartBudget],
+    env: dict[str, str] | None = None,
 ) -> bool:
     """Start the dead worker ``name`` again if its budget allows, saying so on the terminal and
     in its log; False (said too) when it has used its restarts."""
@@ -168,7 +200,7 @@ def _start_again(
     watch.read()  # past the line just written, and what the dead worker left
     watch.last_error = ""
     watch.outage = False
-    children[name] = Child(name, argv, log_path=watch.path)
+    children[name] = Child(name, argv, log_path=watch.path, env=env)
     return True
 
 

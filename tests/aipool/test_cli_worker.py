@@ -285,3 +285,69 @@ def test_aipool_worker_stopped_while_its_redis_is_down_leaves_no_worker_behind(t
         for pid in processes_marked(env[MARK]):  # what a failure left, not the next test's load
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def _free_ports_in_a_row(count: int) -> int:
+    """The first of ``count`` consecutive loopback ports nothing listens on."""
+    import socket
+
+    for base in range(20_000, 60_000, 97):
+        try:
+            held = [socket.create_server(("127.0.0.1", base + i)) for i in range(count)]
+        except OSError:
+            continue
+        for sock in held:
+            sock.close()
+        return base
+    raise AssertionError("no free ports in a row")
+
+
+def test_aipool_worker_gives_each_class_its_own_metrics_directory_and_port(tmp_path) -> None:
+    import sys
+
+    import httpx
+
+    from aipool.children import Child
+    from aipool.lanes import WORKER_CLASSES
+    from tests.support.cli import MARK, fresh_env, processes_marked
+    from tests.support.services import RedisServer
+    from tests.support.waiting import eventually
+
+    # Given `aipool worker` with metrics on: one directory and one port, as compose gives a
+    # container (every class once emptied the same directory and all but one lost the port)
+    server = RedisServer().start()
+    base = _free_ports_in_a_row(len(WORKER_CLASSES))
+    env = fresh_env(
+        tmp_path / "runtime",
+        REDIS_URL=server.url,
+        DATABASE_URL="postgresql+psycopg://postgres@127.0.0.1:1/none",
+        PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "metrics"),
+        AIPOOL_METRICS_PORT=str(base),
+    )
+    screen = tmp_path / "screen.txt"
+    argv = [str(Path(sys.executable).parent / "aipool"), "worker", "--log-dir", str(tmp_path)]
+    command = Child("aipool worker", argv, env=env, log_path=screen, cwd=tmp_path)
+    ports = {name: base + index for index, name in enumerate(WORKER_CLASSES)}
+
+    def serving(port: int) -> bool:
+        try:
+            return httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    try:
+        # When every class has started
+        eventually(lambda: _every_class_logged(tmp_path, " ready."), 120, "every class ready")
+        # Then each serves its own port and keeps its samples in a directory of its own, and
+        # the terminal says which port is whose
+        eventually(lambda: all(serving(p) for p in ports.values()), 30, "every port served")
+        text = screen.read_text()
+        for name, port in ports.items():
+            assert f"{name}: " in text and f"metrics on :{port}/metrics" in text
+            assert (tmp_path / "metrics" / name).is_dir()
+            # and its own log says so too (the line was logged before logging was set up)
+            assert f"metrics on :{port}/metrics" in (tmp_path / f"{name}.log").read_text()
+    finally:
+        command.stop(grace_s=30)
+        server.stop()
+    assert processes_marked(env[MARK]) == []
