@@ -104,7 +104,7 @@ def run_workers(
         try:
             for index, (name, (queues, processes)) in enumerate(WORKER_CLASSES.items()):
                 log_path = log_dir / f"{name}.log"
-                watch = LogNews(name, log_path)
+                watch = LogNews(name, log_path, password=broker_has_password())
                 watch.skip_existing()
                 news[name] = watch
                 argvs[name] = worker_argv(name, queues, processes, loglevel)
@@ -140,6 +140,21 @@ def run_workers(
             deadline = time.monotonic() + STOP_GRACE_S
             for child in children.values():
                 child.stop(grace_s=max(0.1, deadline - time.monotonic()))
+
+
+def broker_has_password() -> bool:
+    """Whether the workers' broker URL carries a password (what the terminal may say of it)."""
+    from urllib.parse import urlsplit
+
+    # deferred: `aipool` imports every command at start; these load pydantic-settings
+    from aipool.redis.url import celery_url
+    from aipool.settings import settings
+
+    url = settings().celery_broker_url or celery_url()
+    try:
+        return bool(urlsplit(url).password)
+    except ValueError:
+        return True  # unreadable: keep whatever is masked masked
 
 
 def class_metrics(name: str, index: int) -> tuple[dict[str, str] | None, str]:

@@ -39,6 +39,9 @@ class LogNews:
     #: Whether the worker is between "cannot connect" (or "lost") and "connected".
     outage: bool = False
     last_error: str = ""
+    #: Whether the broker's URL carries a password. kombu masks one in every URL it logs, and
+    #: masks nothing as the same ``:**@`` (``[REDACTED]`` once scrubbed) when there is none.
+    password: bool = True
     _partial: str = field(default="", repr=False)
 
     def skip_existing(self) -> None:
@@ -82,7 +85,7 @@ class LogNews:
             if self.outage:
                 return None
             self.outage = True
-            return f"cannot reach the broker at {_url(cannot['url'])}: {cannot['why']}; retrying"
+            return f"cannot reach the broker at {_url(cannot['url'], self.password)}: {cannot['why']}; retrying"
         if _LOST.search(line):
             if self.outage:
                 return None
@@ -93,7 +96,7 @@ class LogNews:
             if not self.outage:
                 return None
             self.outage = False
-            return f"connected again to {_url(connected['url'])}"
+            return f"connected again to {_url(connected['url'], self.password)}"
         if _FATAL.search(line):
             return _message(line)
         return None
@@ -111,8 +114,12 @@ def _message(line: str) -> str:
     return re.sub(r"^\[[^\]]*\]\s*", "", line)
 
 
-def _url(logged: str) -> str:
+def _url(logged: str, password: bool = True) -> str:
     # The pool's Redis channel logs as "workers.edge.transport:RedisTransport://...": say redis
     # (sentinel for its Sentinel transport).
     logged = re.sub(r"^[\w.]+:SentinelTransport://", "sentinel://", logged)
-    return re.sub(r"^[\w.]+:RedisTransport://", "redis://", logged).rstrip(".:")
+    logged = re.sub(r"^[\w.]+:RedisTransport://", "redis://", logged).rstrip(".:")
+    if not password:
+        # No password to hide: kombu's mask of nothing would suggest one is set.
+        logged = re.sub(r"://:(?:\*\*|\[REDACTED\])@", "://", logged, count=1)
+    return logged

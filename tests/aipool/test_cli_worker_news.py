@@ -107,3 +107,17 @@ def test_a_sentinel_broker_is_said_in_the_pools_spelling(tmp_path) -> None:
         "connecting to 127.0.0.1:40869. Connection refused; retrying",
         "routing: connected again to sentinel://:[REDACTED]@127.0.0.1:54617/0",
     ]
+
+
+def test_a_broker_url_without_a_password_is_said_without_a_mask(tmp_path) -> None:
+    # Given the broker's URL carries no password (kombu still logs ":**@", scrubbed to
+    # "[REDACTED]", which read as if one were set)
+    news, path = _log(tmp_path)
+    news.password = False
+    _append(path, ORDINARY + CANNOT)
+    assert news.read() == [
+        "routing: cannot reach the broker at redis://127.0.0.1:6999/0: Error 111 "
+        "connecting to 127.0.0.1:6999. Connection refused; retrying"
+    ]
+    _append(path, CONNECTED)
+    assert news.read() == ["routing: connected again to redis://127.0.0.1:6998/0"]
