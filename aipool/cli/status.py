@@ -84,6 +84,23 @@ def status(
         _print_services(snapshot, chosen(lang))
     else:
         _print_tables(snapshot, chosen(lang))
+    if snapshot.ledger_error is not None:
+        # What Redis holds was shown; the ledger's part was not: a failure, said on stderr too.
+        say_ledger_unreachable(snapshot, chosen(lang))
+        raise typer.Exit(1)
+
+
+def say_ledger_unreachable(snap: Snapshot, lang: str) -> None:
+    """One line on stderr: the ledger could not be read, so today's usage and the budget are
+    unknown (not zero)."""
+    from rich.console import Console
+
+    from aipool.views.pool_location import describe_database
+
+    line = words(lang)["ledger_unreachable"].format(
+        where=describe_database(snap.ledger), why=snap.ledger_error
+    )
+    Console(stderr=True, soft_wrap=True).print(f"aipool: {line}", highlight=False, markup=False)
 
 
 def _print_tables(snap: Snapshot, lang: str) -> None:
@@ -93,7 +110,9 @@ def _print_tables(snap: Snapshot, lang: str) -> None:
     say_where(out, snap.redis, snap.ledger, lang)
     render_replication(snap.replication, out, lang=lang)
     render_status(snap.providers, out, lang=lang)
-    if snap.today is None:
+    if snap.ledger_error is not None:
+        out.print(f"[red]{w['ledger_unknown']}[/]", highlight=False, soft_wrap=True)
+    elif snap.today is None:
         out.print(w["no_ledger"], highlight=False)
     else:
         title = f"{w['today']} {snap.today[0]} ({pool_zone()})"
@@ -115,7 +134,9 @@ def _print_services(snap: Snapshot, lang: str) -> None:
 
     out = console()
     say_where(out, snap.redis, snap.ledger, lang)
-    if snap.services is None:
+    if snap.ledger_error is not None:
+        out.print(f"[red]{words(lang)['ledger_unknown']}[/]", highlight=False, soft_wrap=True)
+    elif snap.services is None:
         out.print(words(lang)["no_ledger"], highlight=False)
     else:
         title = f"{words(lang)['today']} {snap.services.day} ({pool_zone()})"

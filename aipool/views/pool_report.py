@@ -63,6 +63,9 @@ class Snapshot:
     consumers: dict[str, int] | None = None
     #: The master and its replicas' lag, on Sentinel or when the master has replicas; else None.
     replication: Replication | None = None
+    #: Why the ledger could not be read (its database down): ``today``, ``budget`` and
+    #: ``services`` are unknown, not empty; Redis's part (breakers, quotas, queues) still holds.
+    ledger_error: str | None = None
 
     def unserved(self) -> list[str]:
         """The pool's lanes that hold messages and that no running worker consumes."""
@@ -100,6 +103,7 @@ class Snapshot:
             "pending_records": self.pending,
             "services": None if self.services is None else self.services.to_json(),
             "replication": None if self.replication is None else self.replication.to_json(),
+            "ledger_error": self.ledger_error,
         }
 
 
@@ -169,10 +173,17 @@ def read_snapshot(
     today: tuple[str, list[ProviderSummary]] | None = None
     budget: MonthBudget | None = None
     services: ServicesReport | None = None
+    from sqlalchemy.exc import OperationalError
+
+    ledger_error: str | None = None
     try:
         ledger = engine(ledger_url)
     except PoolUnavailable:
         ledger = None
+    except OperationalError as exc:
+        # The database is down or unreachable: an on-call reader still needs the breakers,
+        # quotas and queues Redis holds, and to know what could not be read.
+        ledger, ledger_error = None, _said(exc)
     if ledger is not None:
         try:
             day = local_day(moment, zone)
@@ -180,6 +191,9 @@ def read_snapshot(
             month_cost = budget_usage(ledger, moment, zone).month_cost
             budget = MonthBudget(day.strftime("%Y-%m"), month_cost, settings().monthly_budget_usd)
             services = _services(ledger, day, zone)
+        except OperationalError as exc:
+            today, budget, services = None, None, None
+            ledger_error = _said(exc)
         finally:
             ledger.dispose()
     return Snapshot(
@@ -194,7 +208,13 @@ def read_snapshot(
         queue_ages=_oldest_ages(list(depths)),
         consumers=_consumers(app),
         replication=read_replication(redis_client),
+        ledger_error=ledger_error,
     )
+
+
+def _said(exc: Any) -> str:
+    """A database error in one line, in its driver's words."""
+    return " ".join(str(exc.orig or exc).split())[:300]
 
 
 def _services(ledger: Any, day: Any, zone: Any) -> ServicesReport:

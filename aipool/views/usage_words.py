@@ -51,6 +51,10 @@ WORDS: dict[str, dict[str, str]] = {
         "quota_monthly_tokens": "quota: monthly tokens",
         "unlimited": "unlimited",
         "no_ledger": "no ledger yet: nothing recorded today",
+        "ledger_unknown": "ledger unreachable: today's usage, cost and the month's budget are "
+        "unknown (not zero)",
+        "ledger_unreachable": "cannot read the ledger at {where}: {why}; what Redis holds "
+        "(breakers, quotas, queues) is current, the usage and budget are not shown",
         "budget": "Budget {month}: ${cost} of ${budget} ({percent}%)",
         "pending": "{n} usage record(s) wait in Redis to be drained into the ledger "
         "(beat's aipool.drain_ledger runs every 5 s); they are not counted above.",
@@ -92,6 +96,9 @@ WORDS: dict[str, dict[str, str]] = {
         "quota_monthly_tokens": "配額：每月 tokens",
         "unlimited": "不限",
         "no_ledger": "尚無帳本：今日沒有紀錄",
+        "ledger_unknown": "無法連線帳本：今日用量、成本與本月預算未知（不是零）",
+        "ledger_unreachable": "無法讀取帳本 {where}：{why}；Redis 中的斷路器、配額與佇列為目前狀態，"
+        "用量與預算未顯示",
         "budget": "{month} 預算：已用 ${cost}，月預算 ${budget}（{percent}%）",
         "pending": "Redis 中仍有 {n} 筆用量紀錄等待寫入帳本（beat 的 aipool.drain_ledger "
         "每 5 秒執行一次）；上表未計入。",

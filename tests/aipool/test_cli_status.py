@@ -373,3 +373,29 @@ def test_status_on_one_redis_without_replicas_says_nothing_of_replication(tmp_pa
     printed = run_aipool(["status", "--json"], env, tmp_path)
     assert printed.returncode == 0, printed.stderr
     assert json.loads(printed.stdout)["replication"] is None
+
+
+def test_status_with_its_ledger_down_still_shows_what_redis_holds(tmp_path):
+    import json
+
+    # Given a pool whose ledger's database does not answer (nothing listens on its port)
+    env = _status_env(tmp_path)
+    env["DATABASE_URL"] = "postgresql+psycopg://postgres:s3cr3t@127.0.0.1:1/none"
+    # When status runs
+    done = run_aipool(["status", "--lang", "en"], env, tmp_path)
+    # Then the breakers, quotas and queues Redis holds are shown, the day's usage and budget are
+    # said to be unknown rather than zero, and it exits 1 with one line on stderr naming the
+    # ledger (it printed only that line, so on-call lost the breakers in a database outage)
+    assert done.returncode == 1
+    assert "Breakers and quotas" in done.stdout and "│ gemini " in done.stdout
+    assert "Queue" in done.stdout
+    assert "are unknown (not zero)" in " ".join(done.stdout.split())
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("aipool: cannot read the ledger at postgresql+psycopg://postgres")
+    assert "s3cr3t" not in done.stdout + done.stderr and "Traceback" not in done.stderr
+    # And status --json says so in a field of its own, with no day and no budget
+    printed = run_aipool(["status", "--json"], env, tmp_path)
+    body = json.loads(printed.stdout)
+    assert printed.returncode == 1
+    assert body["ledger_error"] and body["today"] is None and body["budget"] is None
+    assert set(body["providers"]) >= {"ollama", "gemini", "claude", "nemotron"}
