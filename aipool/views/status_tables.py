@@ -68,7 +68,8 @@ def summary_table(summaries: Sequence[ProviderSummary], *, lang: str, title: str
     for s in summaries:
         table.add_row(*summary_cells(s, lang))
     if not summaries:
-        table.add_row(words(lang)["none"], *("0" for _ in summary_headers(lang)[1:]))
+        # A period without a hop: nothing counted, and no latency to show (not a 0 ms one).
+        table.add_row(*summary_cells(ProviderSummary(words(lang)["none"]), lang))
     return table
 
 

@@ -31,3 +31,14 @@ def test_a_paused_provider_shows_its_pause_beside_its_closed_breaker() -> None:
 def test_a_pause_that_ended_is_not_shown() -> None:
     assert "pause" not in _shown(_report(NOW - 1), "en")
     assert "pause" not in _shown(_report(None), "en")
+
+
+def test_a_period_without_a_hop_shows_no_latency_rather_than_zero_ms() -> None:
+    from aipool.views.status_tables import summary_table
+
+    console = Console(record=True, width=200)
+    console.print(summary_table([], lang="en", title="2027-03-01"))
+    (row,) = [line for line in console.export_text().splitlines() if line.startswith("│ none")]
+    cells = [cell.strip() for cell in row.strip("│").split("│")]
+    # p50 and p95 are unknown, not 0 ms (as a provider's row without calls says them)
+    assert cells[-2:] == ["-", "-"] and cells[1] == "0"
