@@ -5,13 +5,14 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from aipool.breaker.listeners import Listener, notify
 from aipool.breaker.state import BreakerState, BreakerTransition, Permit
 from aipool.breaker.storage import BreakerStore, Outcome, acquired
 from aipool.errors import CircuitOpen
+from aipool.periods import pool_zone
 from aipool.settings import settings
 from aipool.settings.provider_limits import BreakerSettings, ProviderLimits
 
@@ -222,7 +223,9 @@ class Breaker:
         """Why a call was refused, and when the breaker next admits one."""
         if retry_at is None:
             return f"{self.provider} circuit {state.value}"
-        when = datetime.fromtimestamp(retry_at, UTC).isoformat(timespec="seconds")
+        # In the pool's zone, as a quota's refusal says when room returns: one result's attempts
+        # read in one zone.
+        when = datetime.fromtimestamp(retry_at, pool_zone()).isoformat(timespec="seconds")
         wait = max(0.0, retry_at - now)
         if state is BreakerState.HALF_OPEN:
             return (

@@ -77,6 +77,13 @@ def test_open_refuses_and_says_when_it_retries(client, clock):
     # Then it is refused with the time it retries, and the peek agrees
     assert "retries at" in str(refused.value)
     assert "in 1.0 s" in str(refused.value)
+    # in the pool's zone, as a quota's refusal says when room returns (it said UTC)
+    from datetime import datetime
+
+    from aipool.periods import pool_zone
+
+    offset = datetime.now(pool_zone()).isoformat()[-6:]
+    assert f"{offset} (in 1.0 s)" in str(refused.value)
     assert breaker.is_open() is True
 
 
