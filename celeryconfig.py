@@ -86,6 +86,10 @@ def transport_options(url: str) -> dict[str, Any]:
 
 broker_transport_options = transport_options(broker_url)
 result_backend_transport_options = {
+    # Each result write's own reconnection, a deadline (kombu's retry_over_time reads ``timeout``
+    # as one): 5 s, tried again by the retries below. A producer waiting for a result does not
+    # use it: the pool's backend (workers/result_backend.py, aipool/redis/results.py) waits out an
+    # outage as long as those retries take, without holding ``get`` past its own timeout.
     "retry_policy": {"timeout": _settings.redis_socket_timeout_s},
     **(sentinel_transport_options() if is_sentinel(result_backend) else {}),
 }

@@ -29,6 +29,7 @@ from aipool.attempt.result_write import ResultWrite, written_already
 from aipool.ledger.outbox import OUTBOX
 from aipool.ledger.record import UsageRecord
 from aipool.redis.lua import LuaScripts
+from aipool.redis.results import WaitsOutOutages
 from aipool.redis.sentinel import pool_place
 from workers.runtime import shared_redis, usage_log
 
@@ -151,11 +152,13 @@ def finish_writer(task: Any) -> FinishWriter:
     return FinishWriter(task)
 
 
-class RedisBackend(OneWriteResults):
-    """The pool's result backend on one Redis server (``redis://``, ``rediss://``)."""
+# The producer side's ResultConsumer is replaced on purpose (mypy: incompatible definitions).
+class RedisBackend(WaitsOutOutages, OneWriteResults):  # type: ignore[misc]
+    """The pool's result backend on one Redis server (``redis://``, ``rediss://``); a producer
+    waiting on it rides out a Redis outage (:mod:`aipool.redis.results`)."""
 
 
-class SentinelBackend(OneWriteResults, celery_redis.SentinelBackend):
+class SentinelBackend(WaitsOutOutages, OneWriteResults, celery_redis.SentinelBackend):  # type: ignore[misc]
     """The pool's result backend on the master a set of sentinels names (``sentinel://``)."""
 
 

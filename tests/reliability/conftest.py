@@ -70,8 +70,8 @@ def producer() -> Iterator[Callable[..., Producer]]:
     """Build producers on a given Redis URL; each is closed afterwards."""
     made: list[Producer] = []
 
-    def make(redis_url: str, master: str | None = None) -> Producer:
-        built = Producer(redis_url, master)
+    def make(redis_url: str, master: str | None = None, *, pools_backend: bool = False) -> Producer:
+        built = Producer(redis_url, master, pools_backend=pools_backend)
         made.append(built)
         return built
 

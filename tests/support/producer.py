@@ -49,10 +49,18 @@ class Producer:
     Celery producer gives it to kombu and Celery as their ``master_name`` transport option.
     """
 
-    def __init__(self, redis_url: str, master: str | None = None) -> None:
+    def __init__(
+        self, redis_url: str, master: str | None = None, *, pools_backend: bool = False
+    ) -> None:
         self.app = Celery("aipool-test-producer", set_as_current=False)
         self.app.config_from_object("celeryconfig")
         self.app.conf.update(broker_url=redis_url, result_backend=redis_url)
+        if pools_backend:
+            # A Python service sending through the pool's app (``workers.app``, as
+            # ``tasks.client`` does) reads results through the pool's result backend.
+            from workers.result_backend import install
+
+            install(self.app)
         if master is not None:
             conf = self.app.conf
             conf.update(
