@@ -29,6 +29,7 @@ from aipool.budget import (
     notify_breaker_closed,
     notify_breaker_opened,
     notify_model_missing,
+    reconcile_breaker_alerts,
     report_notification,
     run_budget_checks,
 )
@@ -142,8 +143,12 @@ def rollup_last_month() -> dict[str, Any]:
 @on_the_pools_clock("aipool.budget_checks")
 def budget_checks() -> list[dict[str, Any]]:
     """Evaluate the budget rules and send what is news (nothing when ``AIPOOL_ALERTS=prometheus``:
-    Prometheus alerts on the same figures, exported by this worker)."""
-    return [asdict(s) for s in run_budget_checks(default_engine())]
+    Prometheus alerts on the same figures, exported by this worker); then resolve the breaker
+    alerts whose outage the breakers no longer hold (Redis lost their state, a closing's message
+    was lost)."""
+    engine = default_engine()
+    sent = run_budget_checks(engine) + reconcile_breaker_alerts(_redis(), engine=engine)
+    return [asdict(s) for s in sent]
 
 
 @shared_task(name="aipool.daily_budget_report", **ROUTINE)
@@ -190,14 +195,17 @@ def restore_quota_counters() -> dict[str, Any]:
 
 
 @shared_task(name="aipool.breaker_transition", ignore_result=True)
-def breaker_transition(provider: str, old: str, new: str) -> None:
+def breaker_transition(provider: str, old: str, new: str, tripped_at: float | None = None) -> None:
     """Alert on a breaker opening and report its recovery once (sent by the breaker listener);
-    nothing when ``AIPOOL_ALERTS=prometheus``, where Prometheus alerts on the breaker state."""
+    nothing when ``AIPOOL_ALERTS=prometheus``, where Prometheus alerts on the breaker state.
+
+    ``tripped_at`` names the outage (``BreakerTransition.tripped_at``): one alert per outage,
+    resolved by that outage's end only. Messages of earlier releases carry three arguments."""
 
     if new == "open" and old != "open":
-        notify_breaker_opened(provider)
+        notify_breaker_opened(provider, tripped_at=tripped_at)
     elif new == "closed" and old != "closed":
-        notify_breaker_closed(provider)
+        notify_breaker_closed(provider, tripped_at=tripped_at)
 
 
 @shared_task(name="aipool.model_missing", ignore_result=True)

@@ -66,8 +66,12 @@ def alert_on_transition(event: BreakerTransition) -> None:
     """Hand a breaker transition to the maintenance queue, where alerts are sent and recorded.
 
     The worker that caused the transition must not wait on Slack or SMTP, so it only enqueues.
+    The outage's ``tripped_at`` goes along: the alert of one outage is known by it.
     """
-    _to_maintenance("aipool.breaker_transition", [event.provider, str(event.old), str(event.new)])
+    _to_maintenance(
+        "aipool.breaker_transition",
+        [event.provider, str(event.old), str(event.new), event.tripped_at],
+    )
 
 
 #: How long a worker process waits before asking again to alert on the same missing model: the

@@ -48,7 +48,8 @@
 --           and answers 'clock'
 --   ARGV[15 ..] the op's own arguments (below)
 -- Every reply starts {kind, now, events}: events is JSON, the breaker transitions this op caused
--- ([[from, to, consecutive failures]]), each seen by exactly one caller in the pool.
+-- ([[from, to, consecutive failures]], and when the outage began for record.lua's: its
+-- tripped_at), each seen by exactly one caller in the pool.
 
 local op = ARGV[1]
 local now
@@ -545,7 +546,7 @@ if op == 'finish' then
   local k = own.k
   local b = record({k[1], k[2]}, {verdict, NOW, f[6] or '0', f[7] or '', own.b[4], pause})
   if b[3] ~= '' then
-    events[#events + 1] = {b[3], b[2], b[4]}
+    events[#events + 1] = {b[3], b[2], b[4], b[5]}
   end
   redis.call('ZREM', LEASES, REC)
   local late = state == 'abandoned'

@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 from aipool.attempt.result_write import ResultWrite
+from aipool.breaker.storage import tripped_time
 from aipool.contract.route import Hop
 from aipool.contract.vocabulary import Outcome, outcome_named
 from aipool.periods import Period
@@ -163,7 +164,14 @@ class Stale:
     now: float
 
 
-Transition = tuple[str, str, int]
+#: A breaker transition an op caused: (from, to, consecutive failures, when its outage began,
+#: see ``BreakerTransition.tripped_at``).
+Transition = tuple[str, str, int, float | None]
+
+
+def _transition(raw: Sequence[Any]) -> Transition:
+    old, new, failures, *tripped = raw
+    return str(old), str(new), int(failures), tripped_time(tripped[0] if tripped else None)
 
 
 def _detail(raw: Any) -> tuple[str, ...]:
@@ -195,7 +203,7 @@ def read_reply(raw: Sequence[Any]) -> tuple[Any, list[Transition]]:
     """The reply of any op, and the breaker transitions it reports."""
     kind, now_text, events_text, *rest = (text(v) if isinstance(v, bytes) else v for v in raw)
     now = float(now_text)
-    events = [(str(a), str(b), int(c)) for a, b, c in json.loads(events_text)]
+    events = [_transition(event) for event in json.loads(events_text)]
     reply: Any
     if kind == "call":
         generation, trial, limit_s, lease = rest

@@ -477,9 +477,9 @@ class AttemptBook:
                 written = True
                 continue
             if provider is not None:
-                for old, new, failures in events:
+                for old, new, failures, tripped_at in events:
                     self.breakers[provider].transitioned(
-                        BreakerState(old), BreakerState(new), failures, reply.now
+                        BreakerState(old), BreakerState(new), failures, reply.now, tripped_at
                     )
             # Only a call to make is stopped: a skip, a kept answer or a busy lease calls no one.
             if behind is not None and isinstance(reply, Call):

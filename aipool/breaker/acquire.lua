@@ -1,6 +1,6 @@
 -- Admit one call through a provider's breaker, atomically for the whole pool.
 --
--- KEYS[1]  state hash: state, gen, failures, opened_at, changed_at
+-- KEYS[1]  state hash: state, gen, failures, opened_at, changed_at, tripped_at (record.lua)
 -- KEYS[2]  trial slots: sorted set, slot token -> time the slot was taken
 -- ARGV[1]  now (epoch seconds, the caller's clock)
 -- ARGV[2]  recovery_timeout (seconds)

@@ -80,14 +80,21 @@ class Breaker:
             s.failure_threshold,
         ]
 
-    def transitioned(self, old: BreakerState, new: BreakerState, failures: int, at: float) -> None:
+    def transitioned(
+        self,
+        old: BreakerState,
+        new: BreakerState,
+        failures: int,
+        at: float,
+        tripped_at: float | None = None,
+    ) -> None:
         """Deliver one transition a script caused (and told only its caller) to the listeners."""
         reason = _REASONS.get((old, new), f"{old.value} to {new.value}")
         if new is BreakerState.OPEN and old is BreakerState.CLOSED:
             reason = f"{failures} consecutive failures"
         elif (old, new) == (BreakerState.OPEN, BreakerState.HALF_OPEN):
             reason = "recovery timeout passed"
-        self._emit(old, new, at, reason)
+        self._emit(old, new, at, reason, tripped_at)
 
     def acquire(self) -> Permit:
         """Admit one call or raise ``CircuitOpen`` saying when the breaker next admits one."""
@@ -213,11 +220,18 @@ class Breaker:
                 and result.transitioned_from is BreakerState.CLOSED
             ):
                 reason = f"{result.consecutive_failures} consecutive failures"
-            self._emit(result.transitioned_from, result.state, now, reason)
+            self._emit(result.transitioned_from, result.state, now, reason, result.tripped_at)
         return result.counted
 
-    def _emit(self, old: BreakerState, new: BreakerState, at: float, reason: str) -> None:
-        notify(self.listeners, BreakerTransition(self.provider, old, new, at, reason))
+    def _emit(
+        self,
+        old: BreakerState,
+        new: BreakerState,
+        at: float,
+        reason: str,
+        tripped_at: float | None = None,
+    ) -> None:
+        notify(self.listeners, BreakerTransition(self.provider, old, new, at, reason, tripped_at))
 
     def refusal(self, state: BreakerState, retry_at: float | None, now: float) -> str:
         """Why a call was refused, and when the breaker next admits one."""

@@ -12,7 +12,11 @@
 --          for the whole pool (``paused_until``, read by refusing.lua), whatever the outcome: a
 --          pause is the provider's word, never a failure counted against it.
 --
--- Returns {counted (0|1), state_after, transitioned_from, consecutive_failures}.
+-- Returns {counted (0|1), state_after, transitioned_from, consecutive_failures, tripped_at}.
+-- tripped_at is '' unless this call moved the state: then it names the outage the transition
+-- belongs to, the time of the CLOSED -> OPEN that began it (kept through half-open trials and
+-- reopenings, so an opening, its reopenings and its closing all carry the same one; '' when the
+-- state was written before the field existed). Alerts key their episodes by it (aipool.budget).
 -- Every transition bumps the generation, so a failure from an earlier episode (a call admitted
 -- before the breaker opened, a trial whose round already ended) never moves the state again; a
 -- success while CLOSED always resets the count of consecutive failures.
@@ -51,8 +55,8 @@ if state == 'closed' then
   failures = failures + 1
   if failures >= tonumber(ARGV[5]) then
     redis.call('HSET', KEYS[1], 'state', 'open', 'gen', gen + 1, 'failures', failures,
-      'opened_at', ARGV[2], 'changed_at', ARGV[2])
-    return {1, 'open', 'closed', failures}
+      'opened_at', ARGV[2], 'changed_at', ARGV[2], 'tripped_at', ARGV[2])
+    return {1, 'open', 'closed', failures, ARGV[2]}
   end
   redis.call('HSET', KEYS[1], 'failures', failures)
   return {1, state, '', failures}
@@ -60,15 +64,16 @@ end
 
 if state == 'half_open' then
   redis.call('DEL', KEYS[2])
+  local tripped = redis.call('HGET', KEYS[1], 'tripped_at') or ''
   if outcome == 'success' then
     redis.call('HSET', KEYS[1], 'state', 'closed', 'gen', gen + 1, 'failures', 0,
       'changed_at', ARGV[2])
-    return {1, 'closed', 'half_open', 0}
+    return {1, 'closed', 'half_open', 0, tripped}
   end
   failures = failures + 1
   redis.call('HSET', KEYS[1], 'state', 'open', 'gen', gen + 1, 'failures', failures,
     'opened_at', ARGV[2], 'changed_at', ARGV[2])
-  return {1, 'open', 'half_open', failures}
+  return {1, 'open', 'half_open', failures, tripped}
 end
 
 -- OPEN: no permit of the current generation exists, so nothing to count.

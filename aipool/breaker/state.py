@@ -46,3 +46,8 @@ class BreakerTransition:
     new: BreakerState
     at: float
     reason: str
+    #: When the outage this transition belongs to began: the time its CLOSED -> OPEN was stored
+    #: at, carried by that opening, its reopenings and its closing alike, so the alert of one
+    #: outage is known by it (``aipool.budget``). ``None`` for the half-open step, which no alert
+    #: follows, and for a state stored before the breaker kept it.
+    tripped_at: float | None = None

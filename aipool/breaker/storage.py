@@ -1,7 +1,8 @@
 """Where a provider's breaker lives: two Redis keys, changed only by the Lua scripts.
 
-``aipool:breaker:{provider}:state`` is a hash (state, gen, failures, opened_at, changed_at, and
-paused_until while a rate-limited provider's declared retry delay lasts);
+``aipool:breaker:{provider}:state`` is a hash (state, gen, failures, opened_at, changed_at,
+tripped_at: when the current or last outage began, and paused_until while a rate-limited
+provider's declared retry delay lasts);
 ``aipool:breaker:{provider}:trials`` is a sorted set of the half-open trial slots in use, scored by
 when each was taken. Every transition runs inside one script, so the whole pool sees one order of
 events; reads for dispatch and reports are plain commands that never change anything.
@@ -38,6 +39,8 @@ class Outcome:
     state: BreakerState
     transitioned_from: BreakerState | None
     consecutive_failures: int
+    #: With a transition: when the outage it belongs to began (see ``record.lua``), if known.
+    tripped_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -73,13 +76,20 @@ def acquired(reply: list[Any]) -> Acquired:
 
 def recorded(reply: list[Any]) -> Outcome:
     """Read ``record.lua``'s reply."""
-    counted, state, moved, failures = reply
+    counted, state, moved, failures, *tripped = reply
     return Outcome(
         counted=int(counted) == 1,
         state=BreakerState(text(state)),
         transitioned_from=_state(moved),
         consecutive_failures=int(failures),
+        tripped_at=tripped_time(tripped[0] if tripped else None),
     )
+
+
+def tripped_time(value: Any) -> float | None:
+    """A ``tripped_at`` as a script answered it (``''`` or absent: not known)."""
+    raw = text(value) if value is not None else ""
+    return float(raw) if raw else None
 
 
 class BreakerStore:
@@ -130,6 +140,13 @@ class BreakerStore:
         """The stored state, when it last opened and until when the provider is paused, in one
         command."""
         return opened(self.redis.hmget(self.state_key, ["state", "opened_at", "paused_until"]))
+
+    def peek_outage(self) -> tuple[BreakerState, float | None]:
+        """The stored state and when its current or last outage began (``tripped_at``), if the
+        breaker holds it, in one command."""
+        state, tripped_at = self.redis.hmget(self.state_key, ["state", "tripped_at"])
+        current = _state(state) if state is not None else None
+        return current or BreakerState.CLOSED, tripped_time(tripped_at)
 
     def peek_open_at(self) -> tuple[BreakerState, float | None, float | None, float]:
         """:meth:`peek_open` and Redis's time (epoch seconds), in one round trip."""

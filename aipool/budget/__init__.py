@@ -2,7 +2,9 @@
 
 ``run_budget_checks()`` (a beat task every 5 minutes) evaluates the rules against the ledger and
 sends each alert once per (rule, provider, threshold, period); ``notify_breaker_opened()`` is the
-breaker listener's entry point, ``notify_model_missing()`` a worker's that met a missing model; ``build_report()``/``render_report()`` make the daily report.
+breaker listener's entry point, ``reconcile_breaker_alerts()`` (with the budget checks) resolves the
+breaker alerts whose outage the breakers no longer hold, ``notify_model_missing()`` a worker's that
+met a missing model; ``build_report()``/``render_report()`` make the daily report.
 """
 
 from aipool.budget.checks import (
@@ -10,6 +12,7 @@ from aipool.budget.checks import (
     notify_breaker_closed,
     notify_breaker_opened,
     notify_model_missing,
+    reconcile_breaker_alerts,
     run_budget_checks,
 )
 from aipool.budget.report import build_report, render_report, report_notification
@@ -20,6 +23,7 @@ __all__ = [
     "notify_breaker_closed",
     "notify_breaker_opened",
     "notify_model_missing",
+    "reconcile_breaker_alerts",
     "render_report",
     "report_notification",
     "run_budget_checks",

@@ -25,10 +25,14 @@ from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, tzinfo
 from decimal import Decimal
 from functools import cache
+from typing import Any
 
+from redis.exceptions import RedisError
 from sqlalchemy import Engine
 
 import aipool.budget.rules as rules
+from aipool.breaker.state import BreakerState
+from aipool.breaker.storage import BreakerStore
 from aipool.budget.alert_names import alert_name
 from aipool.budget.events import (
     SUPERSEDED,
@@ -39,7 +43,7 @@ from aipool.budget.events import (
     record_once,
     set_channels,
 )
-from aipool.budget.messages import describe, describe_period_end
+from aipool.budget.messages import describe, describe_forgotten, describe_period_end
 from aipool.budget.owners import owner_notifiers
 from aipool.budget.rules import Condition
 from aipool.budget.sender import pool_sends_alerts
@@ -229,13 +233,26 @@ def _resolve_ended(
     now: datetime,
     lang: str | None,
 ) -> Sent | None:
+    text = describe_period_end(episode.summary, episode.rule, episode.period, lang)
+    return _resolve(engine, episode, text, notifiers, now, ended)
+
+
+def _resolve(
+    engine: Engine,
+    episode: OpenEpisode,
+    text: tuple[str, str],
+    notifiers: Sequence[Notifier],
+    now: datetime,
+    ended: datetime,
+) -> Sent | None:
+    """Journal and send the end of ``episode`` (once), saying ``text``; ``ended``: its ``endsAt``."""
     return _send(
         engine,
         episode.condition(),
         "resolved",
         episode.period,
         episode.episode,
-        describe_period_end(episode.summary, episode.rule, episode.period, lang),
+        text,
         notifiers,
         now,
         starts_at=episode.fired_at,
@@ -295,9 +312,39 @@ def _service_conditions(engine: Engine, today: date, zone: tzinfo, month: str) -
     return conditions
 
 
+#: How a breaker alert's journal ``period`` names the outage it is about: the moment the breaker
+#: tripped (CLOSED -> OPEN), in UTC to the microsecond, as the breaker stored it (``tripped_at``).
+BREAKER_EPISODE = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+def breaker_episode(tripped_at: float) -> str:
+    """The journal's ``period`` of the breaker alert for the outage that began at ``tripped_at``.
+
+    Why the moment the breaker tripped, and not its generation or "whatever episode is open": the
+    breaker keeps its state in Redis, which may lose it (a restart without persistence, a
+    FLUSHALL). The generation starts over at 0 then, so it would name an earlier outage again; and
+    "the open episode" is the one the pool no longer remembers, which silenced the next real
+    outage and was resolved by its end. ``tripped_at`` is written once per outage by the script
+    that trips the breaker (on Redis's clock, the pool's one time), kept unchanged through the
+    half-open trials and reopenings, and handed to every transition of that outage, so each
+    message about it, from any process, names the same episode, and no other outage can.
+    """
+    return datetime.fromtimestamp(tripped_at, UTC).strftime(BREAKER_EPISODE)
+
+
+def _tripped(period: str) -> datetime | None:
+    """When the outage a breaker alert's ``period`` names began; ``None`` for an alert journaled
+    before breaker alerts were named by it (their period was the local minute they fired)."""
+    try:
+        return datetime.strptime(period, BREAKER_EPISODE).replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
 def _breaker(
     provider: str,
     is_open: bool,
+    tripped_at: float | None,
     engine: Engine | None,
     notifiers: Sequence[Notifier] | None,
     now: datetime | None,
@@ -307,18 +354,127 @@ def _breaker(
     try:
         if not pool_sends_alerts():
             return []  # Prometheus alerts on the breaker state (AIPOOL_ALERTS=prometheus)
-        return apply_conditions(
-            engine or default_engine(),
-            [rules.breaker_condition(provider, is_open, **facts)],
-            notifiers_from_env() if notifiers is None else notifiers,
-            now or datetime.now(UTC),
-            zone=pool_zone(),
-            lang=lang,
+        engine = engine or default_engine()
+        notifiers = notifiers_from_env() if notifiers is None else notifiers
+        now = now or datetime.now(UTC)
+        condition = rules.breaker_condition(provider, is_open, **facts)
+        sent: list[Sent] = []
+        # Without tripped_at (a message from a worker of an earlier release, or a breaker state
+        # stored before the breaker kept it): one episode at a time, as those releases did.
+        if tripped_at is not None:
+            condition = replace(condition, period=breaker_episode(tripped_at))
+            if is_open:
+                before = _outage_began(engine, condition, notifiers, now, lang)
+                if before is None:
+                    return []
+                sent = before
+        return sent + apply_conditions(
+            engine, [condition], notifiers, now, zone=pool_zone(), lang=lang
         )
     except Exception:
         # Called from the breaker's listener inside a worker: an alerting problem must never
         # fail the call that tripped the breaker.
         log.exception("breaker alert for %s not journaled", provider)
+        return []
+
+
+def _outage_began(
+    engine: Engine,
+    c: Condition,
+    notifiers: Sequence[Notifier],
+    now: datetime,
+    lang: str | None,
+) -> list[Sent] | None:
+    """Before the outage ``c.period`` names fires: ``None`` when it must not (it paged already,
+    or a later outage of the provider is open and this message is late), else the resolutions
+    of the provider's open breaker alerts about other outages, sent now.
+
+    An outage fires at most once, ever: a redelivered message, a reopening after a failed trial
+    and a message that arrives after the outage's end all find it journaled. Another outage's
+    alert still open means that outage is over (a breaker trips only from CLOSED): its closing
+    message is late, or never comes because the breaker lost its state (Redis restarted empty or
+    was flushed, so it came back closed without a transition). That alert ends here, with a
+    message saying so, and this outage pages on its own. Which of the two is the later is told
+    by their ``tripped_at``, both stamped on Redis's clock by the scripts that tripped them.
+    """
+    assert c.period is not None
+    if next_episode(engine, c, c.period) != 1:
+        return None
+    began = _tripped(c.period)
+    assert began is not None
+    others = [
+        e
+        for e in open_episodes(engine, (c.rule,))
+        if (e.service, e.provider, e.threshold) == (c.service, c.provider, c.threshold)
+        and e.period != c.period
+    ]
+    if any((at := _tripped(e.period)) is not None and at > began for e in others):
+        log.warning("breaker %s: an alert for a later outage is open; %s not sent", c.provider, c)
+        return None
+    sent = []
+    for stale in others:
+        result = _resolve(
+            engine, stale, describe_forgotten(stale.summary, True, lang), notifiers, now, now
+        )
+        if result is not None:
+            sent.append(result)
+    return sent
+
+
+def reconcile_breaker_alerts(
+    client: Any,
+    *,
+    engine: Engine | None = None,
+    notifiers: Sequence[Notifier] | None = None,
+    now: datetime | None = None,
+    lang: str | None = None,
+) -> list[Sent]:
+    """Resolve every breaker alert whose outage its breaker (on ``client``, the pool's Redis) no
+    longer holds; never raises. Beat runs it with the budget checks.
+
+    An outage ends with its breaker's closing, which resolves its alert; but a breaker that lost
+    its state (Redis restarted empty, or was flushed) comes back closed without a transition, and
+    a closing whose message was lost says nothing either. The breaker itself says which: its
+    stored ``tripped_at`` is still the alert's outage while that outage goes on (left alone) or
+    after it closed (resolved, as its closing would); anything else (none, another outage) means
+    the breaker no longer holds this one (resolved, saying so). The journal is read before the
+    breaker, so an alert read open was fired for an outage the breaker had already stored.
+    Alerts journaled before breaker alerts were named by their outage are left to their closing.
+    """
+    try:
+        if not pool_sends_alerts():
+            return []
+        engine = engine or default_engine()
+        episodes = [
+            (e, began)
+            for e in open_episodes(engine, ("breaker_open",))
+            if (began := _tripped(e.period)) is not None
+        ]
+        if not episodes:
+            return []
+        notifiers = notifiers_from_env() if notifiers is None else notifiers
+        now = now or datetime.now(UTC)
+        sent = []
+        for episode, began in episodes:
+            state, tripped_at = BreakerStore(client, episode.provider).peek_outage()
+            if tripped_at is not None and breaker_episode(tripped_at) == episode.period:
+                if state is not BreakerState.CLOSED:
+                    continue  # the outage goes on
+                text = describe(episode.condition(), "resolved", lang)
+            else:
+                reopened = (
+                    tripped_at is not None and datetime.fromtimestamp(tripped_at, UTC) > began
+                )
+                text = describe_forgotten(episode.summary, reopened, lang)
+            result = _resolve(engine, episode, text, notifiers, now, now)
+            if result is not None:
+                sent.append(result)
+        return sent
+    except RedisError as exc:
+        log.warning("breaker alerts not reconciled: Redis answered %s", type(exc).__name__)
+        return []
+    except Exception:
+        log.exception("breaker alerts not reconciled with the breakers")
         return []
 
 
@@ -357,26 +513,35 @@ def notify_breaker_opened(
     provider: str,
     *,
     failures: int | None = None,
+    tripped_at: float | None = None,
     engine: Engine | None = None,
     notifiers: Sequence[Notifier] | None = None,
     now: datetime | None = None,
     lang: str | None = None,
 ) -> list[Sent]:
-    """Alert (critical) that ``provider``'s breaker opened; once per opening, never raises.
+    """Alert (critical) that ``provider``'s breaker opened; once per outage, never raises.
 
-    Further calls while the same opening is unresolved send nothing.
+    ``tripped_at`` names the outage (:func:`breaker_episode`): a call about an outage that was
+    alerted already (a reopening, a redelivered message) sends nothing, one about a new outage
+    ends the alert of an outage the breaker lost (Redis restarted empty) and fires. Without it
+    (a message from an earlier release), a call while any opening is unresolved sends nothing.
     """
     facts: dict[str, object] = {"failures": failures} if failures else {}
-    return _breaker(provider, True, engine, notifiers, now, lang, facts)
+    return _breaker(provider, True, tripped_at, engine, notifiers, now, lang, facts)
 
 
 def notify_breaker_closed(
     provider: str,
     *,
+    tripped_at: float | None = None,
     engine: Engine | None = None,
     notifiers: Sequence[Notifier] | None = None,
     now: datetime | None = None,
     lang: str | None = None,
 ) -> list[Sent]:
-    """Report once that ``provider``'s open breaker closed again; never raises."""
-    return _breaker(provider, False, engine, notifiers, now, lang, {})
+    """Report once that ``provider``'s open breaker closed again; never raises.
+
+    ``tripped_at`` names the outage that ended: only its alert is resolved (a late message never
+    ends a later outage's). Without it, the provider's latest unresolved opening is.
+    """
+    return _breaker(provider, False, tripped_at, engine, notifiers, now, lang, {})

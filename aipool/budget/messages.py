@@ -162,6 +162,31 @@ def describe(condition: Condition, state: str, lang: str | None = None) -> tuple
     return summary, description
 
 
+def describe_forgotten(
+    fired_summary: str, reopened: bool, lang: str | None = None
+) -> tuple[str, str]:
+    """``(summary, description)`` of a breaker alert resolved without its breaker's closing: the
+    breaker opened again since (``reopened``: a new outage, alerted on its own), or it no longer
+    holds this outage at all (Redis restarted empty, or was flushed)."""
+    if alert_lang(lang) == "zh-TW":
+        why = (
+            "熔斷器此後已再次開啟（新的故障另行告警），此次故障已結束；若未見恢復紀錄，表示 Redis 重啟或清空而遺失了熔斷器狀態"
+            if reopened
+            else "熔斷器的狀態已遺失（Redis 重啟或清空），無法再回報此次故障的結束，此告警在此結束；若供應商仍失敗，熔斷器會再次開啟並另行告警"
+        )
+        return f"已恢復：{fired_summary}", why
+    why = (
+        "The breaker has opened again since (a new outage, alerted on its own), so this one is "
+        "over; if no recovery was logged, the pool lost the breaker's state (Redis restarted "
+        "empty or was flushed)"
+        if reopened
+        else "The pool lost this breaker's state (Redis restarted empty or was flushed): it cannot "
+        "report this outage's end, so the alert ends here; if the provider still fails, its "
+        "breaker opens again and pages anew"
+    )
+    return f"Resolved: {fired_summary}", why
+
+
 def describe_period_end(
     fired_summary: str, rule: str, period: str, lang: str | None = None
 ) -> tuple[str, str]:

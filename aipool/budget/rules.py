@@ -19,8 +19,9 @@
 
 Calendar rules are keyed by their local day or month, so a new period starts fresh; an alert of
 a calendar rule ends, with one "resolved" message, when its period ends (:func:`period_end`) or
-when it stops holding before that. The episode rule (breaker) has no calendar: an episode starts
-when the condition first holds and ends, with one "resolved" message, when it stops holding. The Prometheus rules in ``k8s/monitoring`` use the
+when it stops holding before that. The episode rule (breaker) has no calendar: an episode is one
+outage of the breaker, from its opening to its closing, with one "firing" and one "resolved"
+message, and its ``period`` names the outage by when it began (``checks.breaker_episode``). The Prometheus rules in ``k8s/monitoring`` use the
 same thresholds (``tests/deploy`` checks that they agree).
 """
 

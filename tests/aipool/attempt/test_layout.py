@@ -18,7 +18,7 @@ SAMPLES = {
     "busy": ["1.5", "[]", "61.5"],
     "ended": [
         "1.5",
-        '[["closed","open",3]]',
+        '[["closed","open",3,"1.500000"],["open","half_open",3]]',
         "failed",
         "timeout",
         '["timeout: x"]',
@@ -44,7 +44,7 @@ def test_every_reply_kind_the_script_gives_is_read() -> None:
         reply, events = read_reply([kind.encode(), *rest])
         assert reply is not None
     ended, events = read_reply([b"ended", *SAMPLES["ended"]])
-    assert events == [("closed", "open", 3)]
+    assert events == [("closed", "open", 3, 1.5), ("open", "half_open", 3, None)]
     assert ended.decision.next == "static"
     assert ended.decision.passed[0].provider == "claude"
 

@@ -337,17 +337,19 @@ def test_a_quota_refusal_frees_the_half_open_trial_slot(pool: SimulatedPool) -> 
 
 def test_every_reply_names_the_breaker_transition_it_caused_once(pool: SimulatedPool) -> None:
     # Given a listener on Gemini's breaker and as many failures in a row as open it
-    seen: list[tuple[str, str]] = []
+    seen: list[tuple[str, str, float | None]] = []
     worker = pool.worker()
     breaker = worker.breakers["gemini"]
-    breaker.listeners = (lambda t: seen.append((t.old.value, t.new.value)),)
+    breaker.listeners = (lambda t: seen.append((t.old.value, t.new.value, t.tripped_at)),)
     threshold = breaker.settings.failure_threshold
     for i in range(threshold):
         h = header(journey_id=f"journey-{i}")
         failed(worker, h, 0, begin(worker, h, owner=f"o{i}"), f"o{i}")
-    # Then the opening was heard once
-    assert seen == [("closed", "open")]
-    assert breaker.snapshot()["consecutive_failures"] == threshold
+    # Then the opening was heard once, naming the outage by when it began (on Redis's clock,
+    # the time the breaker stored): its alert is known by it
+    snapshot = breaker.snapshot()
+    assert seen == [("closed", "open", snapshot["opened_at"])]
+    assert snapshot["consecutive_failures"] == threshold
 
 
 #: A chain starting at a free, unlimited provider: a request without a deadline may be sent

@@ -244,6 +244,39 @@ def test_each_transition_is_one_event(client, clock):
     assert events[2].reason == "trial call succeeded"
 
 
+def test_every_transition_of_one_outage_names_when_it_began_and_a_lost_state_a_new_one(
+    client, clock
+):
+    # Given a breaker with a listener, opened, reopened by a failed trial, then closed
+    events: list[BreakerTransition] = []
+    breaker = make(client, clock, events)
+    began = clock.now
+    open_breaker(breaker)
+    clock.advance(SETTINGS.recovery_timeout)
+    breaker.record_failure(breaker.acquire())
+    clock.advance(SETTINGS.recovery_timeout)
+    breaker.record_success(breaker.acquire())
+    # Then the opening, the reopening and the closing all name the outage by when it began
+    assert [
+        (e.old, e.new, e.tripped_at) for e in events if e.new is not BreakerState.HALF_OPEN
+    ] == [
+        (BreakerState.CLOSED, BreakerState.OPEN, began),
+        (BreakerState.HALF_OPEN, BreakerState.OPEN, began),
+        (BreakerState.HALF_OPEN, BreakerState.CLOSED, began),
+    ]
+    # When Redis loses the breaker's state while it is open, and it opens again
+    clock.advance(10)
+    open_breaker(breaker)
+    client.delete("aipool:breaker:gemini:state", "aipool:breaker:gemini:trials")
+    clock.advance(10)
+    events.clear()
+    open_breaker(breaker)
+    # Then that opening is another outage
+    assert [(e.old, e.new, e.tripped_at) for e in events] == [
+        (BreakerState.CLOSED, BreakerState.OPEN, clock.now)
+    ]
+
+
 def test_a_failing_listener_fails_neither_the_call_nor_the_others(client, clock, caplog):
     # Given a listener that raises, before one that records
     seen: list[BreakerTransition] = []
