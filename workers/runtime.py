@@ -53,24 +53,33 @@ def send_alerts_through(app: Celery) -> None:
     _maintenance_app = app
 
 
-def _to_maintenance(task: str, args: list[Any]) -> None:
+def _to_maintenance(task: str, args: list[Any], headers: dict[str, Any] | None = None) -> None:
     if _maintenance_app is None:
         # Only a process that runs hops without the pool's app (a benchmark in one process) gets
         # here; a worker always has it, since it was started with -A workers.app.
         log.warning("%s not sent: this process has no pool app (workers.app)", task)
         return
-    _maintenance_app.send_task(task, args=args, queue="maintenance")
+    _maintenance_app.send_task(task, args=args, queue="maintenance", headers=headers)
+
+
+#: The message header a breaker transition names its outage in (``BreakerTransition.tripped_at``).
+TRIPPED_AT_HEADER = "aipool_tripped_at"
 
 
 def alert_on_transition(event: BreakerTransition) -> None:
     """Hand a breaker transition to the maintenance queue, where alerts are sent and recorded.
 
     The worker that caused the transition must not wait on Slack or SMTP, so it only enqueues.
-    The outage's ``tripped_at`` goes along: the alert of one outage is known by it.
+    The outage's ``tripped_at`` goes along in a header, not as a fourth argument: a maintenance
+    worker of the earlier release, which takes three, still serves the message during a rolling
+    upgrade (docs/operations.md, Upgrading with zero lost tasks), and the alert of one outage is
+    known by it where the header is read.
     """
+    headers = None if event.tripped_at is None else {TRIPPED_AT_HEADER: event.tripped_at}
     _to_maintenance(
         "aipool.breaker_transition",
-        [event.provider, str(event.old), str(event.new), event.tripped_at],
+        [event.provider, str(event.old), str(event.new)],
+        headers=headers,
     )
 
 

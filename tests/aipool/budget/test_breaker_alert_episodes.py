@@ -25,6 +25,7 @@ from aipool.notify import Notification
 from aipool.settings.provider_limits import BreakerSettings
 from tasks.maintenance import breaker_transition
 from tests.support.guards import Clock, real_redis
+from workers.runtime import TRIPPED_AT_HEADER
 
 __all__ = ["real_redis"]
 
@@ -52,17 +53,22 @@ class MaintenanceQueue:
     ``aipool.breaker_transition`` when the test says so."""
 
     def __init__(self) -> None:
-        self.messages: list[list[Any]] = []
+        self.messages: list[tuple[list[Any], dict[str, Any] | None]] = []
 
-    def send_task(self, name: str, args: list[Any], queue: str) -> None:
+    def send_task(
+        self, name: str, args: list[Any], queue: str, headers: dict[str, Any] | None = None
+    ) -> None:
         assert (name, queue) == ("aipool.breaker_transition", "maintenance")
-        self.messages.append(args)
+        # Three arguments, as the maintenance worker of the earlier release takes them; the
+        # outage rides in a header
+        assert len(args) == 3
+        self.messages.append((args, headers))
 
-    def deliver(self, *messages: list[Any]) -> None:
-        for args in messages:
-            breaker_transition(*args)
+    def deliver(self, *messages: tuple[list[Any], dict[str, Any] | None]) -> None:
+        for args, headers in messages:
+            breaker_transition.apply(args=args, headers=headers, throw=True)
 
-    def deliver_all(self) -> list[list[Any]]:
+    def deliver_all(self) -> list[tuple[list[Any], dict[str, Any] | None]]:
         taken, self.messages = self.messages, []
         self.deliver(*taken)
         return taken
@@ -169,11 +175,12 @@ def test_given_one_outage_when_it_reopens_and_its_messages_come_twice_then_one_p
     messages = queue.deliver_all()
     queue.deliver(*messages)
     # Then: its opening, reopening and closing all name the outage (half-open steps alert not)
-    alerting = [m for m in messages if m[2] != "half_open"]
-    assert [m[1:] for m in alerting] == [
-        ["closed", "open", began],
-        ["half_open", "open", began],
-        ["half_open", "closed", began],
+    alerting = [(args[1:], headers) for args, headers in messages if args[2] != "half_open"]
+    named = {TRIPPED_AT_HEADER: began}
+    assert alerting == [
+        (["closed", "open"], named),
+        (["half_open", "open"], named),
+        (["half_open", "closed"], named),
     ]
     # And the outage paged once and ended once
     assert sink.statuses() == [("firing", _period(began)), ("resolved", _period(began))]
@@ -189,7 +196,9 @@ def test_given_an_earlier_outages_messages_late_when_delivered_then_the_later_on
     clock.advance(60)
     second = clock.now
     _fail(breaker, 3)
-    opened_first, closed_first, opened_second = [m for m in queue.messages if m[2] != "half_open"]
+    opened_first, closed_first, opened_second = [
+        m for m in queue.messages if m[0][2] != "half_open"
+    ]
     queue.messages = []
     # When: the later opening is delivered first, then the earlier outage's messages
     queue.deliver(opened_second, opened_first, closed_first)
@@ -206,9 +215,11 @@ def test_given_a_message_of_an_earlier_release_when_delivered_then_one_episode_a
     wired: tuple[Breaker, Clock, MaintenanceQueue, Sink],
 ) -> None:
     _, _, queue, sink = wired
-    # Given: three-argument messages, as workers of the earlier release send them
-    queue.deliver(["ollama", "closed", "open"], ["ollama", "half_open", "open"])
-    queue.deliver(["ollama", "half_open", "closed"], ["ollama", "half_open", "closed"])
+    # Given: messages without the outage's header, as workers of the earlier release send them
+    queue.deliver((["ollama", "closed", "open"], None), (["ollama", "half_open", "open"], None))
+    queue.deliver(
+        (["ollama", "half_open", "closed"], None), (["ollama", "half_open", "closed"], None)
+    )
     # Then: one firing, one resolution, as before
     assert [status for status, _ in sink.statuses()] == ["firing", "resolved"]
 
