@@ -84,7 +84,8 @@ def test_given_a_call_whose_worker_died_when_the_sweep_runs_then_it_is_booked_at
 ) -> None:
     # Given: a Gemini call begun 10 minutes ago whose worker died (its lease is long over)
     engine, client = wired
-    pool = SimulatedPool(client, now=time.time() - 600)
+    began = time.time() - 600
+    pool = SimulatedPool(client, now=began)
     book = pool.worker()
     h = header(tokens=250)
     begin(book, h, owner="dead", bound=30.0)
@@ -102,6 +103,9 @@ def test_given_a_call_whose_worker_died_when_the_sweep_runs_then_it_is_booked_at
         250,
         True,
     )
+    # And the quota counts it on the day it began: read that day's counters (ten minutes ago is
+    # yesterday in the pool's zone in the first ten minutes after its midnight)
+    pool.time.now = began
     assert usage(book) == (1, 250)
 
 
