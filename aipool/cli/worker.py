@@ -100,11 +100,12 @@ def run_workers(
     argvs: dict[str, list[str]] = {}
     envs: dict[str, dict[str, str] | None] = {}
     budgets = {name: RestartBudget(max_restarts, restart_window) for name in WORKER_CLASSES}
+    password = broker_has_password()  # one broker for every class
     with signals_end_the_command():
         try:
             for index, (name, (queues, processes)) in enumerate(WORKER_CLASSES.items()):
                 log_path = log_dir / f"{name}.log"
-                watch = LogNews(name, log_path, password=broker_has_password())
+                watch = LogNews(name, log_path, password=password)
                 watch.skip_existing()
                 news[name] = watch
                 argvs[name] = worker_argv(name, queues, processes, loglevel)
