@@ -57,7 +57,7 @@ types:
 scan: install scan-install
 	$(BIN)/python -m tests.deploy.scan --scanners $(SCAN_VENV)/bin
 
-# The suite in three shards at once, each on its own Redis server and databases (.ci/pytest-shards):
+# The suite in four shards at once, each on its own Redis server and databases (.ci/pytest-shards):
 # most of it waits on real workers, Redis and PostgreSQL, and one process took 25 min here.
 pytest: services
 	PYTEST=$(BIN)/pytest .ci/pytest-shards
