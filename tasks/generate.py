@@ -14,6 +14,7 @@ from typing import Any
 from celery import Task, shared_task
 from celery.exceptions import Ignore, SoftTimeLimitExceeded, TimeLimitExceeded
 from celery.signals import task_postrun
+from celery.utils.time import maybe_iso8601, maybe_make_aware
 from celery.worker.state import task_ready
 from redis.exceptions import RedisError
 
@@ -36,11 +37,15 @@ from aipool.settings import settings
 from workers.edge.withholding import GENERATE, described
 from workers.messages import AnswerWithheldRequest
 from workers.result_backend import finish_writer
-from workers.runtime import cache_front, shared_redis
+from workers.runtime import cache_front, header_number, shared_redis
 
 log = logging.getLogger("aipool.tasks")
 
 TASK_NAME = GENERATE
+#: The header every message the pool sends on carries its producer's expiry in (epoch seconds),
+#: where the producer set Celery's ``expires`` (:func:`_forward`). An earlier release's worker
+#: ignores it, and calls that hop's provider however late (it revoked the message before).
+EXPIRES_AT_HEADER = "aipool_expires_at"
 #: Characters of an answer's repr the tracer hands the worker's parent when events do not show
 #: answers (one: the repr is an ellipsis, "{, ...}"); when they do, Celery's own default.
 ANSWER_REPR_WITHHELD = 1
@@ -193,8 +198,11 @@ def generate(
         parsed = parse_request(request)
         queue = (self.request.delivery_info or {}).get("routing_key")
         # An answer's finish writes the producer's result too, where the backend allows it.
+        expires = expires_at(self.request)
         with result_write.writing(finish_writer(self)):
-            step = _hop(request_id, parsed, journey_id(request_id, request), journey, queue)
+            step = _hop(
+                request_id, parsed, journey_id(request_id, request), journey, queue, expires
+            )
         # The hop has its outcome: writing it (the result, or the next hop's message) must not
         # be cut by a soft limit that arrives late (aipool/attempt/soft_limit.py: a hop that
         # made a call holds it already, from its finish on).
@@ -221,9 +229,15 @@ def generate(
 
 
 def _hop(
-    request_id: str, parsed: Request, name: str, journey: Any, queue: str | None
+    request_id: str,
+    parsed: Request,
+    name: str,
+    journey: Any,
+    queue: str | None,
+    expires: float | None = None,
 ) -> Done | Forward | Drop | Recheck:
     front = cache_front()
+    expired = front.runner.expired(expires)
     # The route is this worker's own: what a message says of it decides nothing. Remembered per
     # process for the same inputs, table and model (aipool.routing.recall): the same decision.
     route = own_route(parsed)
@@ -237,6 +251,7 @@ def _hop(
             route,
             answer_terminal=True,
             seen_at=lambda: _first_seen(queue, request_id),
+            expired=expired,
         )
     try:
         received = Journey.received(journey, name, route, queue)
@@ -247,8 +262,8 @@ def _hop(
     if received.hop.terminal:
         # A message positioned at the terminal answer: the route record (made when the pool first
         # saw the request) says whether every provider was passed over; a forged one is routed.
-        return front.runner.start(parsed, request_id, name, route)
-    return front.run(parsed, request_id, received)
+        return front.runner.start(parsed, request_id, name, route, expired=expired)
+    return front.run(parsed, request_id, received, expired=expired)
 
 
 def _first_seen(queue: str | None, request_id: str) -> float | None:
@@ -274,7 +289,10 @@ def _check_lane(parsed: Request, route: Route, queue: str | None) -> None:
 def _forward(task: Task[Any, Any], request: Any, step: Forward | Recheck) -> Any:
     """Same task id on the next queue: the producer's AsyncResult resolves to the last hop's
     result. The message keeps what its producer asked of it (priority, expiry), not its time
-    limits: the pool's settings own every hop's.
+    limits: the pool's settings own every hop's. The expiry rides in the pool's header
+    (:data:`EXPIRES_AT_HEADER`), not as Celery's ``expires``: a worker revokes a message whose
+    ``expires`` has passed, and a request the pool had begun then ended in ``TaskRevokedError``
+    (its calls perhaps paid for) instead of the chain's answer.
 
     A :class:`Recheck` goes back by name to the router, without a journey (an identical request
     is fetching its answer: it looks in the response cache again when it arrives).
@@ -294,7 +312,7 @@ def _forward(task: Task[Any, Any], request: Any, step: Forward | Recheck) -> Any
         queue=step.queue,
         routing_key=step.queue,
         kwargsrepr=describe(step) if isinstance(step, Forward) else WAITING_REPR,
-        headers=described(),
+        headers=_hop_headers(task.request),
         **options,
     )
     try:
@@ -309,6 +327,32 @@ def _forward(task: Task[Any, Any], request: Any, step: Forward | Recheck) -> Any
             f"the request could not be queued for {step.queue}",
             journey,
         )
+
+
+def _hop_headers(context: Any) -> dict[str, Any]:
+    """The headers of a message the pool sends on: described (:func:`describe`), and the
+    producer's expiry, if it set one."""
+    headers = described()
+    expires = expires_at(context)
+    if expires is not None:
+        headers[EXPIRES_AT_HEADER] = expires
+    return headers
+
+
+def expires_at(context: Any) -> float | None:
+    """When the request's messages expire (epoch seconds), or ``None``: the pool's header on a hop
+    after the first, Celery's ``expires`` (ISO 8601; naive is UTC) on the producer's own."""
+    carried = header_number(context, EXPIRES_AT_HEADER)
+    if carried is not None:
+        return carried
+    expires = getattr(context, "expires", None)
+    if not expires:
+        return None
+    try:
+        when = maybe_iso8601(expires)
+    except (TypeError, ValueError):
+        return None  # Celery's own request refuses such a message before the task runs
+    return None if when is None else maybe_make_aware(when).timestamp()
 
 
 # The soft limit is taken back once the task has ended, its result written.
@@ -330,14 +374,12 @@ def describe(step: Forward) -> str:
 
 
 def carried_options(context: Any) -> dict[str, Any]:
-    """The producer's message options a re-dispatch must keep (Celery's replace drops them)."""
+    """The producer's message options a re-dispatch must keep (Celery's replace drops them);
+    its expiry goes in a header (:func:`_hop_headers`)."""
     options: dict[str, Any] = {}
     priority = (getattr(context, "delivery_info", None) or {}).get("priority")
     if priority is not None:
         options["priority"] = priority
-    expires = getattr(context, "expires", None)
-    if expires:
-        options["expires"] = expires
     # Not its time limits: every hop runs under the pool's own (AnsweringRequest), so a
     # producer's limit cannot cut a provider's call short and be booked as the provider's fault.
     return options

@@ -42,7 +42,7 @@ from aipool.notify import dispatch, notifiers_from_env
 from aipool.periods import local_day, month_of, pool_zone
 from aipool.quota import quotas_for
 from aipool.routines import HEADER, may_run
-from workers.runtime import TRIPPED_AT_HEADER, attempt_book, shared_redis
+from workers.runtime import TRIPPED_AT_HEADER, attempt_book, header_number, shared_redis
 
 log = logging.getLogger(__name__)
 
@@ -203,22 +203,11 @@ def breaker_transition(self: Any, provider: str, old: str, new: str) -> None:
     (``workers.runtime.alert_on_transition``): one alert per outage, resolved by that outage's end
     only. Messages of earlier releases carry none, and are served as they were."""
 
-    tripped_at = _header(self.request, TRIPPED_AT_HEADER)
+    tripped_at = header_number(self.request, TRIPPED_AT_HEADER)
     if new == "open" and old != "open":
         notify_breaker_opened(provider, tripped_at=tripped_at)
     elif new == "closed" and old != "closed":
         notify_breaker_closed(provider, tripped_at=tripped_at)
-
-
-def _header(request: Any, name: str) -> float | None:
-    """A number a message carried in header ``name``: a worker's request has its headers as
-    attributes, an eagerly applied task under ``headers``; anything but a number is ignored."""
-    value = getattr(request, name, None)
-    if value is None:
-        value = (getattr(request, "headers", None) or {}).get(name)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
 
 
 @shared_task(name="aipool.model_missing", ignore_result=True)

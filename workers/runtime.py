@@ -66,6 +66,17 @@ def _to_maintenance(task: str, args: list[Any], headers: dict[str, Any] | None =
 TRIPPED_AT_HEADER = "aipool_tripped_at"
 
 
+def header_number(request: Any, name: str) -> float | None:
+    """A number a message carried in header ``name``: a worker's request has its headers as
+    attributes, an eagerly applied task under ``headers``; anything but a number is ignored."""
+    value = getattr(request, name, None)
+    if value is None:
+        value = (getattr(request, "headers", None) or {}).get(name)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
 def alert_on_transition(event: BreakerTransition) -> None:
     """Hand a breaker transition to the maintenance queue, where alerts are sent and recorded.
 

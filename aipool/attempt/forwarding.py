@@ -15,7 +15,7 @@ from aipool import lanes
 from aipool.attempt.event import AttemptEvent
 from aipool.attempt.layout import Decision, Ended, Passed
 from aipool.attempt.records import HopRecords
-from aipool.attempt.visit import Done, Forward, Visit
+from aipool.attempt.visit import DEADLINE, Done, Forward, Visit
 from aipool.backlog import QUEUE_WAIT
 from aipool.breaker import BreakerState
 from aipool.contract import result
@@ -151,7 +151,9 @@ class HopForwarding(HopRecords):
         """The message of a hop passed over, from the script's code and details."""
         provider = passed.provider
         detail = passed.detail
-        if passed.code == "deadline":
+        if passed.code == DEADLINE and (visit.expired or visit.request.deadline_s is None):
+            return "the request's message expired before this hop (its producer's expires)"
+        if passed.code == DEADLINE:
             return f"deadline of {visit.request.deadline_s:g}s passed"
         if passed.code in _MONEY_SKIPS:
             return _MONEY_SKIPS[passed.code].format(provider=provider, what=" ".join(detail))

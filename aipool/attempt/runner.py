@@ -128,8 +128,10 @@ class HopRunner(HopCall):
         *,
         answer_terminal: bool = True,
         seen_at: float | None = None,
+        expired: bool = False,
     ) -> Done | Forward:
-        """A new request: pick the first hop of ``route`` that can take it.
+        """A new request: pick the first hop of ``route`` that can take it (none, when its
+        message has ``expired``: :class:`Visit`).
 
         ``seen_at``: when the pool first saw the request waiting (Redis's time, from the lane's
         stamps), if before now: its deadline counts from then.
@@ -139,7 +141,7 @@ class HopRunner(HopCall):
         then the request is forwarded to the ``router`` queue positioned at its terminal hop.
         """
         journey = Journey(id=journey_id, route=route, received_at=seen_at)
-        visit = Visit(request, request_id, journey, self.pricing)
+        visit = Visit(request, request_id, journey, self.pricing, expired=expired)
         self._pass_over_long_waits(visit, range(len(route.chain)))
         try:
             routed = asked_again(lambda: self.book.route(visit.header, visit.skips))
@@ -161,6 +163,7 @@ class HopRunner(HopCall):
         *,
         answer_terminal: bool = False,
         seen_at: Callable[[], float | None] | None = None,
+        expired: bool = False,
     ) -> Done | Forward:
         """The first hop of a new request: where a producer (or the router queue's worker) sends
         it.
@@ -190,7 +193,13 @@ class HopRunner(HopCall):
             and not first.terminal
             and self.book.quotas[first.provider].limits.unlimited
         ):
-            visit = Visit(request, request_id, Journey(id=journey_id, route=route), self.pricing)
+            visit = Visit(
+                request,
+                request_id,
+                Journey(id=journey_id, route=route),
+                self.pricing,
+                expired=expired,
+            )
             if (
                 0 not in visit.skips
                 and visit.header.costs[0] == 0
@@ -208,6 +217,7 @@ class HopRunner(HopCall):
             route,
             answer_terminal=answer_terminal,
             seen_at=seen_at() if seen_at is not None else None,
+            expired=expired,
         )
 
     def reused(self, request_id: str, journey_id: str) -> Done | None:
@@ -228,15 +238,29 @@ class HopRunner(HopCall):
             )
         )
 
+    def expired(self, at: float | None) -> bool:
+        """Whether a message's expiry ``at`` (epoch seconds) has passed, on the pool's clock: a
+        fresh process asks Redis its time first, as its host clock may be far off (issue #42)."""
+        if at is None:
+            return False
+        try:
+            self.book.tell_clock()
+        except RedisError:
+            log.debug("expiry read on this host's clock: Redis did not tell the time")
+        return self.now() >= at
+
     def _looks_closed(self, provider: str) -> bool:
         try:
             return self.book.breakers[provider].looks_closed(LOOK_FRESH_S, self.book.clock.told)
         except RedisError:
             return False  # the pool routes it, and meets the outage there
 
-    def run(self, request: Request, request_id: str, journey: Journey) -> Done | Forward | Drop:
-        """Run the hop at ``journey.position`` (this worker serves its provider's queue)."""
-        visit = Visit(request, request_id, journey, self.pricing)
+    def run(
+        self, request: Request, request_id: str, journey: Journey, *, expired: bool = False
+    ) -> Done | Forward | Drop:
+        """Run the hop at ``journey.position`` (this worker serves its provider's queue); with
+        ``expired``, pass it and the hops after it over (:class:`Visit`)."""
+        visit = Visit(request, request_id, journey, self.pricing, expired=expired)
         position = journey.position
         hop = journey.hop
         if hop.terminal:

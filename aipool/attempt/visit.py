@@ -17,6 +17,7 @@ from aipool.attempt.layout import Header
 from aipool.attempt.money import micro
 from aipool.contract.journey import Journey
 from aipool.contract.request import Request
+from aipool.contract.vocabulary import Outcome
 from aipool.routing.router import routed_priority
 from aipool.routing.table import load_table
 from aipool.routing.windows import CONTEXT_TOO_LONG, fits
@@ -48,6 +49,9 @@ class Drop:
 
 
 Pricing = Callable[[str, str, int, int], Decimal]
+#: The outcome of a hop passed over because the request's time is spent: its deadline, or its
+#: message's expiry.
+DEADLINE: Outcome = "deadline"
 
 
 @dataclass
@@ -56,12 +60,17 @@ class Visit:
 
     ``skips``: the hops of its chain it can be known now never to fit (a prompt longer than the
     model's context window), by position, with the code they are passed over with.
+
+    ``expired``: the producer's message expiry (Celery's ``expires``) passed before this hop: no
+    provider is called for it any more (each is passed over as for a spent deadline), and the
+    chain's end answers, as the producer's ``AsyncResult`` always gets an answer.
     """
 
     request: Request
     request_id: str
     journey: Journey
     pricing: Pricing = field(default=lambda *_: Decimal(0))
+    expired: bool = False
     header: Header = field(init=False)
     skips: dict[int, str] = field(init=False)
     #: The hops passed over for their lane's wait: provider → (lane, how long its oldest waited).
@@ -75,6 +84,10 @@ class Visit:
             for position, hop in enumerate(chain)
             if not hop.terminal and not fits(self.request, hop, table)
         }
+        if self.expired:
+            for position, hop in enumerate(chain):
+                if not hop.terminal:
+                    self.skips.setdefault(position, DEADLINE)
         estimate = (self.request.estimated_input_tokens(), self.request.max_tokens)
         self.header = Header(
             journey_id=self.journey.id,

@@ -79,6 +79,7 @@ class CacheFront:
         answer_terminal: bool = False,
         seen_at: Callable[[], float | None] | None = None,
         claim: bool = True,
+        expired: bool = False,
     ) -> Done | Forward | Recheck:
         """:meth:`HopRunner.dispatch`, unless the cache answers ``request`` or an identical
         request is fetching its answer (see the module docstring). When the pool traces, this is
@@ -86,7 +87,8 @@ class CacheFront:
 
         ``claim``: whether the task id is claimed here first (:meth:`HopRunner.reused`); a
         producer that minted the id itself claims it once its message is sent
-        (:func:`tasks.client.send`)."""
+        (:func:`tasks.client.send`). ``expired``: the message's expiry passed (no provider is
+        called; an answer the cache holds is still given)."""
         decided = {
             "aipool.intent": route.intent,
             "aipool.complexity": route.complexity,
@@ -108,6 +110,7 @@ class CacheFront:
                 route,
                 answer_terminal=answer_terminal,
                 seen_at=seen_at,
+                expired=expired,
             )
             if made is not None:
                 made.set_attribute("aipool.step", type(step).__name__.lower())
@@ -122,6 +125,7 @@ class CacheFront:
         *,
         answer_terminal: bool,
         seen_at: Callable[[], float | None] | None,
+        expired: bool,
     ) -> Done | Forward | Recheck:
         admitted = cacheable(request, route)
         if admitted is None:
@@ -132,6 +136,7 @@ class CacheFront:
                 route,
                 answer_terminal=answer_terminal,
                 seen_at=seen_at,
+                expired=expired,
             )
         seen = seen_at() if seen_at is not None else None
         looked = self._store().lookup(admitted.key, journey_id)
@@ -140,7 +145,7 @@ class CacheFront:
         tracing.note("aipool.cache", found)
         if isinstance(looked, Hit):
             return self._hit(request, request_id, journey_id, route, looked.entry, seen)
-        if isinstance(looked, Wait):
+        if isinstance(looked, Wait) and not expired:
             delay = self._recheck_in(request, looked, seen)
             if delay is not None:
                 urgent = lanes.is_urgent(request, route.intent, routed_priority(request))
@@ -152,14 +157,17 @@ class CacheFront:
             route,
             answer_terminal=answer_terminal,
             seen_at=lambda: seen,
+            expired=expired,
         )
         if isinstance(step, Done):  # every provider passed over: nothing to keep
             self._settle(admitted, journey_id, step.result)
         return step
 
-    def run(self, request: Request, request_id: str, journey: Journey) -> Done | Forward | Drop:
+    def run(
+        self, request: Request, request_id: str, journey: Journey, *, expired: bool = False
+    ) -> Done | Forward | Drop:
         """:meth:`HopRunner.run`; an answer it gives is kept when the request is cacheable."""
-        step = self.runner.run(request, request_id, journey)
+        step = self.runner.run(request, request_id, journey, expired=expired)
         if isinstance(step, Done):
             admitted = cacheable(request, journey.route)
             if admitted is not None:

@@ -33,6 +33,7 @@ from typing import Any
 from celery.signals import before_task_publish, task_postrun, task_prerun
 
 from aipool.attempt.lifecycle import AttemptBook
+from tasks.generate import EXPIRES_AT_HEADER
 from workers import result_backend
 from workers.app import app
 
@@ -68,6 +69,7 @@ def _record_hop(task: Any = None, **_: Any) -> None:
         "queue": delivery.get("routing_key"),
         "priority": delivery.get("priority"),
         "expires": context.expires,
+        "expires_at": context.get(EXPIRES_AT_HEADER),
         "timelimit": list(context.timelimit or (None, None)),
         "kwargsrepr": context.get("kwargsrepr"),
     }

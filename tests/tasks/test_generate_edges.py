@@ -245,13 +245,39 @@ def test_redispatch_keeps_the_producers_options_and_shows_no_prompt(producer, he
     # producer's own message: the hops after it run under the pool's (issue #42)
     assert [h["queue"] for h in hops] == ["router", "ollama", "gemini"]
     assert all(h["priority"] == 7 for h in hops), hops
-    assert all(h["expires"] for h in hops), hops
+    assert hops[0]["expires"] and all(h["expires_at"] for h in hops[1:]), hops
     assert hops[0]["timelimit"] == [50, 40], hops
     assert all(h["timelimit"] == [120, 90] for h in hops[1:]), hops  # the pool's defaults
     # And no hop shows the prompt (Flower and task events read kwargsrepr): the producer's own
     # message is withheld at the worker's edge, the pool's describe the hop
     assert all(word not in hop["kwargsrepr"] for hop in hops)
     assert all("'provider'" in hop["kwargsrepr"] for hop in hops[1:])
+
+
+def test_a_request_whose_expiry_passes_mid_chain_gets_the_static_answer(producer, healthy) -> None:  # type: ignore[no-untyped-def]
+    app, client = producer
+    # Given Claude, the first hop of a critical request, hanging past its 2 s timeout
+    healthy.set_fault("claude", "hang")
+    # When the request is sent with a 1 s expiry: taken at once, then due at Ollama a second
+    # after it expired
+    answer = _send(app, kwargs={"request": CRITICAL}, expires=1).get(timeout=TIMEOUT)
+    # Then the producer gets the chain's static answer, not Celery's TaskRevokedError, and no
+    # provider was called after the expiry: each later hop says it was passed over for time
+    trail = [(a["provider"], a["outcome"]) for a in answer["attempts"]]
+    assert answer["status"] == "fallback", answer
+    assert trail == [
+        ("claude", "error"),
+        ("ollama", "deadline"),
+        ("gemini", "deadline"),
+        ("static", "fallback"),
+    ], trail
+    assert "expir" in answer["attempts"][1]["error"], answer["attempts"][1]
+    assert (healthy.calls("ollama"), healthy.calls("gemini")) == (0, 0)
+    # And the hops after the first carried the expiry as the pool's header, not Celery's
+    # ``expires``, which had the worker revoke the message unanswered
+    hops = _hops(client)
+    assert hops[0]["expires"] and not any(h["expires"] for h in hops[1:]), hops
+    assert all(h["expires_at"] for h in hops[1:]), hops
 
 
 def test_nothing_of_the_prompt_stays_in_redis_once_answered(producer, healthy) -> None:  # type: ignore[no-untyped-def]

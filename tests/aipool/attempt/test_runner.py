@@ -347,6 +347,42 @@ def test_a_request_whose_deadline_passed_in_a_queue_gets_the_chains_end(
     assert step.result["latency_ms"] >= 5000
 
 
+def test_a_hop_whose_message_expired_calls_nobody_and_answers_the_chains_end(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given a request whose message expired (its producer's ``expires``) before its first hop
+    ollama, gemini, events = Provider(), Provider(), []
+    runner = _runner(redis_client, {"ollama": ollama, "gemini": gemini}, events)
+    # When that hop runs
+    step = runner.run(
+        REQUEST, "req-1", Journey(route=ROUTE, position=0, id=JOURNEY_ID), expired=True
+    )
+    # Then no provider is called, and the producer gets the chain's end, each provider passed
+    # over for time with the reason
+    assert isinstance(step, Done)
+    assert step.result["status"] == "fallback", step.result
+    attempts = step.result["attempts"]
+    assert [a["outcome"] for a in attempts] == ["deadline", "deadline", "fallback"]
+    assert all("expired" in a["error"] for a in attempts[:2]), attempts
+    assert (ollama.calls, gemini.calls) == (0, 0)
+
+
+def test_an_expiry_is_read_on_the_pools_clock_not_a_fresh_process_host_clock(
+    redis_client: FlakyRedis,
+) -> None:
+    import time
+
+    from aipool.attempt.clock import RedisClock
+
+    # Given a fresh worker process whose host clock is 90 s ahead of the pool's (Redis's)
+    runner = _local_runner(redis_client)
+    runner.book.clock = RedisClock(local=lambda: time.time() + 90)
+    # Then a message expiring in 30 s has not expired, one a second ago has, and none without
+    assert not runner.expired(time.time() + 30)
+    assert runner.expired(time.time() - 1)
+    assert not runner.expired(None)
+
+
 def test_a_hop_whose_lane_waits_longer_than_the_deadline_leaves_is_passed_over(
     redis_client: FlakyRedis,
 ) -> None:
