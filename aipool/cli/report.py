@@ -55,6 +55,14 @@ def _day(value: str | None) -> str | None:
         raise typer.BadParameter(
             f"{value!r} is outside the days a report can read ({FIRST_DAY} to {LAST_DAY})"
         )
+    # A day to come has nothing recorded: its zeros would read as a quiet day (a mistyped year).
+    zone = pool_zone()
+    today = local_day(datetime.now(UTC), zone)
+    if day > today:
+        raise typer.BadParameter(
+            f"{value!r} has not begun: it is {today} in the pool's time zone ({zone}), "
+            "and nothing is recorded for a day to come"
+        )
     return value
 
 

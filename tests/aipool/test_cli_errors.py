@@ -31,6 +31,7 @@ def _one_line(err: str) -> str:
         (["report", "--day", "2026-13-01"], "'2026-13-01' is not a calendar day"),
         (["report", "--day", "9999-12-31"], "'9999-12-31' is outside the days a report can read"),
         (["report", "--day", "0001-01-01"], "'0001-01-01' is outside the days a report can read"),
+        (["report", "--day", "9999-11-30"], "'9999-11-30' has not begun: it is 20"),
         (["submit", "hi", "--timeout", "nan"], "must be more than 0 seconds, not nan"),
         (["submit", "hi", "--timeout", "inf"], "must be at most 86400 seconds (a day), not inf"),
         (["submit", "hi", "--timeout", "1e308"], "must be at most 86400 seconds"),
