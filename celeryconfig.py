@@ -93,8 +93,10 @@ result_backend_transport_options = {
     "retry_policy": {"timeout": _settings.redis_socket_timeout_s},
     **(sentinel_transport_options() if is_sentinel(result_backend) else {}),
 }
-# A hop that answered while Redis was restarting keeps trying to store its answer (about 40 s)
-# rather than failing the producer with a ConnectionError after the provider was paid.
+# A hop that answered while Redis was restarting keeps trying to store its answer rather than
+# failing the producer with a ConnectionError after the provider was paid: 41 tries, each
+# reconnecting for up to 5 s (above) and pausing up to 1 s, longer than the hard time limit (120 s)
+# that ends them first (aipool.redis.results.outage_window_s, where producers wait as long).
 result_backend_always_retry = True
 result_backend_max_retries = 40
 result_backend_base_sleep_between_retries_ms = 100
@@ -111,8 +113,8 @@ broker_connection_retry_on_startup = True
 # whether it lives (k8s/), and `aipool worker` relays the outage once.
 broker_connection_max_retries = None
 # A Redis that fails over (Sentinel) or restarts is away for seconds. A hop forwarding a request,
-# and a producer sending one, keep trying about as long as a result's write does (above: about
-# 40 s) instead of Celery's 0.6 s, after which the request would end in dispatch_failed.
+# and a producer sending one, keep trying for about 40 s (41 tries at most a second apart) instead
+# of Celery's 0.6 s, after which the request would end in dispatch_failed.
 task_publish_retry_policy = {
     "max_retries": 40,
     "interval_start": 0,

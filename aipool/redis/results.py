@@ -34,14 +34,27 @@ class ResultStoreLost(RuntimeError):
     may still be answered: another ``get`` once Redis is back reads the stored answer."""
 
 
+#: How long one try of a result write reconnects when its retry policy names no ``timeout``
+#: (Celery's Redis backend then retries 20 times, about a second apart).
+_POLICY_S = 20.0
+
+
 def outage_window_s(conf: Any) -> float:
-    """How long a producer waits for Redis to come back: as long as a worker keeps trying to store
-    an answer, at least (``result_backend_max_retries`` tries, each after a pause of up to
-    ``result_backend_max_sleep_between_retries_ms``: 40 × 1 s), so an answer stored at the
-    workers' last try still reaches a producer that is waiting for it."""
-    retries = conf.result_backend_max_retries
-    pause_ms = conf.result_backend_max_sleep_between_retries_ms
-    return float(retries) * float(pause_ms) / 1000.0
+    """How long a producer waits for Redis to come back: as long as a worker may still be trying
+    to store an answer, so an answer stored at the workers' last try reaches a producer waiting
+    for it. A write is tried ``result_backend_max_retries`` + 1 times; each try reconnects for up
+    to its retry policy's ``timeout`` (5 s, ``result_backend_transport_options``) and pauses up to
+    ``result_backend_max_sleep_between_retries_ms`` (1 s) before the next: measured against a
+    closed port, one try gave up after 5.0 s, four after 20.9 s, so 41 would take about 3.6 min.
+    The task's hard time limit (``task_time_limit``, 120 s) kills a hop still trying before that:
+    the window is the shorter of the two."""
+    tries = int(conf.result_backend_max_retries) + 1
+    pause_s = float(conf.result_backend_max_sleep_between_retries_ms) / 1000.0
+    policy = (conf.result_backend_transport_options or {}).get("retry_policy") or {}
+    reconnect_s = float(policy.get("timeout") or _POLICY_S)
+    span = tries * (reconnect_s + pause_s)
+    limit = conf.task_time_limit
+    return min(span, float(limit)) if limit else span
 
 
 class ResultConsumer(CeleryResultConsumer):  # type: ignore[misc]

@@ -4,8 +4,9 @@ The producer sends through the pool's app (``workers.app``, as ``tasks.client`` 
 result backend is the pool's (``workers/result_backend.py``). A producer that imports nothing of
 the pool has Celery's own, and its limits.
 
-The worker keeps trying to store an answer for about 40 s (``result_backend_max_retries``); a
-producer waiting in ``get`` waits as long, then reads it, instead of giving up after 5 s with
+A worker keeps trying to store an answer until its hard time limit (120 s; 41 tries of up to 6 s
+each would take longer: ``aipool.redis.results.outage_window_s``); a producer waiting in ``get``
+waits as long, then reads it, instead of giving up after 5 s with
 "Retry limit exceeded ... must be restarted" (the result backend's 5 s write policy, which Celery's
 result consumer also reconnected with). A wait never outlasts the caller's own timeout, and an
 outage longer than the window ends in a clear error after which the answer can still be read.
@@ -40,7 +41,7 @@ WORKER_ENV = {
 }
 #: The call in flight ends while Redis is down, so its answer waits on the worker's retries.
 SLOW_MS = 3000
-#: Longer than the 5 s the producer used to wait, well within the workers' 40 s.
+#: Longer than the 5 s the producer used to wait, well within the workers' 120 s.
 DOWN_S = 9.0
 
 
@@ -91,8 +92,9 @@ def test_a_wait_ends_at_its_timeout_and_a_longer_outage_in_a_clear_error_then_re
             waiting.get(timeout=3)
         # Then the wait ends at its own timeout, not at the end of the outage window
         assert time.monotonic() - began < 5
-        # And with a window of 3 s (3 tries 1 s apart), a wait without timeout ends in a clear error
-        send.app.conf.result_backend_max_retries = 3
+        # And with a window of 3 s (a worker's hard limit, which ends its tries to store an
+        # answer), a wait without timeout ends in a clear error
+        send.app.conf.task_time_limit = 3
         began = time.monotonic()
         with pytest.raises(ResultStoreLost, match="unreachable for more than 3 s"):
             waiting.get(timeout=30)
