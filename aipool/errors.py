@@ -29,6 +29,8 @@ Every failure the pool can meet is one of these, so deciding what to do next is 
     │       │                           the pool's key or account is refused, not the request
     │       ├── ProviderModelMissing    404 "model not found": the route's model is not there,
     │       │                           so every request fails the same way (the pool's fault)
+    │       ├── ProviderNotFound        any other 404 (a wrong base URL, a proxy's missing path):
+    │       │                           the pool's configuration, every request fails the same way
     │       └── ProviderBadResponse     an answer we cannot parse
     ├── HopSkipped              the hop was not attempted at all
     │   ├── CircuitOpen         the breaker refused the call
@@ -219,6 +221,15 @@ class ProviderModelMissing(ProviderFailure):
     code: FailureCode = "model_missing"
 
 
+class ProviderNotFound(ProviderFailure):
+    """The provider's URL answered 404 without naming a model: a wrong base URL, a proxy without
+    the pool's path, an API version the provider does not serve. No call of the pool names a
+    resource of its own request (no file, cache or response id), so every request fails the same
+    way: the pool's configuration, which counts against the provider so its breaker opens."""
+
+    code: FailureCode = "not_found"
+
+
 class ProviderBadResponse(ProviderFailure):
     code: FailureCode = "bad_response"
 
@@ -345,6 +356,9 @@ def status_error(status: int, message: str, retry_after: float | None = None) ->
         return ProviderAuthError(message, status=status)
     if status == 408:
         return ProviderTimeout(message, status=status)
+    # A 404 that names no model (those are ProviderModelMissing, told by the adapter's words).
+    if status == 404:
+        return ProviderNotFound(message, status=status)
     if 400 <= status < 500:
         return ProviderRejected(message, status=status)
     return ProviderServerError(message, status=status)

@@ -156,6 +156,7 @@ FailureCode = Literal[
     "bad_response",
     "rejected",
     "model_missing",
+    "not_found",
     "unusable_answer",
     "content_blocked",
     "prompt_blocked",
@@ -201,6 +202,13 @@ FAILURE_TERMS: dict[FailureCode, Term] = {
         "pool's configuration, so it counts against the provider",
         "model missing",
         "模型不存在",
+    ),
+    "not_found": Term(
+        "the provider's URL answered 404 without naming a model (a wrong base URL or path, a "
+        "proxy without the pool's path): the pool's configuration, so it counts against the "
+        "provider",
+        "URL not found",
+        "網址不存在",
     ),
     "unusable_answer": Term(
         "the provider answered, and billed, but nothing in the answer can be used",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
@@ -317,22 +318,39 @@ def provider_words(body: Any) -> str:
     """What a provider's error body says, in its own words: the error's type or code and its
     message (``{"error": {...}}`` of OpenAI, Anthropic and Google), or a problem document's title
     and detail (``{"status": 429, "title": ..., "detail": ...}``, RFC 9457, as NVIDIA answers);
-    ``""`` for a body that says nothing. The caller scrubs it (:func:`scrubbed`)."""
+    ``""`` for a body that says nothing. A page of markup (a proxy's or web server's 404 page,
+    where an API was expected) says its title (:func:`page_words`). The caller scrubs it
+    (:func:`scrubbed`)."""
     if isinstance(body, str):
-        return body.strip()[:300]
+        return page_words(body)[:300]
     if not isinstance(body, Mapping):
         return ""
     error = body.get("error", body)
     if isinstance(error, str):
-        return error.strip()[:300]
+        return page_words(error)[:300]
     if not isinstance(error, Mapping):
         return ""
     said: list[str] = []
     for key in ("type", "code", "status", "title", "message", "detail", "reason"):
         value = error.get(key)
-        if isinstance(value, str) and value.strip() and value.strip() not in said:
-            said.append(value.strip())
+        words = page_words(value) if isinstance(value, str) else ""
+        if words and words not in said:
+            said.append(words)
     return ": ".join(said)[:300]
+
+
+_MARKUP = re.compile(r"^\s*<(!doctype|html|head|body)\b", re.IGNORECASE)
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+
+
+def page_words(text: str) -> str:
+    """``text`` stripped, or, for an HTML page, its title (``"an HTML page"`` without one): the
+    rest of a page is markup and styles, and the URL it may name is no model's name."""
+    if not _MARKUP.match(text):
+        return text.strip()
+    title = _TITLE.search(text)
+    words = " ".join(title.group(1).split()) if title else ""
+    return f"an HTML page: {words}" if words else "an HTML page"
 
 
 #: How providers say a model is not there: Ollama ("model 'x' not found, try pulling it first"),
