@@ -19,12 +19,13 @@ Every failure the pool can meet is one of these, so deciding what to do next is 
     │   ├── TimeLimitCut        the hop's own time limit (Celery's soft limit) fired during the
     │   │                       call: the pool's limit, never the provider's fault
     │   └── ProviderFailure     counts against the provider's breaker
-    │       ├── ProviderTimeout         no answer within the timeout
+    │       ├── ProviderTimeout         no answer within the timeout (or the provider's own:
+    │       │                           HTTP 408, 504)
     │       ├── ProviderUnreachable     connection refused / reset / DNS
     │       ├── ProviderRateLimited     HTTP 429 (carries ``retry_after`` when the provider declared
     │       │                           a delay; then it pauses the provider instead of counting)
     │       ├── ProviderOverloaded      HTTP 529 (Anthropic's "overloaded")
-    │       ├── ProviderServerError     HTTP 5xx
+    │       ├── ProviderServerError     HTTP 5xx (but 504, a timeout)
     │       ├── ProviderAuthError       HTTP 401/402/403, or an account the provider disabled:
     │       │                           the pool's key or account is refused, not the request
     │       ├── ProviderModelMissing    404 "model not found": the route's model is not there,
@@ -354,7 +355,9 @@ def status_error(status: int, message: str, retry_after: float | None = None) ->
     # 402 Payment Required: the account is not paid up (Anthropic's ``billing_error``).
     if status in (401, 402, 403):
         return ProviderAuthError(message, status=status)
-    if status == 408:
+    # 408 Request Timeout, and 504: the provider's own time ran out (Anthropic's
+    # ``timeout_error``, Google's ``DEADLINE_EXCEEDED``), a timeout however it is worded.
+    if status in (408, 504):
         return ProviderTimeout(message, status=status)
     # A 404 that names no model (those are ProviderModelMissing, told by the adapter's words).
     if status == 404:

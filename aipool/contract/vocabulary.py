@@ -168,7 +168,11 @@ FailureCode = Literal[
 ]
 
 FAILURE_TERMS: dict[FailureCode, Term] = {
-    "timeout": Term("no answer within the call's time bound", "timeout", "逾時"),
+    "timeout": Term(
+        "no answer within the call's time bound, or the provider's own (HTTP 408 or 504)",
+        "timeout",
+        "逾時",
+    ),
     "deadline": Term(
         "the call was cut short by the request's deadline, or by the share of it the providers "
         "after this one leave it: no fault of the provider",
@@ -184,7 +188,9 @@ FAILURE_TERMS: dict[FailureCode, Term] = {
     "unreachable": Term("connection refused, reset or not resolved", "unreachable", "無法連線"),
     "rate_limited": Term("the provider answered 429: too many requests", "rate limited", "限流"),
     "overloaded": Term("the provider said it is overloaded (529)", "overloaded", "過載"),
-    "server_error": Term("the provider answered 5xx", "server error", "伺服器錯誤"),
+    "server_error": Term(
+        "the provider answered 5xx (other than 504, a timeout)", "server error", "伺服器錯誤"
+    ),
     "auth_error": Term(
         "the provider refused the pool's key or account (401/402/403, or an account it disabled, "
         "left unpaid or will not serve from this region)",

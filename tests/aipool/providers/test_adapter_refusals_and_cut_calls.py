@@ -4,7 +4,8 @@ Each test serves a body the provider documents (or that its SDK names an excepti
 loopback server and calls it through the adapter's real SDK. A refused key or account fails every
 request the same way until a person acts: it counts against the provider (its breaker opens, its
 alert fires), never as a bad request. So does a 404 that names no model (a wrong base URL, a
-proxy's missing path): the pool's configuration. A tool call cut off by the output limit, or whose arguments
+proxy's missing path): the pool's configuration. A provider's own timeout (504) is a timeout,
+counted. A tool call cut off by the output limit, or whose arguments
 are not JSON, is the model's slip on this one request: an unusable answer, billed as reported,
 that moves the request on and never counts against the provider. A truncated answer reads
 ``length`` whatever the provider calls its stop.
@@ -302,6 +303,46 @@ def test_a_404_that_names_no_model_is_the_pools_url_and_counts(
     assert error.status == 404
     # and an HTML page is told by its title, not pasted as markup
     assert "404" in str(error) and "<" not in str(error)
+
+
+# -- the provider's own timeout ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "body"),
+    [
+        pytest.param(
+            "claude",
+            CLAUDE,
+            # Anthropic's errors page: 504 timeout_error, "The request timed out while
+            # processing"
+            {
+                "type": "error",
+                "error": {"type": "timeout_error", "message": "Request timed out"},
+                "request_id": "req_011CSHoEeqs5C35K2UUqR7Fy",
+            },
+            id="claude-timeout_error",
+        ),
+        pytest.param(
+            "gemini",
+            GEMINI,
+            # Google's troubleshooting guide: 504 DEADLINE_EXCEEDED, "The service is unable to
+            # finish processing within the deadline"
+            {
+                "error": {
+                    "code": 504,
+                    "message": "The service is unable to finish processing within the deadline.",
+                    "status": "DEADLINE_EXCEEDED",
+                }
+            },
+            id="gemini-DEADLINE_EXCEEDED",
+        ),
+    ],
+)
+def test_a_504_is_a_timeout_and_counts(canned: Any, provider: str, model: str, body: Any) -> None:
+    error = raised(canned, provider, model, body, status=504)
+    assert error.code == "timeout" and error.counts_against_provider
+    assert error.status == 504
 
 
 # -- tool calls that cannot be run -------------------------------------------------------------
