@@ -143,8 +143,10 @@ class UnusableAnswer(ProviderError):
     code: FailureCode = "unusable_answer"
     counts_against_provider = False
 
-    def __init__(self, message: str = "", *, billed: Completion | None = None) -> None:
-        super().__init__(message)
+    def __init__(
+        self, message: str = "", *, billed: Completion | None = None, status: int | None = None
+    ) -> None:
+        super().__init__(message, status=status)
         self.billed = billed
 
 
@@ -155,7 +157,9 @@ class ContentBlocked(UnusableAnswer):
 
 
 class PromptBlocked(UnusableAnswer):
-    """The provider refused the prompt before generating anything (its content policy)."""
+    """The provider refused the prompt before generating anything (its content policy): Gemini's
+    ``promptFeedback.blockReason``, an OpenAI-compatible content filter's 400 (``billed`` is
+    then ``None``: nothing was generated, nothing reported billed)."""
 
     code: FailureCode = "prompt_blocked"
 

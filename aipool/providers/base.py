@@ -30,6 +30,7 @@ from aipool.errors import (
     ContentBlocked,
     EmptyAnswer,
     ModelRefused,
+    PromptBlocked,
     ProviderAuthError,
     ProviderBadResponse,
     ProviderError,
@@ -193,6 +194,10 @@ def map_api_error(exc: Exception, provider: str, sdk: Any) -> ProviderError:
         message = f"{provider} HTTP {exc.status_code}: {words}".strip()
         if missing_model(exc.status_code, words):
             return scrubbed(ProviderModelMissing(message, status=exc.status_code))
+        filters = prompt_filters(exc.status_code, exc.body)
+        if filters is not None:
+            blocked = f"{provider} HTTP {exc.status_code}: the prompt was blocked ({filters})"
+            return scrubbed(PromptBlocked(f"{blocked}: {words}", status=exc.status_code))
         if account_refused(exc.status_code, exc.body, words):
             return scrubbed(ProviderAuthError(message, status=exc.status_code))
         retry_after = declared_delay(exc.response.headers, exc.body)
@@ -398,6 +403,37 @@ def account_refused(status: int, body: Any, words: str) -> bool:
     error = body.get("error") if isinstance(body, Mapping) else None
     details = error.get("details") if isinstance(error, Mapping) else None
     return isinstance(details, Mapping) and details.get("error_code") in _ACCOUNT_CODES
+
+
+#: How an OpenAI-compatible API says its content filter refused the prompt: a 400 whose error
+#: ``code`` is ``content_filter``, ``innererror.code`` ``ResponsibleAIPolicyViolation`` and
+#: ``innererror.content_filter_result`` the categories it filtered (Azure OpenAI's content
+#: filtering guide; OpenAI's own filter withholds an answer instead, ``finish_reason:
+#: content_filter``, which :func:`usable` reads).
+_FILTER_CODES = frozenset({"content_filter", "ResponsibleAIPolicyViolation"})
+
+
+def prompt_filters(status: int, body: Any) -> str | None:
+    """What refused the prompt when a ``status`` answer (``body``) is a content filter's
+    refusal of it: the categories it filtered (``"self_harm"``), or its code when it names none;
+    ``None`` when the answer is not one. The prompt is the request's, so it never counts against
+    the provider (:class:`~aipool.errors.PromptBlocked`)."""
+    # The openai SDK hands over the body's "error" object itself; anthropic's the whole body.
+    error = body.get("error", body) if isinstance(body, Mapping) and status == 400 else None
+    if not isinstance(error, Mapping):
+        return None
+    inner = error.get("innererror")
+    inner = inner if isinstance(inner, Mapping) else {}
+    code = next((c for c in (error.get("code"), inner.get("code")) if c in _FILTER_CODES), None)
+    if code is None:
+        return None
+    results = inner.get("content_filter_result")
+    filtered = [
+        str(name)
+        for name, result in (results.items() if isinstance(results, Mapping) else ())
+        if isinstance(result, Mapping) and result.get("filtered") is True
+    ]
+    return ", ".join(filtered) or str(code)
 
 
 def token_part(provider: str, name: str, value: Any) -> int:

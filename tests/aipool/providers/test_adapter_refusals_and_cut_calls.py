@@ -5,7 +5,7 @@ loopback server and calls it through the adapter's real SDK. A refused key or ac
 request the same way until a person acts: it counts against the provider (its breaker opens, its
 alert fires), never as a bad request. So does a 404 that names no model (a wrong base URL, a
 proxy's missing path): the pool's configuration. A provider's own timeout (504) is a timeout,
-counted. A tool call cut off by the output limit, or whose arguments
+counted; a prompt its content filter refused is the request's, never counted. A tool call cut off by the output limit, or whose arguments
 are not JSON, is the model's slip on this one request: an unusable answer, billed as reported,
 that moves the request on and never counts against the provider. A truncated answer reads
 ``length`` whatever the provider calls its stop.
@@ -20,6 +20,7 @@ import pytest
 from aipool.contract.request import parse_request
 from aipool.errors import (
     ContentBlocked,
+    PromptBlocked,
     ProviderAuthError,
     ProviderBadResponse,
     ProviderModelMissing,
@@ -343,6 +344,45 @@ def test_a_504_is_a_timeout_and_counts(canned: Any, provider: str, model: str, b
     error = raised(canned, provider, model, body, status=504)
     assert error.code == "timeout" and error.counts_against_provider
     assert error.status == 504
+
+
+# -- a prompt the content filter refused --------------------------------------------------------
+
+
+def test_openai_compatible_content_filter_refusing_the_prompt_is_prompt_blocked(
+    canned: Any,
+) -> None:
+    # Azure OpenAI's content filtering guide (learn.microsoft.com, "Content filtering"; the
+    # openai-cookbook's Azure chat example reads the same fields): a prompt its filter refuses
+    # is a 400 with "code": "content_filter" and innererror.code ResponsibleAIPolicyViolation
+    body = {
+        "error": {
+            "message": "The response was filtered due to the prompt triggering Azure OpenAI's "
+            "content management policy. Please modify your prompt and retry. To learn more "
+            "about our content filtering policies please read our documentation: "
+            "https://go.microsoft.com/fwlink/?linkid=2198766",
+            "type": None,
+            "param": "prompt",
+            "code": "content_filter",
+            "status": 400,
+            "innererror": {
+                "code": "ResponsibleAIPolicyViolation",
+                "content_filter_result": {
+                    "hate": {"filtered": False, "severity": "safe"},
+                    "jailbreak": {"filtered": False, "detected": False},
+                    "self_harm": {"filtered": True, "severity": "medium"},
+                    "sexual": {"filtered": False, "severity": "safe"},
+                    "violence": {"filtered": False, "severity": "safe"},
+                },
+            },
+        }
+    }
+    error = raised(canned, "nemotron", NEMOTRON, body, status=400)
+    # Then: the request's, never the provider's; nothing was generated or reported billed
+    assert isinstance(error, PromptBlocked) and not error.counts_against_provider
+    assert error.status == 400 and error.billed is None
+    # and the message says which filter refused it
+    assert "content_filter" in str(error) and "self_harm" in str(error)
 
 
 # -- tool calls that cannot be run -------------------------------------------------------------
