@@ -19,16 +19,19 @@ Every failure the pool can meet is one of these, so deciding what to do next is 
     │   ├── TimeLimitCut        the hop's own time limit (Celery's soft limit) fired during the
     │   │                       call: the pool's limit, never the provider's fault
     │   └── ProviderFailure     counts against the provider's breaker
-    │       ├── ProviderTimeout         no answer within the timeout
+    │       ├── ProviderTimeout         no answer within the timeout (or the provider's own:
+    │       │                           HTTP 408, 504)
     │       ├── ProviderUnreachable     connection refused / reset / DNS
     │       ├── ProviderRateLimited     HTTP 429 (carries ``retry_after`` when the provider declared
     │       │                           a delay; then it pauses the provider instead of counting)
     │       ├── ProviderOverloaded      HTTP 529 (Anthropic's "overloaded")
-    │       ├── ProviderServerError     HTTP 5xx
+    │       ├── ProviderServerError     HTTP 5xx (but 504, a timeout)
     │       ├── ProviderAuthError       HTTP 401/402/403, or an account the provider disabled:
     │       │                           the pool's key or account is refused, not the request
     │       ├── ProviderModelMissing    404 "model not found": the route's model is not there,
     │       │                           so every request fails the same way (the pool's fault)
+    │       ├── ProviderNotFound        any other 404 (a wrong base URL, a proxy's missing path):
+    │       │                           the pool's configuration, every request fails the same way
     │       └── ProviderBadResponse     an answer we cannot parse
     ├── HopSkipped              the hop was not attempted at all
     │   ├── CircuitOpen         the breaker refused the call
@@ -140,8 +143,10 @@ class UnusableAnswer(ProviderError):
     code: FailureCode = "unusable_answer"
     counts_against_provider = False
 
-    def __init__(self, message: str = "", *, billed: Completion | None = None) -> None:
-        super().__init__(message)
+    def __init__(
+        self, message: str = "", *, billed: Completion | None = None, status: int | None = None
+    ) -> None:
+        super().__init__(message, status=status)
         self.billed = billed
 
 
@@ -152,7 +157,9 @@ class ContentBlocked(UnusableAnswer):
 
 
 class PromptBlocked(UnusableAnswer):
-    """The provider refused the prompt before generating anything (its content policy)."""
+    """The provider refused the prompt before generating anything (its content policy): Gemini's
+    ``promptFeedback.blockReason``, an OpenAI-compatible content filter's 400 (``billed`` is
+    then ``None``: nothing was generated, nothing reported billed)."""
 
     code: FailureCode = "prompt_blocked"
 
@@ -217,6 +224,15 @@ class ProviderModelMissing(ProviderFailure):
     misconfiguration, which counts against the provider and alerts, never the request's."""
 
     code: FailureCode = "model_missing"
+
+
+class ProviderNotFound(ProviderFailure):
+    """The provider's URL answered 404 without naming a model: a wrong base URL, a proxy without
+    the pool's path, an API version the provider does not serve. No call of the pool names a
+    resource of its own request (no file, cache or response id), so every request fails the same
+    way: the pool's configuration, which counts against the provider so its breaker opens."""
+
+    code: FailureCode = "not_found"
 
 
 class ProviderBadResponse(ProviderFailure):
@@ -343,8 +359,13 @@ def status_error(status: int, message: str, retry_after: float | None = None) ->
     # 402 Payment Required: the account is not paid up (Anthropic's ``billing_error``).
     if status in (401, 402, 403):
         return ProviderAuthError(message, status=status)
-    if status == 408:
+    # 408 Request Timeout, and 504: the provider's own time ran out (Anthropic's
+    # ``timeout_error``, Google's ``DEADLINE_EXCEEDED``), a timeout however it is worded.
+    if status in (408, 504):
         return ProviderTimeout(message, status=status)
+    # A 404 that names no model (those are ProviderModelMissing, told by the adapter's words).
+    if status == 404:
+        return ProviderNotFound(message, status=status)
     if 400 <= status < 500:
         return ProviderRejected(message, status=status)
     return ProviderServerError(message, status=status)

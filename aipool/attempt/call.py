@@ -140,8 +140,13 @@ class HopCall(HopForwarding):
     ) -> Done | Forward:
         hop = visit.journey.route.chain[position]
         # A timeout that only the request's deadline made short (the deadline itself, or the
-        # share of it the later providers leave this one) says nothing about the provider.
-        short = isinstance(error, ProviderTimeout) and call.limit_s < bound - 1e-6
+        # share of it the later providers leave this one) says nothing about the provider. One
+        # the provider answered with a status (408, 504) is its own time running out: it counts.
+        short = (
+            isinstance(error, ProviderTimeout)
+            and error.status is None
+            and call.limit_s < bound - 1e-6
+        )
         if short:
             error = DeadlineCut(f"cut at {call.limit_s:.3g} s of the request's deadline")
         verdict = "failure" if error.counts_against_provider and not short else "release"

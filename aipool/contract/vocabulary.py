@@ -156,6 +156,7 @@ FailureCode = Literal[
     "bad_response",
     "rejected",
     "model_missing",
+    "not_found",
     "unusable_answer",
     "content_blocked",
     "prompt_blocked",
@@ -167,7 +168,11 @@ FailureCode = Literal[
 ]
 
 FAILURE_TERMS: dict[FailureCode, Term] = {
-    "timeout": Term("no answer within the call's time bound", "timeout", "逾時"),
+    "timeout": Term(
+        "no answer within the call's time bound, or the provider's own (HTTP 408 or 504)",
+        "timeout",
+        "逾時",
+    ),
     "deadline": Term(
         "the call was cut short by the request's deadline, or by the share of it the providers "
         "after this one leave it: no fault of the provider",
@@ -183,7 +188,9 @@ FAILURE_TERMS: dict[FailureCode, Term] = {
     "unreachable": Term("connection refused, reset or not resolved", "unreachable", "無法連線"),
     "rate_limited": Term("the provider answered 429: too many requests", "rate limited", "限流"),
     "overloaded": Term("the provider said it is overloaded (529)", "overloaded", "過載"),
-    "server_error": Term("the provider answered 5xx", "server error", "伺服器錯誤"),
+    "server_error": Term(
+        "the provider answered 5xx (other than 504, a timeout)", "server error", "伺服器錯誤"
+    ),
     "auth_error": Term(
         "the provider refused the pool's key or account (401/402/403, or an account it disabled, "
         "left unpaid or will not serve from this region)",
@@ -201,6 +208,13 @@ FAILURE_TERMS: dict[FailureCode, Term] = {
         "pool's configuration, so it counts against the provider",
         "model missing",
         "模型不存在",
+    ),
+    "not_found": Term(
+        "the provider's URL answered 404 without naming a model (a wrong base URL or path, a "
+        "proxy without the pool's path): the pool's configuration, so it counts against the "
+        "provider",
+        "URL not found",
+        "網址不存在",
     ),
     "unusable_answer": Term(
         "the provider answered, and billed, but nothing in the answer can be used",

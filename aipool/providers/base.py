@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
@@ -29,6 +30,7 @@ from aipool.errors import (
     ContentBlocked,
     EmptyAnswer,
     ModelRefused,
+    PromptBlocked,
     ProviderAuthError,
     ProviderBadResponse,
     ProviderError,
@@ -192,6 +194,10 @@ def map_api_error(exc: Exception, provider: str, sdk: Any) -> ProviderError:
         message = f"{provider} HTTP {exc.status_code}: {words}".strip()
         if missing_model(exc.status_code, words):
             return scrubbed(ProviderModelMissing(message, status=exc.status_code))
+        filters = prompt_filters(exc.status_code, exc.body)
+        if filters is not None:
+            blocked = f"{provider} HTTP {exc.status_code}: the prompt was blocked ({filters})"
+            return scrubbed(PromptBlocked(f"{blocked}: {words}", status=exc.status_code))
         if account_refused(exc.status_code, exc.body, words):
             return scrubbed(ProviderAuthError(message, status=exc.status_code))
         retry_after = declared_delay(exc.response.headers, exc.body)
@@ -317,22 +323,39 @@ def provider_words(body: Any) -> str:
     """What a provider's error body says, in its own words: the error's type or code and its
     message (``{"error": {...}}`` of OpenAI, Anthropic and Google), or a problem document's title
     and detail (``{"status": 429, "title": ..., "detail": ...}``, RFC 9457, as NVIDIA answers);
-    ``""`` for a body that says nothing. The caller scrubs it (:func:`scrubbed`)."""
+    ``""`` for a body that says nothing. A page of markup (a proxy's or web server's 404 page,
+    where an API was expected) says its title (:func:`page_words`). The caller scrubs it
+    (:func:`scrubbed`)."""
     if isinstance(body, str):
-        return body.strip()[:300]
+        return page_words(body)[:300]
     if not isinstance(body, Mapping):
         return ""
     error = body.get("error", body)
     if isinstance(error, str):
-        return error.strip()[:300]
+        return page_words(error)[:300]
     if not isinstance(error, Mapping):
         return ""
     said: list[str] = []
     for key in ("type", "code", "status", "title", "message", "detail", "reason"):
         value = error.get(key)
-        if isinstance(value, str) and value.strip() and value.strip() not in said:
-            said.append(value.strip())
+        words = page_words(value) if isinstance(value, str) else ""
+        if words and words not in said:
+            said.append(words)
     return ": ".join(said)[:300]
+
+
+_MARKUP = re.compile(r"^\s*<(!doctype|html|head|body)\b", re.IGNORECASE)
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+
+
+def page_words(text: str) -> str:
+    """``text`` stripped, or, for an HTML page, its title (``"an HTML page"`` without one): the
+    rest of a page is markup and styles, and the URL it may name is no model's name."""
+    if not _MARKUP.match(text):
+        return text.strip()
+    title = _TITLE.search(text)
+    words = " ".join(title.group(1).split()) if title else ""
+    return f"an HTML page: {words}" if words else "an HTML page"
 
 
 #: How providers say a model is not there: Ollama ("model 'x' not found, try pulling it first"),
@@ -380,6 +403,37 @@ def account_refused(status: int, body: Any, words: str) -> bool:
     error = body.get("error") if isinstance(body, Mapping) else None
     details = error.get("details") if isinstance(error, Mapping) else None
     return isinstance(details, Mapping) and details.get("error_code") in _ACCOUNT_CODES
+
+
+#: How an OpenAI-compatible API says its content filter refused the prompt: a 400 whose error
+#: ``code`` is ``content_filter``, ``innererror.code`` ``ResponsibleAIPolicyViolation`` and
+#: ``innererror.content_filter_result`` the categories it filtered (Azure OpenAI's content
+#: filtering guide; OpenAI's own filter withholds an answer instead, ``finish_reason:
+#: content_filter``, which :func:`usable` reads).
+_FILTER_CODES = frozenset({"content_filter", "ResponsibleAIPolicyViolation"})
+
+
+def prompt_filters(status: int, body: Any) -> str | None:
+    """What refused the prompt when a ``status`` answer (``body``) is a content filter's
+    refusal of it: the categories it filtered (``"self_harm"``), or its code when it names none;
+    ``None`` when the answer is not one. The prompt is the request's, so it never counts against
+    the provider (:class:`~aipool.errors.PromptBlocked`)."""
+    # The openai SDK hands over the body's "error" object itself; anthropic's the whole body.
+    error = body.get("error", body) if isinstance(body, Mapping) and status == 400 else None
+    if not isinstance(error, Mapping):
+        return None
+    inner = error.get("innererror")
+    inner = inner if isinstance(inner, Mapping) else {}
+    code = next((c for c in (error.get("code"), inner.get("code")) if c in _FILTER_CODES), None)
+    if code is None:
+        return None
+    results = inner.get("content_filter_result")
+    filtered = [
+        str(name)
+        for name, result in (results.items() if isinstance(results, Mapping) else ())
+        if isinstance(result, Mapping) and result.get("filtered") is True
+    ]
+    return ", ".join(filtered) or str(code)
 
 
 def token_part(provider: str, name: str, value: Any) -> int:

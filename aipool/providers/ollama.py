@@ -29,6 +29,7 @@ from aipool.providers.base import (
     checked_usage,
     missing_model,
     parse_arguments,
+    provider_words,
     request_error,
     scrubbed,
     usable,
@@ -110,18 +111,12 @@ def map_error(exc: Exception, retry_after: float | None = None) -> ProviderError
         # ``exc.error`` is the server's body text: it goes through the scrubber.
         if exc.status_code < 0:
             return scrubbed(ProviderBadResponse(f"ollama: {exc.error}"))
-        if missing_model(exc.status_code, str(exc.error)):
+        words = provider_words(str(exc.error))
+        message = f"ollama HTTP {exc.status_code}: {words}"
+        if missing_model(exc.status_code, words):
             # The model name comes from the route table: every request would fail the same way.
-            return scrubbed(
-                ProviderModelMissing(
-                    f"ollama HTTP {exc.status_code}: {exc.error}", status=exc.status_code
-                )
-            )
-        return scrubbed(
-            status_error(
-                exc.status_code, f"ollama HTTP {exc.status_code}: {exc.error}", retry_after
-            )
-        )
+            return scrubbed(ProviderModelMissing(message, status=exc.status_code))
+        return scrubbed(status_error(exc.status_code, message, retry_after))
     if isinstance(exc, httpx.TimeoutException):
         return ProviderTimeout(f"ollama: no answer in time ({type(exc).__name__})")
     if isinstance(exc, ConnectionError | httpx.NetworkError):

@@ -45,8 +45,10 @@ What real providers send besides a clean answer, each in the provider's own docu
   OpenAI-compatible ``length`` with empty content and ``reasoning_tokens``; Ollama ``length`` with
   ``message.thinking`` only.
 - ``prompt_blocked``: the prompt refused before generation: Gemini no ``candidates`` and
-  ``promptFeedback.blockReason: SAFETY`` (the prompt billed); the others a 400 in their own error
-  format.
+  ``promptFeedback.blockReason: SAFETY`` (the prompt billed); OpenAI-compatible the content
+  filter's 400 ``"code": "content_filter"`` with ``innererror.code:
+  ResponsibleAIPolicyViolation`` and the categories it filtered (nothing billed); the others, which
+  document no such answer, a 400 in their own error format.
 - ``rate_limited``: HTTP 429 declaring a delay of ``retry_delay`` seconds (default 20) the way the
   provider does: Gemini in the body only (``error.details[]`` ``google.rpc.RetryInfo``
   ``retryDelay``, no header); Anthropic and Ollama a ``retry-after`` header; OpenAI-compatible

@@ -27,14 +27,17 @@ NEMOTRON = "nvidia/llama-3.3-nemotron-super-49b-v1"
 
 
 class CannedProvider:
-    """A loopback server answering every POST with ``status``, ``headers`` and ``body`` (JSON);
+    """A loopback server answering every POST with ``status``, ``headers`` and ``body`` (JSON, or
+    a page of text as it is when ``body`` is a ``str``: a proxy's or web server's 404 page);
     ``requests`` keeps the JSON bodies it was sent."""
 
     def __init__(
         self, body: Any, *, status: int = 200, headers: dict[str, str] | None = None
     ) -> None:
-        payload = json.dumps(body).encode()
-        extra = dict(headers or {})
+        page = isinstance(body, str)
+        payload = body.encode() if page else json.dumps(body).encode()
+        extra = {"Content-Type": "text/html; charset=utf-8" if page else "application/json"}
+        extra.update(headers or {})
         self.requests: list[Any] = []
         sent = self.requests
 
@@ -43,7 +46,6 @@ class CannedProvider:
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 sent.append(json.loads(raw or b"{}"))
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 for name, value in extra.items():
                     self.send_header(name, value)

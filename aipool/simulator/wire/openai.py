@@ -174,6 +174,22 @@ class OpenAIWire(WireProtocol):
             "not_found", f"The model `{model}` does not exist or you do not have access to it."
         )
 
+    def prompt_blocked(self, exchange: Exchange, answer: Answer) -> Reply:
+        # The content filter's documented refusal of a prompt (Azure OpenAI's content filtering
+        # guide): the API's 400 error, its code content_filter, its innererror the policy and
+        # the categories filtered (each is reported; the simulator names the one it filtered).
+        message = (
+            "The response was filtered due to the prompt triggering the content management "
+            "policy. Please modify your prompt and retry. (simulated fault)"
+        )
+        body = self.error_body("bad_request", 400, message)
+        body["error"].update(type=None, param="prompt", code="content_filter", status=400)
+        body["error"]["innererror"] = {
+            "code": "ResponsibleAIPolicyViolation",
+            "content_filter_result": {"violence": {"filtered": True, "severity": "high"}},
+        }
+        return Reply.json(400, body)
+
     def account_refused(self) -> Reply:
         # OpenAI's 429 for credits run out, which no wait ends (its error codes guide).
         body = {

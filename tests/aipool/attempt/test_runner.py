@@ -32,6 +32,7 @@ from aipool.errors import (
     PromptBlocked,
     ProviderRateLimited,
     ProviderServerError,
+    ProviderTimeout,
 )
 from aipool.ledger.summary import failure_reason as failed_reason
 from aipool.quota import quotas_for
@@ -890,6 +891,24 @@ def test_a_hop_with_later_providers_calls_for_its_share_of_the_deadline(
     assert isinstance(step, Done)
     assert limits[0] is not None and 1.2 < limits[0] <= 1.5
     assert redis_client.llen("aipool:latency:gemini") == 1
+
+
+def test_a_providers_own_timeout_in_a_call_the_deadline_shortened_still_counts(
+    redis_client: FlakyRedis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(timing, "_last_sample", {})  # no sample kept by an earlier test
+    # Given Gemini answering 504 (its DEADLINE_EXCEEDED) to a call its deadline share shortened
+    gemini = Provider(ProviderTimeout("gemini HTTP 504: DEADLINE_EXCEEDED", status=504))
+    runner = _runner(redis_client, {"gemini": gemini}, [])
+    raw = {"prompt": "What is a pod?", "deadline_s": 3}
+    journey = Journey(route=ROUTE, id=journey_id("req-504", raw), received_at=runner.now())
+    # When its hop runs
+    step = runner.run(parse_request(raw), "req-504", journey)
+    # Then the provider's own timeout is no deadline cut: it says so, and counts against Gemini
+    assert isinstance(step, Forward) and step.queue.startswith("claude")
+    (attempt,) = step.journey.attempts
+    assert (attempt.outcome, attempt.code) == ("error", "timeout")
+    assert _failures(redis_client, "gemini") == 1
 
 
 def test_the_soft_time_limit_while_finish_records_a_paid_answer_does_not_lose_it(

@@ -3,7 +3,9 @@
 Each test serves a body the provider documents (or that its SDK names an exception for) from a
 loopback server and calls it through the adapter's real SDK. A refused key or account fails every
 request the same way until a person acts: it counts against the provider (its breaker opens, its
-alert fires), never as a bad request. A tool call cut off by the output limit, or whose arguments
+alert fires), never as a bad request. So does a 404 that names no model (a wrong base URL, a
+proxy's missing path): the pool's configuration. A provider's own timeout (504) is a timeout,
+counted; a prompt its content filter refused is the request's, never counted. A tool call cut off by the output limit, or whose arguments
 are not JSON, is the model's slip on this one request: an unusable answer, billed as reported,
 that moves the request on and never counts against the provider. A truncated answer reads
 ``length`` whatever the provider calls its stop.
@@ -18,6 +20,7 @@ import pytest
 from aipool.contract.request import parse_request
 from aipool.errors import (
     ContentBlocked,
+    PromptBlocked,
     ProviderAuthError,
     ProviderBadResponse,
     ProviderModelMissing,
@@ -225,6 +228,161 @@ def test_nvidia_function_not_found_for_the_account_is_a_missing_model(canned: An
     }
     error = raised(canned, "nemotron", NEMOTRON, body, status=404)
     assert isinstance(error, ProviderModelMissing) and error.counts_against_provider
+
+
+# -- a 404 that names no model: the pool's URL ------------------------------------------------
+
+#: Google's page for a path it does not serve (a wrong GEMINI_BASE_URL), its style cut short.
+GOOGLE_404_PAGE = """<!DOCTYPE html>
+<html lang=en>
+  <meta charset=utf-8>
+  <meta name=viewport content="initial-scale=1, minimum-scale=1, width=device-width">
+  <title>Error 404 (Not Found)!!1</title>
+  <style>*{margin:0;padding:0}html,code{font:15px/22px arial,sans-serif}</style>
+  <a href=//www.google.com/><span id=logo aria-label=Google></span></a>
+  <p><b>404.</b> <ins>That\u2019s an error.</ins>
+  <p>The requested URL <code>/wrong/v1beta/models/gemini-2.5-flash:generateContent</code> was not
+  found on this server.  <ins>That\u2019s all we know.</ins>
+"""
+#: nginx's default error page: a reverse proxy in front of the provider without the pool's path.
+NGINX_404_PAGE = (
+    "<html>\r\n<head><title>404 Not Found</title></head>\r\n<body>\r\n"
+    "<center><h1>404 Not Found</h1></center>\r\n<hr><center>nginx</center>\r\n"
+    "</body>\r\n</html>\r\n"
+)
+PLAIN_TEXT = {"Content-Type": "text/plain; charset=utf-8"}
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "body", "headers"),
+    [
+        pytest.param(
+            "claude",
+            CLAUDE,
+            # Anthropic's errors page: 404 not_found_error, "The requested resource was not
+            # found" (its answer for https://api.anthropic.com/wrong/v1/messages)
+            {
+                "type": "error",
+                "error": {"type": "not_found_error", "message": "Not Found"},
+                "request_id": "req_011CSHoEeqs5C35K2UUqR7Fy",
+            },
+            None,
+            id="claude-json-not_found_error",
+        ),
+        pytest.param("claude", CLAUDE, NGINX_404_PAGE, None, id="claude-proxy-html"),
+        pytest.param(
+            "nemotron",
+            NEMOTRON,
+            # OpenAI's answer for a path it does not serve (an OpenAI-compatible base URL
+            # without /v1, or with a path too many)
+            {
+                "error": {
+                    "message": "Invalid URL (POST /v1/wrong/chat/completions)",
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": None,
+                }
+            },
+            None,
+            id="nemotron-json-invalid-url",
+        ),
+        pytest.param("nemotron", NEMOTRON, NGINX_404_PAGE, None, id="nemotron-proxy-html"),
+        pytest.param("gemini", GEMINI, GOOGLE_404_PAGE, None, id="gemini-google-html"),
+        # Ollama's own answer for a route it does not have (Go's http.NotFound, as gin sends
+        # it): OLLAMA_BASE_URL with /v1 or /api appended
+        pytest.param("ollama", "llama3.2:3b", "404 page not found", PLAIN_TEXT, id="ollama-text"),
+        pytest.param("ollama", "llama3.2:3b", NGINX_404_PAGE, None, id="ollama-proxy-html"),
+    ],
+)
+def test_a_404_that_names_no_model_is_the_pools_url_and_counts(
+    canned: Any, provider: str, model: str, body: Any, headers: dict[str, str] | None
+) -> None:
+    # Given: the provider's URL answers 404 without naming a model
+    error = raised(canned, provider, model, body, status=404, headers=headers)
+    # Then: the pool's configuration, so it counts against the provider (its breaker opens)
+    assert error.code == "not_found" and error.counts_against_provider
+    assert error.status == 404
+    # and an HTML page is told by its title, not pasted as markup
+    assert "404" in str(error) and "<" not in str(error)
+
+
+# -- the provider's own timeout ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "body"),
+    [
+        pytest.param(
+            "claude",
+            CLAUDE,
+            # Anthropic's errors page: 504 timeout_error, "The request timed out while
+            # processing"
+            {
+                "type": "error",
+                "error": {"type": "timeout_error", "message": "Request timed out"},
+                "request_id": "req_011CSHoEeqs5C35K2UUqR7Fy",
+            },
+            id="claude-timeout_error",
+        ),
+        pytest.param(
+            "gemini",
+            GEMINI,
+            # Google's troubleshooting guide: 504 DEADLINE_EXCEEDED, "The service is unable to
+            # finish processing within the deadline"
+            {
+                "error": {
+                    "code": 504,
+                    "message": "The service is unable to finish processing within the deadline.",
+                    "status": "DEADLINE_EXCEEDED",
+                }
+            },
+            id="gemini-DEADLINE_EXCEEDED",
+        ),
+    ],
+)
+def test_a_504_is_a_timeout_and_counts(canned: Any, provider: str, model: str, body: Any) -> None:
+    error = raised(canned, provider, model, body, status=504)
+    assert error.code == "timeout" and error.counts_against_provider
+    assert error.status == 504
+
+
+# -- a prompt the content filter refused --------------------------------------------------------
+
+
+def test_openai_compatible_content_filter_refusing_the_prompt_is_prompt_blocked(
+    canned: Any,
+) -> None:
+    # Azure OpenAI's content filtering guide (learn.microsoft.com, "Content filtering"; the
+    # openai-cookbook's Azure chat example reads the same fields): a prompt its filter refuses
+    # is a 400 with "code": "content_filter" and innererror.code ResponsibleAIPolicyViolation
+    body = {
+        "error": {
+            "message": "The response was filtered due to the prompt triggering Azure OpenAI's "
+            "content management policy. Please modify your prompt and retry. To learn more "
+            "about our content filtering policies please read our documentation: "
+            "https://go.microsoft.com/fwlink/?linkid=2198766",
+            "type": None,
+            "param": "prompt",
+            "code": "content_filter",
+            "status": 400,
+            "innererror": {
+                "code": "ResponsibleAIPolicyViolation",
+                "content_filter_result": {
+                    "hate": {"filtered": False, "severity": "safe"},
+                    "jailbreak": {"filtered": False, "detected": False},
+                    "self_harm": {"filtered": True, "severity": "medium"},
+                    "sexual": {"filtered": False, "severity": "safe"},
+                    "violence": {"filtered": False, "severity": "safe"},
+                },
+            },
+        }
+    }
+    error = raised(canned, "nemotron", NEMOTRON, body, status=400)
+    # Then: the request's, never the provider's; nothing was generated or reported billed
+    assert isinstance(error, PromptBlocked) and not error.counts_against_provider
+    assert error.status == 400 and error.billed is None
+    # and the message says which filter refused it
+    assert "content_filter" in str(error) and "self_harm" in str(error)
 
 
 # -- tool calls that cannot be run -------------------------------------------------------------

@@ -102,7 +102,14 @@ def test_gemini_blocks_the_prompt_with_prompt_feedback(call: Any) -> None:
     assert raised.billed.input_tokens > 0 and raised.billed.output_tokens == 0
 
 
-@pytest.mark.parametrize("provider", ["claude", "nemotron", "ollama"])
+def test_nemotron_blocks_the_prompt_with_the_content_filters_400(call: Any) -> None:
+    # The OpenAI-compatible content filter's documented refusal: nothing generated or billed
+    raised = _raises(call, "nemotron", "prompt_blocked")
+    assert isinstance(raised, PromptBlocked) and raised.billed is None
+    assert not raised.counts_against_provider
+
+
+@pytest.mark.parametrize("provider", ["claude", "ollama"])
 def test_the_others_refuse_a_blocked_prompt_with_a_400(call: Any, provider: str) -> None:
     assert isinstance(_raises(call, provider, "prompt_blocked"), ProviderRejected)
 
