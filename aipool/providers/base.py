@@ -275,6 +275,21 @@ def checked_usage(
     return input_tokens, output_tokens
 
 
+#: A reasoning model's thinking sent inline: one ``<think>`` block the text opens with, closed,
+#: or left open where the output limit cut the thinking short (then nothing follows it).
+_INLINE_THINKING = re.compile(r"\A\s*<think>.*?(?:</think>|\Z)\s*", re.DOTALL)
+
+
+def without_thinking(text: str) -> str:
+    """``text`` without the thinking a reasoning model wrote before its answer: DeepSeek-R1 and
+    Qwen3 through Ollama, NVIDIA's Nemotron with ``detailed thinking on``, put it in the answer's
+    text between ``<think>`` tags. The producer asked for the answer; the thinking is not it, and
+    may quote the prompt. Only a block the text opens with is thinking."""
+    if "<think>" not in text[:64]:
+        return text
+    return _INLINE_THINKING.sub("", text, count=1)
+
+
 def usable(
     provider: str,
     completion: Completion,

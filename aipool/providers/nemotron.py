@@ -21,6 +21,7 @@ from aipool.providers.base import (
     token_part,
     usable,
     with_tool_call_ids,
+    without_thinking,
 )
 from aipool.providers.endpoint import ProviderEndpoint
 from aipool.secrets import read_secret
@@ -125,7 +126,8 @@ class NemotronProvider:
                 arguments, why = read_arguments(c.function.arguments)
                 unreadable = unreadable or why
                 calls.append(ToolCall(name=c.function.name, arguments=arguments, id=c.id))
-            text = choice.message.content or ""
+            said = choice.message.content or ""
+            text = without_thinking(said)
             usage = response.usage
             # OpenAI's format: prompt_tokens includes cached input, completion_tokens includes
             # reasoning; the details say how many of each. Some OpenAI-compatible servers bill
@@ -135,7 +137,7 @@ class NemotronProvider:
                 request,
                 getattr(usage, "prompt_tokens", None),
                 getattr(usage, "completion_tokens", None),
-                text,
+                said,  # an estimate, when usage is missing, counts the thinking generated too
                 calls,
                 total=getattr(usage, "total_tokens", None),
             )

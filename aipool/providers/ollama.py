@@ -33,6 +33,7 @@ from aipool.providers.base import (
     request_error,
     scrubbed,
     usable,
+    without_thinking,
 )
 from aipool.providers.endpoint import ProviderEndpoint
 from aipool.providers.retry_delay import declared_delay
@@ -171,12 +172,13 @@ class OllamaProvider:
                 ToolCall(name=c.function.name, arguments=parse_arguments(c.function.arguments))
                 for c in (response.message.tool_calls or [])
             ]
-            text = response.message.content or ""
+            said = response.message.content or ""
+            text = without_thinking(said)
             # Ollama leaves prompt_eval_count out when the prompt came from its cache; eval_count
             # counts every generated token, a thinking model's thinking included (Ollama reports
             # no separate count of it, and a local model costs nothing).
             input_tokens, output_tokens = checked_usage(
-                self.name, request, response.prompt_eval_count, response.eval_count, text, calls
+                self.name, request, response.prompt_eval_count, response.eval_count, said, calls
             )
             # A thinking model whose thinking used num_predict answers with thinking only.
             return usable(
