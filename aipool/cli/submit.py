@@ -145,7 +145,8 @@ def submit(
         result.backend = None  # type: ignore[assignment]  # dropped on purpose: nothing listens after this
         raise NoAnswer(
             f"no answer within {timeout:g} s for request {dispatch.task_id} (sent to queue "
-            f"{dispatch.queue!r} on {where}); it has expired, so no worker will answer it later"
+            f"{dispatch.queue!r} on {where}); it has expired: a worker that had not taken it yet "
+            "never will, and one that had calls no provider for it from now on"
         ) from None
     console().print_json(json.dumps(answer, ensure_ascii=False))
     if answer.get("status") not in ANSWERED:
