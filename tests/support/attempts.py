@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -126,9 +126,16 @@ def row(
 
 
 def begin(
-    book: AttemptBook, h: Header, position: int = 0, *, owner: str = "", bound: float = 30.0
+    book: AttemptBook,
+    h: Header,
+    position: int = 0,
+    *,
+    owner: str = "",
+    bound: float = 30.0,
+    skips: Mapping[int, str] | None = None,
 ) -> Any:
-    """One delivery of the attempt at ``position``; its owner name is ``owner`` (or a new one)."""
+    """One delivery of the attempt at ``position``; its owner name is ``owner`` (or a new one);
+    ``skips``: the hops its runner passes over before asking (:class:`~aipool.attempt.visit.Visit`)."""
     owner = owner or uuid.uuid4().hex
     return book.begin(
         h,
@@ -138,6 +145,7 @@ def begin(
         abandoned_row=lambda start: row(
             h, position, "abandoned", h.tokens, estimated=True, call_id=owner
         ),
+        skips=skips,
     )
 
 

@@ -444,6 +444,36 @@ class AttemptLifecycle(RuleBasedStateMachine):
                 assert reply.state == attempt.state, (reply, attempt)
         return multiple()
 
+    @rule(message=messages, worker=st.integers(0, 2))
+    def deliver_expired(self, message: tuple[int, int], worker: int) -> None:
+        """A message is delivered after its producer's expiry (``aipool_expires_at``): the
+        runner passes its hop and every later one over, as for a spent deadline. Whatever else
+        happened to the attempt, no provider is called for it, an answer already paid for is
+        kept, and a call in hand stays its owner's."""
+        request, position = message
+        asked = self.requests[request]
+        mine = asked.visit(position)
+        skips = Visit(mine.request, mine.request_id, mine.journey, price, expired=True).skips
+        attempt = self.model.of(request, position)
+        before = attempt.state
+        reply = begin(self._worker(worker), asked.header, position, skips=skips)
+        assert not isinstance(reply, Call), (before, reply)
+        if before == "answered":
+            assert isinstance(reply, Kept), reply
+        elif before == "calling":
+            if isinstance(reply, Ended):  # its lease ended with no outcome
+                attempt.state = "abandoned"
+            else:
+                assert isinstance(reply, Busy), reply
+        elif isinstance(reply, Ended):
+            if before in ("new", "skipped"):
+                attempt.state = "skipped"
+                if before == "new":
+                    assert (reply.state, reply.code) == ("skipped", "deadline"), reply
+            else:
+                assert reply.state == before, (reply, before)
+        event("delivered after its expiry")
+
     @rule(call=consumes(calls), tokens=st.integers(1, 400), lost=st.booleans())
     def call_answers(self, call: InFlight, tokens: int, lost: bool) -> None:
         """The owner's call answers with ``tokens`` tokens; ``lost``: the reply to ``finish``
