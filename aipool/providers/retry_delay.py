@@ -3,7 +3,8 @@
 Each provider declares the delay of a 429 its own way, and only one of them in the header HTTP
 defines for it:
 
-- ``Retry-After`` (seconds; Anthropic, Ollama behind a proxy, most gateways), and the OpenAI SDK's
+- ``Retry-After`` (seconds; Anthropic, Ollama behind a proxy, most gateways; or an HTTP-date, as
+  RFC 9110 allows a gateway, read against the answer's own ``Date``), and the OpenAI SDK's
   ``retry-after-ms``;
 - OpenAI-compatible APIs: ``x-ratelimit-reset-requests`` / ``x-ratelimit-reset-tokens``, durations
   written like Go's (``1s``, ``6m0s``, ``20ms``), beside ``x-ratelimit-remaining-*``: the limit
@@ -22,6 +23,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
@@ -31,7 +34,7 @@ _RESETS = ("requests", "tokens")
 
 
 def parse_retry_after(value: str | None) -> float | None:
-    """A ``Retry-After`` header in seconds (the HTTP-date form is not used by these providers)."""
+    """A ``Retry-After`` (or ``retry-after-ms``) header's number; ``None`` for anything else."""
     if value is None:
         return None
     try:
@@ -39,6 +42,22 @@ def parse_retry_after(value: str | None) -> float | None:
     except ValueError:
         return None
     return _seconds(seconds)
+
+
+def retry_after_date(value: str | None, date: str | None) -> float | None:
+    """A ``Retry-After`` HTTP-date (RFC 9110: ``Mon, 07 Dec 2026 10:00:20 GMT``) as seconds from
+    the answer's ``Date``: both are the server's clock, so this host's does not matter (without
+    a ``Date``, this host's clock stands in). ``None`` when it is not a date."""
+    if not value:
+        return None
+    try:
+        until = parsedate_to_datetime(value)
+        since = parsedate_to_datetime(date) if date else datetime.now(UTC)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if until.tzinfo is None or since.tzinfo is None:
+        return None  # RFC 9110 dates are GMT; a date without a zone is not one
+    return max(0.0, (until - since).total_seconds())
 
 
 def parse_duration(value: Any) -> float | None:
@@ -61,6 +80,8 @@ def declared_delay(headers: Mapping[str, str] | None, body: Any = None) -> float
         if ms is not None:
             return ms / 1000
         seconds = parse_retry_after(headers.get("retry-after"))
+        if seconds is None:
+            seconds = retry_after_date(headers.get("retry-after"), headers.get("date"))
         if seconds is not None:
             return seconds
         reset = _openai_reset(headers)

@@ -40,6 +40,9 @@ class CannedProvider:
         extra.update(headers or {})
         self.requests: list[Any] = []
         sent = self.requests
+        #: The ``Date`` header it answers with (``None``: the time it answers, as HTTP servers do).
+        self.date: str | None = None
+        canned = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
@@ -54,6 +57,9 @@ class CannedProvider:
 
             def log_message(self, *args: object) -> None:
                 return None
+
+            def date_time_string(self, timestamp: float | None = None) -> str:
+                return canned.date or super().date_time_string(timestamp)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"

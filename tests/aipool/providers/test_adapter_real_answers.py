@@ -310,6 +310,32 @@ def test_claude_429_retry_after_is_read_and_its_words_kept(canned: Any) -> None:
     assert "rate_limit_error: This request would exceed" in str(error)
 
 
+@pytest.mark.parametrize(
+    ("provider", "model", "body"),
+    [
+        ("claude", CLAUDE, {"type": "error", "error": {"type": "rate_limit_error", "message": "x"}}),
+        # Ollama behind a gateway that limits it: the gateway's own 429 page
+        ("ollama", "llama3.2:3b", "<html><head><title>429 Too Many Requests</title></head></html>"),
+    ],
+    ids=["claude", "ollama-behind-a-gateway"],
+)
+def test_a_retry_after_given_as_an_http_date_is_read_against_the_answers_date(
+    canned: Any, provider: str, model: str, body: Any
+) -> None:
+    # RFC 9110, 10.2.3: Retry-After is delay-seconds or an HTTP-date. The delay is the date less
+    # the answer's own Date (the same server's clock), so this host's clock does not matter.
+    headers = {"retry-after": "Mon, 07 Dec 2026 10:00:20 GMT"}
+    served = serve(canned, body, status=429, headers=headers)
+    served.date = "Mon, 07 Dec 2026 10:00:00 GMT"
+    impl = make_adapter(provider, served.url)
+    try:
+        with pytest.raises(ProviderRateLimited) as caught:
+            impl.complete(HELLO, model, timeout_s=5)
+    finally:
+        impl.close()
+    assert caught.value.retry_after == 20.0
+
+
 def test_claude_model_not_found_is_a_missing_model(canned: Any) -> None:
     body = {"type": "error", "error": {"type": "not_found_error", "message": "model: claude-9"}}
     error = _raised(canned, "claude", "claude-9", body, status=404)
