@@ -313,7 +313,11 @@ def test_claude_429_retry_after_is_read_and_its_words_kept(canned: Any) -> None:
 @pytest.mark.parametrize(
     ("provider", "model", "body"),
     [
-        ("claude", CLAUDE, {"type": "error", "error": {"type": "rate_limit_error", "message": "x"}}),
+        (
+            "claude",
+            CLAUDE,
+            {"type": "error", "error": {"type": "rate_limit_error", "message": "x"}},
+        ),
         # Ollama behind a gateway that limits it: the gateway's own 429 page
         ("ollama", "llama3.2:3b", "<html><head><title>429 Too Many Requests</title></head></html>"),
     ],
