@@ -310,10 +310,11 @@ def test_aipool_worker_gives_each_class_its_own_metrics_directory_and_port(tmp_p
     from aipool.children import Child
     from aipool.lanes import WORKER_CLASSES
     from tests.support.cli import MARK, fresh_env, processes_marked
+    from tests.support.metrics import TOKEN, metrics_env, scrape
     from tests.support.services import RedisServer
     from tests.support.waiting import eventually
 
-    # Given `aipool worker` with metrics on: one directory and one port, as compose gives a
+    # Given `aipool worker` with metrics on, and the token they ask for: one directory and one port, as compose gives a
     # container (every class once emptied the same directory and all but one lost the port)
     server = RedisServer().start()
     base = _free_ports_in_a_row(len(WORKER_CLASSES))
@@ -321,8 +322,7 @@ def test_aipool_worker_gives_each_class_its_own_metrics_directory_and_port(tmp_p
         tmp_path / "runtime",
         REDIS_URL=server.url,
         DATABASE_URL="postgresql+psycopg://postgres@127.0.0.1:1/none",
-        PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "metrics"),
-        AIPOOL_METRICS_PORT=str(base),
+        **metrics_env(tmp_path / "metrics", base),
     )
     screen = tmp_path / "screen.txt"
     argv = [str(Path(sys.executable).parent / "aipool"), "worker", "--log-dir", str(tmp_path)]
@@ -331,7 +331,7 @@ def test_aipool_worker_gives_each_class_its_own_metrics_directory_and_port(tmp_p
 
     def serving(port: int) -> bool:
         try:
-            return httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).status_code == 200
+            return bool(scrape(port))
         except httpx.HTTPError:
             return False
 
@@ -345,8 +345,10 @@ def test_aipool_worker_gives_each_class_its_own_metrics_directory_and_port(tmp_p
         for name, port in ports.items():
             assert f"{name}: " in text and f"metrics on :{port}/metrics" in text
             assert (tmp_path / "metrics" / name).is_dir()
-            # and its own log says so too (the line was logged before logging was set up)
-            assert f"metrics on :{port}/metrics" in (tmp_path / f"{name}.log").read_text()
+            # and its own log says so too, and that they ask for the token every class was given
+            # (the line was logged before logging was set up)
+            log = (tmp_path / f"{name}.log").read_text()
+            assert f":{port}/metrics (login required)" in log and TOKEN not in log
     finally:
         command.stop(grace_s=30)
         server.stop()
