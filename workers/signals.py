@@ -151,12 +151,12 @@ def _start_metrics_server(sender: Any = None, **_: Any) -> None:
     try:
         endpoint.serve(registry, port, token)
     except PoolUnavailable as exc:
-        _refuse_to_start(exc)
+        _refuse_to_start(f"{endpoint.SERVER} {exc} (AIPOOL_METRICS_PORT={port})")
     _serving.append(endpoint.serving_line(port, token))
 
 
-def _refuse_to_start(exc: Exception) -> NoReturn:
-    print(f"aipool: {exc}", file=sys.stderr, flush=True)
+def _refuse_to_start(why: object) -> NoReturn:
+    print(f"aipool: {why}", file=sys.stderr, flush=True)
     raise SystemExit(1) from None
 
 

@@ -99,6 +99,28 @@ def test_a_refused_setting_stops_aipool_worker_in_one_line(tmp_path, redis_clien
     assert line.startswith("aipool: settings refused: AIPOOL_TIMEOUT_GEMINI") and done.stdout == ""
 
 
+def test_metrics_without_a_token_stop_aipool_worker_in_one_line(tmp_path, redis_client) -> None:
+    from tests.conftest import TEST_REDIS_URL
+    from tests.support.cli import MARK, fresh_env, processes_marked, run_aipool
+
+    # Given metrics on (PROMETHEUS_MULTIPROC_DIR) and no AIPOOL_METRICS_TOKEN: every class would
+    # exit saying so, and be started again, until its restarts ran out
+    env = fresh_env(
+        tmp_path / "runtime",
+        REDIS_URL=TEST_REDIS_URL,
+        PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "metrics"),
+        AIPOOL_SECRETS_DIR=str(tmp_path / "no-secrets"),
+    )
+    # When `aipool worker` starts
+    done = run_aipool(["worker", "--log-dir", str(tmp_path / "log")], env, tmp_path)
+    # Then it says so once, naming the token and the way to serve anyone, and starts no worker
+    assert done.returncode == 1
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("aipool: the worker's metrics has no login") and done.stdout == ""
+    assert "AIPOOL_METRICS_TOKEN" in line and "AIPOOL_ALLOW_ANONYMOUS=1" in line
+    assert processes_marked(env[MARK]) == []
+
+
 def test_aipool_worker_says_on_screen_when_its_redis_goes_and_comes_back(tmp_path) -> None:
     import sys
 

@@ -175,3 +175,30 @@ def test_a_worker_allowed_to_serve_anyone_serves_metrics_and_says_so(celery_app,
         assert len(lines) == 1 and "WITHOUT a login (AIPOOL_ALLOW_ANONYMOUS=1)" in lines[0]
     finally:
         worker.stop()
+
+
+def test_a_worker_whose_metrics_port_is_taken_exits_naming_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import socket
+
+    # Given a worker with metrics on and its token, on a port another process listens on
+    with socket.socket() as holder:
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        holder.bind(("0.0.0.0", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        worker, _ = _metered(
+            tmp_path, AIPOOL_METRICS_PORT=str(port), AIPOOL_METRICS_TOKEN="metrics-t0ken"
+        )
+        try:
+            # When it starts, then it exits with one line naming the port's setting, where it
+            # logged a traceback and served its queues with no metrics (a liveness probe then
+            # restarted it without saying why)
+            assert _exit_code(worker.process) == 1
+            refusal = [line for line in worker.log().splitlines() if line.startswith("aipool:")]
+            assert refusal == [
+                f"aipool: the worker's metrics cannot listen on 0.0.0.0:{port}: "
+                f"Address already in use (AIPOOL_METRICS_PORT={port})"
+            ], worker.log()
+            assert "Traceback" not in worker.log() and "metrics-t0ken" not in worker.log()
+        finally:
+            worker.stop()
