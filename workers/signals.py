@@ -9,7 +9,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from celery.app import trace as celery_trace
 from celery.signals import (
@@ -25,7 +25,7 @@ from celery.signals import (
 )
 
 from aipool import log_guard
-from aipool.errors import SettingsError
+from aipool.errors import NoLogin, PoolUnavailable, SettingsError
 from aipool.ledger.db import migrate
 from aipool.ledger.outbox import OUTBOX
 from aipool.providers.catalog import CATALOG
@@ -76,8 +76,7 @@ def _refuse_invalid_settings(**_: Any) -> None:
         check_at_start()
         tracing_setup.check_installed()
     except SettingsError as exc:
-        print(f"aipool: {exc}", file=sys.stderr, flush=True)
-        raise SystemExit(1) from None
+        _refuse_to_start(exc)
 
 
 def _no_sent_events_from_beat(sender: Any = None, **_: Any) -> None:
@@ -124,15 +123,23 @@ def _consumed_queues(sender: Any) -> set[str]:
 def _start_metrics_server(sender: Any = None, **_: Any) -> None:
     # Started in the parent before it forks, over a multiprocess registry: a server started in
     # each child would show one child's numbers only. Without the directory there is no endpoint.
+    # Without a token (and without AIPOOL_ALLOW_ANONYMOUS=1), or without its port, the worker
+    # does not start: one line says why (Celery swallows what a handler raises, not SystemExit).
     directory = settings().prometheus_multiproc_dir
     if not directory:
         return
+    # deferred: loads prometheus-client, rich, httpx (~237 ms of start-up) only when this runs
+    from aipool.metrics import endpoint
+
+    try:
+        token = endpoint.metrics_token()
+    except NoLogin as exc:
+        _refuse_to_start(exc)
     shutil.rmtree(directory, ignore_errors=True)
     Path(directory).mkdir(parents=True, exist_ok=True)
-    from prometheus_client import CollectorRegistry, start_http_server
+    from prometheus_client import CollectorRegistry
     from prometheus_client.multiprocess import MultiProcessCollector
 
-    # deferred: loads prometheus-client, rich, httpx (~237 ms of start-up) only when this runs
     from aipool.metrics.pool_state import collectors_for
 
     registry = CollectorRegistry()
@@ -141,18 +148,27 @@ def _start_metrics_server(sender: Any = None, **_: Any) -> None:
     for collector in collectors_for(getattr(sender, "app", None), _consumed_queues(sender)):
         registry.register(collector)
     port = settings().metrics_port
-    start_http_server(port, registry=registry)
-    _serving.append(port)
+    try:
+        endpoint.serve(registry, port, token)
+    except PoolUnavailable as exc:
+        _refuse_to_start(f"{endpoint.SERVER} {exc} (AIPOOL_METRICS_PORT={port})")
+    _serving.append(endpoint.serving_line(port, token))
 
 
-#: The port this worker serves metrics on, once it does. worker_init comes before Celery sets
-#: up logging, so the line saying so waits for worker_ready: said then, it reaches the log.
-_serving: list[int] = []
+def _refuse_to_start(why: object) -> NoReturn:
+    print(f"aipool: {why}", file=sys.stderr, flush=True)
+    raise SystemExit(1) from None
+
+
+#: The line saying where this worker serves its metrics and whether they ask for a login, once it
+#: does (never the token). worker_init comes before Celery sets up logging, so the line waits for
+#: worker_ready: said then, it reaches the log.
+_serving: list[str] = []
 
 
 def _say_metrics_port(**_: Any) -> None:
-    for port in _serving:
-        log.info("metrics on :%d/metrics", port)
+    for line in _serving:
+        log.info("%s", line)
 
 
 def _forget_process_metrics(pid: int | None = None, **_: Any) -> None:

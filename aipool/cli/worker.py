@@ -245,15 +245,21 @@ def _log(watch: LogNews, level: str, said: str) -> None:
 
 def ready_to_start(console: Console) -> None:
     """What every worker would find wrong at start, found once, before any starts, and said in
-    one line: refused settings, the route or price table (``SettingsError``), no Redis or one that
-    does not answer (``PoolUnavailable``: nothing can be served without it, so nothing starts; a
-    supervisor restarts the command). A ledger that cannot be reached is said, and the workers
-    start: they serve and hold usage records in Redis until it is back."""
+    one line: refused settings, the route or price table (``SettingsError``), metrics on without
+    the token they ask for (``NoLogin``), no Redis or one that does not answer
+    (``PoolUnavailable``: nothing can be served without it, so nothing starts; a supervisor
+    restarts the command). A ledger that cannot be reached is said, and the workers start: they
+    serve and hold usage records in Redis until it is back."""
     from aipool.cli.pool import ledger_url, redis_url
+    from aipool.settings import settings
     from aipool.settings.startup import check_at_start
     from aipool.views.pool_location import describe_database
 
     check_at_start()
+    if settings().prometheus_multiproc_dir:
+        from aipool.metrics.endpoint import metrics_token
+
+        metrics_token()  # every class inherits this environment, the token with it
     redis_url()
     ledger = ledger_url()
     problem = ledger_problem(ledger)

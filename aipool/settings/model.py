@@ -209,7 +209,9 @@ class Settings(BaseSettings):
     nemotron_system_prefix: str = "detailed thinking off"
     #: Bearer token the usage report (``aipool status --serve``) asks for.
     health_token: SecretStr | None = None
-    #: Let Flower and the usage report serve without a login (``AIPOOL_ALLOW_ANONYMOUS=1``);
+    #: Bearer token a worker's metrics endpoint (``AIPOOL_METRICS_PORT``) asks for.
+    metrics_token: SecretStr | None = None
+    #: Let Flower, the usage report and the workers' metrics serve without a login (``AIPOOL_ALLOW_ANONYMOUS=1``);
     #: off, each refuses to start without one (:mod:`aipool.views.serving`).
     allow_anonymous: bool = False
     #: Let Flower show answers (``AIPOOL_FLOWER_SHOWS_ANSWERS=1``): the worker puts the answer's

@@ -28,6 +28,7 @@ SECRETS: dict[str, Path] = {
     "AIPOOL_SLACK_WEBHOOK_URL": ("alerts", "slack_webhook_url"),
     "AIPOOL_ALERT_WEBHOOK_URL": ("alerts", "webhook_url"),
     "AIPOOL_HEALTH_TOKEN": ("health_token",),
+    "AIPOOL_METRICS_TOKEN": ("metrics_token",),
     "AIPOOL_REDIS_SENTINEL_PASSWORD": ("redis_sentinel_password",),
     "AIPOOL_CACHE_SECRET": ("cache_secret",),
 }

@@ -12,7 +12,6 @@ unless ``AIPOOL_ALLOW_ANONYMOUS=1`` (:mod:`aipool.views.serving`).
 
 from __future__ import annotations
 
-import hmac
 import json
 import sys
 import threading
@@ -29,14 +28,12 @@ from aipool.quota import Quota
 from aipool.redis.url import connect, ping
 from aipool.settings import settings
 from aipool.settings.provider_limits import ProviderLimits
-from aipool.views.http_server import BoundedServer
-from aipool.views.serving import announce, require_login
+from aipool.views import serving
+from aipool.views.http_server import StartResponse, WSGIApp, listen, respond
+from aipool.views.serving import BEARER_CHALLENGE, announce, bearer_accepted
 
 USAGE_PATH = "/api/v1/health/ai-usage"
 PROBE_PATH = "/healthz"
-
-StartResponse = Callable[[str, list[tuple[str, str]]], Any]
-WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 
 
 def usage_report(
@@ -71,7 +68,6 @@ def make_app(
     """A WSGI app serving ``GET /api/v1/health/ai-usage`` as JSON (401 without the bearer
     ``token`` when one is set) and ``GET /healthz`` for probes; 404 elsewhere, 405 for other
     methods, 503 when Redis cannot be read."""
-    expected = f"Bearer {token}".encode() if token else None
 
     def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
@@ -87,13 +83,12 @@ def make_app(
                     start_response, "503 Service Unavailable", {"error": type(exc).__name__}
                 )
             return _json(start_response, "200 OK", {"status": "ok"})
-        given = str(environ.get("HTTP_AUTHORIZATION", "")).encode()
-        if expected is not None and not hmac.compare_digest(given, expected):
+        if not bearer_accepted(environ, token):
             return _json(
                 start_response,
                 "401 Unauthorized",
                 {"error": "bearer token required"},
-                [("WWW-Authenticate", 'Bearer realm="aipool"')],
+                [BEARER_CHALLENGE],
             )
         try:
             body = report(redis_client)
@@ -111,27 +106,13 @@ def _json(
     headers: list[tuple[str, str]] | None = None,
 ) -> list[bytes]:
     data = json.dumps(body, ensure_ascii=False, sort_keys=True).encode()
-    start_response(
-        status,
-        [
-            ("Content-Type", "application/json; charset=utf-8"),
-            ("Content-Length", str(len(data))),
-            *(headers or []),
-        ],
-    )
-    return [data]
+    return respond(start_response, status, "application/json; charset=utf-8", data, headers)
 
 
 def required_token() -> str | None:
     """The bearer token the report asks for; raises :class:`~aipool.errors.NoLogin` when none is
     set, unless ``AIPOOL_ALLOW_ANONYMOUS=1`` (then ``None``: served to anyone)."""
-    token = settings().secret("AIPOOL_HEALTH_TOKEN")
-    require_login(
-        "the usage report",
-        bool(token),
-        "set AIPOOL_HEALTH_TOKEN (or AIPOOL_HEALTH_TOKEN_FILE) to the bearer token it asks for",
-    )
-    return token or None
+    return serving.required_token("the usage report", "AIPOOL_HEALTH_TOKEN")
 
 
 def serve(
@@ -157,11 +138,7 @@ def serve(
 
     client = connect(redis_url)
     app = make_app(client, report=report, token=token)
-    try:
-        server = BoundedServer((host, port), app)
-    except OSError as exc:
-        raise PoolUnavailable(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    with server:
+    with listen(host, port, app) as server:
         where = f"http://{host}:{server.server_port}"
         announce(
             "the usage report", f"{where}{USAGE_PATH} (probes: {where}{PROBE_PATH})", bool(token)

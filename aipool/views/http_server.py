@@ -30,10 +30,16 @@ import io
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
+
+from aipool.errors import PoolUnavailable
+
+StartResponse = Callable[[str, list[tuple[str, str]]], Any]
+WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 
 
 @dataclass(frozen=True)
@@ -168,3 +174,27 @@ class BoundedServer(ThreadingMixIn, WSGIServer):
             super().process_request_thread(request, client_address)
         finally:
             self._slots.release()
+
+
+def listen(host: str, port: int, app: Any) -> BoundedServer:
+    """A :class:`BoundedServer` serving ``app`` on ``host:port`` (0: any free port); raises
+    :class:`~aipool.errors.PoolUnavailable` saying why it cannot listen there."""
+    try:
+        return BoundedServer((host, port), app)
+    except OSError as exc:
+        raise PoolUnavailable(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+def respond(
+    start_response: StartResponse,
+    status: str,
+    content_type: str,
+    data: bytes,
+    headers: list[tuple[str, str]] | None = None,
+) -> list[bytes]:
+    """Answer a WSGI request with ``status`` and the body ``data`` of ``content_type``."""
+    start_response(
+        status,
+        [("Content-Type", content_type), ("Content-Length", str(len(data))), *(headers or [])],
+    )
+    return [data]

@@ -99,6 +99,28 @@ def test_a_refused_setting_stops_aipool_worker_in_one_line(tmp_path, redis_clien
     assert line.startswith("aipool: settings refused: AIPOOL_TIMEOUT_GEMINI") and done.stdout == ""
 
 
+def test_metrics_without_a_token_stop_aipool_worker_in_one_line(tmp_path, redis_client) -> None:
+    from tests.conftest import TEST_REDIS_URL
+    from tests.support.cli import MARK, fresh_env, processes_marked, run_aipool
+
+    # Given metrics on (PROMETHEUS_MULTIPROC_DIR) and no AIPOOL_METRICS_TOKEN: every class would
+    # exit saying so, and be started again, until its restarts ran out
+    env = fresh_env(
+        tmp_path / "runtime",
+        REDIS_URL=TEST_REDIS_URL,
+        PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "metrics"),
+        AIPOOL_SECRETS_DIR=str(tmp_path / "no-secrets"),
+    )
+    # When `aipool worker` starts
+    done = run_aipool(["worker", "--log-dir", str(tmp_path / "log")], env, tmp_path)
+    # Then it says so once, naming the token and the way to serve anyone, and starts no worker
+    assert done.returncode == 1
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("aipool: the worker's metrics has no login") and done.stdout == ""
+    assert "AIPOOL_METRICS_TOKEN" in line and "AIPOOL_ALLOW_ANONYMOUS=1" in line
+    assert processes_marked(env[MARK]) == []
+
+
 def test_aipool_worker_says_on_screen_when_its_redis_goes_and_comes_back(tmp_path) -> None:
     import sys
 
@@ -310,10 +332,11 @@ def test_aipool_worker_gives_each_class_its_own_metrics_directory_and_port(tmp_p
     from aipool.children import Child
     from aipool.lanes import WORKER_CLASSES
     from tests.support.cli import MARK, fresh_env, processes_marked
+    from tests.support.metrics import TOKEN, metrics_env, scrape
     from tests.support.services import RedisServer
     from tests.support.waiting import eventually
 
-    # Given `aipool worker` with metrics on: one directory and one port, as compose gives a
+    # Given `aipool worker` with metrics on, and the token they ask for: one directory and one port, as compose gives a
     # container (every class once emptied the same directory and all but one lost the port)
     server = RedisServer().start()
     base = _free_ports_in_a_row(len(WORKER_CLASSES))
@@ -321,8 +344,7 @@ def test_aipool_worker_gives_each_class_its_own_metrics_directory_and_port(tmp_p
         tmp_path / "runtime",
         REDIS_URL=server.url,
         DATABASE_URL="postgresql+psycopg://postgres@127.0.0.1:1/none",
-        PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "metrics"),
-        AIPOOL_METRICS_PORT=str(base),
+        **metrics_env(tmp_path / "metrics", base),
     )
     screen = tmp_path / "screen.txt"
     argv = [str(Path(sys.executable).parent / "aipool"), "worker", "--log-dir", str(tmp_path)]
@@ -331,7 +353,7 @@ def test_aipool_worker_gives_each_class_its_own_metrics_directory_and_port(tmp_p
 
     def serving(port: int) -> bool:
         try:
-            return httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).status_code == 200
+            return bool(scrape(port))
         except httpx.HTTPError:
             return False
 
@@ -345,8 +367,10 @@ def test_aipool_worker_gives_each_class_its_own_metrics_directory_and_port(tmp_p
         for name, port in ports.items():
             assert f"{name}: " in text and f"metrics on :{port}/metrics" in text
             assert (tmp_path / "metrics" / name).is_dir()
-            # and its own log says so too (the line was logged before logging was set up)
-            assert f"metrics on :{port}/metrics" in (tmp_path / f"{name}.log").read_text()
+            # and its own log says so too, and that they ask for the token every class was given
+            # (the line was logged before logging was set up)
+            log = (tmp_path / f"{name}.log").read_text()
+            assert f":{port}/metrics (login required)" in log and TOKEN not in log
     finally:
         command.stop(grace_s=30)
         server.stop()

@@ -1,7 +1,8 @@
 """A pool as an operator watches it: real prefork workers serving metrics, on a Redis of their own.
 
 One provider worker (router and every provider queue) and one maintenance worker, each serving its
-``/metrics`` as in production (``PROMETHEUS_MULTIPROC_DIR``, ``AIPOOL_METRICS_PORT``), with the
+``/metrics`` as in production (``PROMETHEUS_MULTIPROC_DIR``, ``AIPOOL_METRICS_PORT``, to the bearer
+of ``AIPOOL_METRICS_TOKEN`` only), with the
 maintenance worker set to leave budget and breaker alerts to Prometheus (``AIPOOL_ALERTS``). They
 run on a private ``redis-server`` and a scratch ledger database, so no other test's workers take
 their messages and no other test's usage shows in their gauges. Started once for the package.
@@ -14,13 +15,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
 from sqlalchemy.engine import make_url
 
 from aipool.lanes import ROUTINE_LANES, URGENT_LANES
 from aipool.simulator import Simulator
 from tests.conftest import LOOPBACK, TEST_DATABASE_URL, worker_env
+from tests.support.metrics import metrics_env, scrape
 from tests.support.pool import Worker
 from tests.support.producer import Producer
 from tests.support.services import RedisServer, free_port
@@ -47,10 +48,8 @@ class MonitoredPool:
         return [f"127.0.0.1:{self.providers_port}", f"127.0.0.1:{self.maintenance_port}"]
 
     def scrape(self, port: int) -> str:
-        """One worker's ``/metrics`` text."""
-        response = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5)
-        response.raise_for_status()
-        return response.text
+        """One worker's ``/metrics`` text, read with the token."""
+        return scrape(port)
 
 
 def _scratch_ledger() -> str:
@@ -100,11 +99,7 @@ def monitored_pool(simulator: Simulator) -> Iterator[MonitoredPool]:
     try:
         workers.append(
             Worker(
-                {
-                    **shared,
-                    "PROMETHEUS_MULTIPROC_DIR": str(directory / "providers"),
-                    "AIPOOL_METRICS_PORT": str(providers_port),
-                },
+                {**shared, **metrics_env(directory / "providers", providers_port)},
                 queues=PROVIDER_QUEUES,
             )
         )
@@ -112,8 +107,7 @@ def monitored_pool(simulator: Simulator) -> Iterator[MonitoredPool]:
             Worker(
                 {
                     **shared,
-                    "PROMETHEUS_MULTIPROC_DIR": str(directory / "maintenance"),
-                    "AIPOOL_METRICS_PORT": str(maintenance_port),
+                    **metrics_env(directory / "maintenance", maintenance_port),
                     "AIPOOL_ALERTS": "prometheus",
                     "AIPOOL_ROUTES_FILE": str(_routes_with_a_share(directory)),
                 },

@@ -214,7 +214,7 @@ def _ollama_models() -> set[str]:
 def test_given_the_ollama_worker_when_inspected_then_it_holds_no_cloud_key() -> None:
     service = _worker_for("ollama")
     env = service.get("environment", {})
-    assert _secret_names(service) == {"redis_url", "database_url"}
+    assert _secret_names(service) == {"redis_url", "database_url", "aipool_metrics_token"}
     assert not [k for k in env if "API_KEY" in k or "SECRET" in k or "TOKEN" in k]
     assert "--concurrency=2" in _argv(service)
 
@@ -407,6 +407,23 @@ def test_given_prometheus_when_started_then_it_loads_exactly_the_pools_alert_rul
     assert targets == {f"{name}:9808" for name in _workers()}
     relabels = workers_job.get("relabel_configs", [])
     assert all(r.get("target_label") != "queue" for r in relabels)
+    # with the token the workers' metrics ask for, from the secret file they read it from
+    assert workers_job["authorization"] == {
+        "type": "Bearer",
+        "credentials_file": "/run/secrets/aipool_metrics_token",
+    }
+    assert "aipool_metrics_token" in _secret_names(prometheus)
+
+
+def test_given_the_workers_when_started_then_their_metrics_ask_for_a_token_from_a_secret() -> None:
+    # Given every worker: its metrics token is the aipool_metrics_token secret file (the settings
+    # read /run/secrets/aipool_metrics_token), never a value in the file nor "allow anonymous"
+    for name, worker in _workers().items():
+        assert "aipool_metrics_token" in _secret_names(worker), name
+        env = worker.get("environment") or {}
+        assert "AIPOOL_METRICS_TOKEN" not in env and "AIPOOL_ALLOW_ANONYMOUS" not in env, name
+    declared = _compose()["secrets"]["aipool_metrics_token"]
+    assert declared["file"] == "${AIPOOL_METRICS_TOKEN_FILE:-./secrets/aipool_metrics_token}"
 
 
 def test_given_grafana_when_started_then_it_is_provisioned_with_prometheus_and_the_dashboard() -> (

@@ -107,10 +107,13 @@ DEFAULT_OK: dict[str, str] = {
     "AIPOOL_SMTP_PASSWORD": "an optional alert channel",
     "AIPOOL_HEALTH_TOKEN": "the usage report's bearer token: the aipool-health Secret on k8s, the "
     "aipool_health_token secret file in compose (empty: the usage report does not start)",
+    "AIPOOL_METRICS_TOKEN": "the workers' metrics bearer token: the aipool-metrics Secret on k8s, "
+    "the aipool_metrics_token secret file in compose (empty: a worker does not start)",
     "FLOWER_ADDRESS": "loopback; compose and k8s give Flower --address=0.0.0.0 (tests/deploy/test_servers.py)",
     "FLOWER_PORT": "5555; compose and k8s give --port",
     "FLOWER_AUTH": "OAuth instead of FLOWER_BASIC_AUTH, optional",
-    "AIPOOL_ALLOW_ANONYMOUS": "off: Flower and the usage report refuse to start without a login",
+    "AIPOOL_ALLOW_ANONYMOUS": "off: Flower, the usage report and the workers' metrics refuse to "
+    "start without a login",
     "AIPOOL_FLOWER_SHOWS_ANSWERS": "off: Flower shows no answers",
     "AIPOOL_TASK_EVENTS": "on, for Flower; off saves their cost, and a Flower turns them on",
     "AIPOOL_CACHE_SECRET": "unset: the response cache is off (docs/operations.md, Response cache)",

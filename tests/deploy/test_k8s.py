@@ -51,6 +51,8 @@ OWN_KEY = {
 }
 #: Secrets every aipool process may read: connection settings, not provider keys.
 SHARED_SECRETS = {"aipool-redis", "aipool-database"}
+#: What every worker reads besides: the token its metrics ask for.
+WORKER_SECRETS = {*SHARED_SECRETS, "aipool-metrics"}
 #: Where each pod's secret files are mounted (the ConfigMap's AIPOOL_SECRETS_DIR).
 SECRETS_DIR = "/run/secrets/aipool"
 #: The one policy whose egress reaches public addresses: cloud workers to their providers' HTTPS.
@@ -250,10 +252,11 @@ def test_given_a_worker_when_its_broker_is_down_then_no_probe_restarts_it(queue:
     (container,) = pod["containers"]
     argv = _argv(container)
     # Then liveness (and start-up) ask the worker's own metrics server, which answers whatever
-    # the broker does; only readiness goes through the broker, by the worker's node name
+    # the broker does, on its probe path (/metrics asks for the token, which a kubelet has not);
+    # only readiness goes through the broker, by the worker's node name
     port = {p["name"]: p["containerPort"] for p in container["ports"]}["metrics"]
     for probe in ("startupProbe", "livenessProbe"):
-        assert container[probe]["httpGet"] == {"path": "/metrics", "port": "metrics"}, probe
+        assert container[probe]["httpGet"] == {"path": "/healthz", "port": "metrics"}, probe
         assert "exec" not in container[probe]
     assert port == 9808 and effective_env(container)["AIPOOL_METRICS_PORT"] == "9808"
     ready = " ".join(container["readinessProbe"]["exec"]["command"])
@@ -413,7 +416,7 @@ def test_given_the_migration_job_when_rendered_then_it_upgrades_the_ledger_only(
 def test_given_the_ollama_worker_when_rendered_then_no_cloud_key_reaches_it(queue: str) -> None:
     deployment = _workers()[queue]
     (container,) = _pod(deployment)["containers"]
-    assert _secret_refs(deployment) <= SHARED_SECRETS
+    assert _secret_refs(deployment) <= WORKER_SECRETS
     assert not [n for n in effective_env(container) if "API_KEY" in n or "TOKEN" in n]
     assert "--concurrency=2" in _argv(container)
 
@@ -637,6 +640,32 @@ def test_given_the_workers_when_rendered_then_each_owns_its_metrics_directory() 
         mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
         (volume,) = [v for v in _pod(deployment)["volumes"] if v["name"] == mounts[directory]]
         assert "emptyDir" in volume, queue
+
+
+@pytest.mark.parametrize("root", [K8S, OVERLAY], ids=["base", "production-overlay"])
+def test_given_the_workers_when_rendered_then_their_metrics_ask_for_the_token_prometheus_has(
+    root: Path,
+) -> None:
+    # Given every worker: the metrics token is the aipool-metrics Secret's file in the secrets
+    # directory, where the settings read AIPOOL_METRICS_TOKEN from, and nothing serves anyone
+    for queue, deployment in _workers(root).items():
+        (container,) = _pod(deployment)["containers"]
+        env = effective_env(container, root)
+        files = secret_files(deployment, container)
+        assert files[f"{env['AIPOOL_SECRETS_DIR']}/aipool_metrics_token"] == "aipool-metrics/token"
+        assert "AIPOOL_ALLOW_ANONYMOUS" not in env and "AIPOOL_METRICS_TOKEN" not in env, queue
+    # and the PodMonitor scrapes with that Secret's token
+    (monitor,) = _of_kind("PodMonitor", root)
+    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    assert endpoint["path"] == "/metrics"
+    assert endpoint["authorization"] == {
+        "type": "Bearer",
+        "credentials": {"name": "aipool-metrics", "key": "token"},
+    }
+    # and the template of that Secret says which key it holds
+    templates = [d for d in yaml.safe_load_all((K8S / "secrets.yaml").read_text()) if d]
+    (secret,) = [d for d in templates if d["metadata"]["name"] == "aipool-metrics"]
+    assert secret["stringData"] == {"token": ""}
 
 
 def test_given_the_health_endpoint_when_rendered_then_its_service_reaches_the_usage_report() -> (

@@ -28,6 +28,7 @@ from aipool.attempt.lifecycle import answer_keep_s
 from aipool.simulator import Simulator
 from tests.support.accounting import drain_everything
 from tests.support.flower import flower_process, serving
+from tests.support.metrics import metrics_env, scrape
 from tests.support.pool import Worker
 from tests.support.producer import Producer
 from tests.support.services import RedisServer, free_port
@@ -140,8 +141,7 @@ def test_given_a_canary_in_prompts_when_the_pool_answers_at_debug_with_flower_th
     worker = spawn_worker(
         server.url,
         loglevel="DEBUG",
-        PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "metrics"),
-        AIPOOL_METRICS_PORT=str(metrics_port),
+        **metrics_env(tmp_path / "metrics", metrics_port),
     )
     flower_log = tmp_path / "flower.log"
     # (with the result backend named in its environment, which Celery reads over any setting)
@@ -227,7 +227,7 @@ def test_given_a_canary_in_prompts_when_the_pool_answers_at_debug_with_flower_th
             ).text,
             "Flower /metrics": httpx.get(f"{flower}/metrics", timeout=5).text,
         }
-        metrics = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).text
+        metrics = scrape(metrics_port)
         # Then Redis holds the canary in the quoted answer's own result and nowhere else
         client = server.client()
         in_redis = _where(needles, _redis_dump(client))

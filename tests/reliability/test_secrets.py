@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import socket
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +21,7 @@ from sqlalchemy import create_engine, select
 
 from aipool.ledger.models import UsageLogRow
 from tests.support.accounting import drain_everything
+from tests.support.metrics import metrics_env, scrape
 from tests.support.pool import Worker
 from tests.support.private_pool import private_pool
 
@@ -47,8 +47,7 @@ def echoing(simulator, ledger_url, tmp_path_factory) -> Iterator[dict[str, Any]]
     with private_pool(
         5,
         app="workers.app",
-        PROMETHEUS_MULTIPROC_DIR=str(tmp_path_factory.mktemp("metrics")),
-        AIPOOL_METRICS_PORT=str(port),
+        **metrics_env(tmp_path_factory.mktemp("metrics"), port),
         **KEYS,
     ) as pool:
         yield {"app": pool.app, "client": pool.client, "worker": pool.worker, "port": port}
@@ -76,7 +75,7 @@ def test_a_planted_key_every_provider_echoes_is_kept_nowhere(echoing, healthy, l
         rows = conn.execute(select(UsageLogRow).where(UsageLogRow.request_id.in_(ids))).all()
     engine.dispose()
     assert rows
-    metrics = urllib.request.urlopen(f"http://127.0.0.1:{echoing['port']}/metrics").read()
+    metrics = scrape(echoing["port"])
     worker: Worker = echoing["worker"]
     log = Path(worker.log_path).read_text(errors="replace")
     # Then no key appears in any result, ledger row, log line (alerts are logged) or metric
@@ -84,7 +83,7 @@ def test_a_planted_key_every_provider_echoes_is_kept_nowhere(echoing, healthy, l
         "results": json.dumps(answers),
         "ledger": repr([tuple(r) for r in rows]),
         "log": log,
-        "metrics": metrics.decode(),
+        "metrics": metrics,
     }
     for name, key in KEYS.items():
         leaked = [place for place, text in places.items() if key in text]

@@ -11,7 +11,6 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import Engine
@@ -21,6 +20,7 @@ from aipool.attempt.money import micro
 from aipool.periods import month_of, pool_zone
 from aipool.simulator import Simulator
 from tests.support.accounting import drain_everything, ledger_rows, trail
+from tests.support.metrics import metrics_env, scrape
 from tests.support.pool import Worker
 from tests.support.producer import Producer
 from tests.support.services import RedisServer, free_port
@@ -81,7 +81,7 @@ def _per_service(engine: Engine, routes: str) -> dict[str, tuple[int, Decimal]]:
 
 def _scraped_per_service(port: int) -> dict[str, tuple[int, float]]:
     """The worker's counters by service: tokens (every provider, model, direction) and cost."""
-    body = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+    body = scrape(port)
     tokens: dict[str, float] = defaultdict(float)
     cost: dict[str, float] = defaultdict(float)
     for family in text_string_to_metric_families(body):
@@ -110,8 +110,7 @@ def test_a_service_over_its_share_goes_past_gemini_while_another_is_served(
         server.url,
         concurrency=2,
         AIPOOL_ROUTES_FILE=routes,
-        PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "prometheus"),
-        AIPOOL_METRICS_PORT=str(port),
+        **metrics_env(tmp_path / "prometheus", port),
         **LIMITS,
     )
     reported_before = _per_service(ledger, routes)

@@ -1,7 +1,8 @@
 """A real Prometheus server (Debian's ``prometheus`` package) of the test's own, on loopback.
 
-It scrapes the given targets every second and evaluates the given rule files every second, with
-its data in a temporary directory removed when it stops.
+It scrapes the given targets every second, with the workers' metrics token
+(:data:`tests.support.metrics.TOKEN`, from a file as compose gives it), and evaluates the given
+rule files every second, with its data in a temporary directory removed when it stops.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import httpx
 import yaml
 
+from tests.support.metrics import TOKEN
 from tests.support.services import free_port
 from tests.support.waiting import eventually
 
@@ -29,6 +31,8 @@ class PrometheusServer:
         self.port = free_port()
         self.directory = Path(tempfile.mkdtemp(prefix="aipool-prometheus-"))
         self.config = self.directory / "prometheus.yml"
+        token_file = self.directory / "metrics_token"
+        token_file.write_text(TOKEN)
         self.config.write_text(
             yaml.safe_dump(
                 {
@@ -39,7 +43,14 @@ class PrometheusServer:
                     },
                     "rule_files": [str(path) for path in rule_files],
                     "scrape_configs": [
-                        {"job_name": job, "static_configs": [{"targets": list(targets)}]}
+                        {
+                            "job_name": job,
+                            "authorization": {
+                                "type": "Bearer",
+                                "credentials_file": str(token_file),
+                            },
+                            "static_configs": [{"targets": list(targets)}],
+                        }
                     ],
                 }
             )

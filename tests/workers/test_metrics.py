@@ -1,4 +1,5 @@
-"""A worker exposes pool-wide Prometheus metrics, aggregated over its prefork processes."""
+"""A worker exposes pool-wide Prometheus metrics, aggregated over its prefork processes, to the
+bearer of its metrics token only (``AIPOOL_METRICS_TOKEN``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from tasks.client import submit
 from tests.conftest import worker_env
+from tests.support.metrics import TOKEN, metrics_env, scrape
 from tests.support.pool import Worker
 
 pytestmark = pytest.mark.integration
@@ -25,7 +27,7 @@ def _free_port() -> int:
 @pytest.fixture()
 def metered_worker(celery_app, pool, tmp_path: Path) -> Iterator[tuple[Worker, int]]:  # type: ignore[no-untyped-def]
     port = _free_port()
-    env = worker_env(PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "prom"), AIPOOL_METRICS_PORT=str(port))
+    env = worker_env(**metrics_env(tmp_path / "prom", port))
     # the session pool also serves these queues; this worker serves Claude's two lanes here (a
     # critical request waits in claude.urgent)
     worker = Worker(env, queues=("claude", "claude.urgent"), concurrency=2)
@@ -52,7 +54,7 @@ def test_calls_tokens_and_cost_appear_on_the_metrics_endpoint(
         submit({"prompt": f"Outage {i}", "priority": "critical"}).get(timeout=30) for i in range(4)
     ]
     assert {a["provider"] for a in answers} == {"claude"}
-    body = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+    body = scrape(port)
     # Then the counters carry provider and model labels only, never a user or request id
     served = _sample(body, 'aipool_requests_total{outcome="ok",provider="claude",service="other"}')
     assert 1 <= served <= 4
@@ -65,3 +67,23 @@ def test_calls_tokens_and_cost_appear_on_the_metrics_endpoint(
     )
     assert _sample(body, 'aipool_cost_usd_total{provider="claude",service="other"}') > 0
     assert "user" not in body and answers[0]["request_id"] not in body
+
+
+def test_an_anonymous_scrape_is_refused_and_the_token_reads_the_metrics(metered_worker) -> None:  # type: ignore[no-untyped-def]
+    worker, port = metered_worker
+    url = f"http://127.0.0.1:{port}/metrics"
+    # Given a worker serving its metrics with AIPOOL_METRICS_TOKEN set
+    # When anyone asks without the token, or with another one, then nothing is shown
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}):
+        refused = httpx.get(url, headers=headers, timeout=5)
+        assert refused.status_code == 401, headers
+        assert refused.headers["WWW-Authenticate"] == 'Bearer realm="aipool"'
+        assert "aipool_" not in refused.text and "process_" not in refused.text
+    # and the bearer of the token reads the metrics
+    assert 'aipool_worker_consumes{queue="claude"} 1.0' in scrape(port)
+    # while the probe path answers without a login and shows nothing
+    probe = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5)
+    assert probe.status_code == 200 and "aipool_" not in probe.text
+    # and the worker's log says a login is required, never what the token is
+    assert f":{port}/metrics (login required)" in worker.log()
+    assert TOKEN not in worker.log()

@@ -126,3 +126,79 @@ def test_a_worker_whose_visibility_timeout_is_within_the_hard_limit_exits_naming
         assert "Traceback" not in worker.log()
     finally:
         worker.stop()
+
+
+def _metered(tmp_path, **extra: str) -> tuple[Worker, int]:  # type: ignore[no-untyped-def]
+    """A Gemini worker serving metrics on a free port (returned with it), with ``extra`` in its
+    environment and no metrics token unless ``extra`` gives one."""
+    from tests.support.services import free_port
+
+    port = free_port()
+    env = worker_env(PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "prom"), AIPOOL_METRICS_PORT=str(port))
+    for name in ("AIPOOL_METRICS_TOKEN", "AIPOOL_METRICS_TOKEN_FILE", "AIPOOL_ALLOW_ANONYMOUS"):
+        env.pop(name, None)
+    env["AIPOOL_SECRETS_DIR"] = str(tmp_path / "no-secrets")
+    env.update(extra)
+    return Worker(env, queues=("gemini",), concurrency=1), port
+
+
+def test_a_worker_serving_metrics_without_a_token_exits_naming_the_settings(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # Given a worker with metrics on (PROMETHEUS_MULTIPROC_DIR) and no AIPOOL_METRICS_TOKEN
+    worker, _ = _metered(tmp_path)
+    try:
+        # When it starts, then it exits with code 1 and one line naming the token and the way to
+        # serve anyone, instead of serving the pool's metrics to whoever reaches the port
+        assert _exit_code(worker.process) == 1
+        refusal = [line for line in worker.log().splitlines() if line.startswith("aipool:")]
+        assert len(refusal) == 1, worker.log()
+        assert "AIPOOL_METRICS_TOKEN" in refusal[0], refusal
+        assert "AIPOOL_ALLOW_ANONYMOUS=1" in refusal[0], refusal
+        assert "Traceback" not in worker.log()
+        assert "ready" not in worker.log()
+    finally:
+        worker.stop()
+
+
+def test_a_worker_allowed_to_serve_anyone_serves_metrics_and_says_so(celery_app, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import httpx
+
+    # Given a worker with metrics on, no token, and AIPOOL_ALLOW_ANONYMOUS=1
+    worker, port = _metered(tmp_path, AIPOOL_ALLOW_ANONYMOUS="1")
+    try:
+        # When it starts, then anyone reads its metrics, and its log says they are served so
+        worker.wait_ready(celery_app)
+        assert httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).status_code == 200
+        deadline = time.monotonic() + 10
+        while "WITHOUT a login" not in worker.log() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        lines = [line for line in worker.log().splitlines() if f":{port}/metrics" in line]
+        assert len(lines) == 1 and "WITHOUT a login (AIPOOL_ALLOW_ANONYMOUS=1)" in lines[0]
+    finally:
+        worker.stop()
+
+
+def test_a_worker_whose_metrics_port_is_taken_exits_naming_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import socket
+
+    # Given a worker with metrics on and its token, on a port another process listens on
+    with socket.socket() as holder:
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        holder.bind(("0.0.0.0", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        worker, _ = _metered(
+            tmp_path, AIPOOL_METRICS_PORT=str(port), AIPOOL_METRICS_TOKEN="metrics-t0ken"
+        )
+        try:
+            # When it starts, then it exits with one line naming the port's setting, where it
+            # logged a traceback and served its queues with no metrics (a liveness probe then
+            # restarted it without saying why)
+            assert _exit_code(worker.process) == 1
+            refusal = [line for line in worker.log().splitlines() if line.startswith("aipool:")]
+            assert refusal == [
+                f"aipool: the worker's metrics cannot listen on 0.0.0.0:{port}: "
+                f"Address already in use (AIPOOL_METRICS_PORT={port})"
+            ], worker.log()
+            assert "Traceback" not in worker.log() and "metrics-t0ken" not in worker.log()
+        finally:
+            worker.stop()
