@@ -23,8 +23,9 @@ States (a hash per attempt, kept ``record_keep`` seconds)::
                usable (withheld, refused, empty), else nothing but the request; or the
                call was never made because no replica held its ``begin`` (``replicas_behind``,
                with ``AIPOOL_REDIS_REPLICA_ACK_REQUIRED=1``): nothing but the request
-    skipped    no call was made (deadline, a provider paused by its own rate limit, breaker
-               open, quota spent, a hop that cannot fit)
+    skipped    no call was made (deadline, or the producer's message expiry passed before
+               the hop; a provider paused by its own rate limit, breaker open, quota spent,
+               a hop that cannot fit)
     abandoned  the owner's lease ended with no outcome (its worker died, or hung past the
                call's bound): the call may have been billed, so the estimate stays charged
 
