@@ -30,8 +30,10 @@ from workers import (
 )
 from workers.result_backend import install as install_result_backend
 
-# Messages of ai.generate never carry the prompt in what Flower shows (workers/messages.py).
-app = Celery("aipool", amqp="workers.messages:AMQP")
+# Messages of ai.generate never carry the prompt in what Flower shows (workers/messages.py); a
+# worker answers a control command once, never holding its event loop on a lost Redis
+# (workers/control.py).
+app = Celery("aipool", amqp="workers.messages:AMQP", control="workers.control:Control")
 app.config_from_object("celeryconfig")
 runtime.send_alerts_through(app)
 # Results in Redis carry the hop's usage records in the same write (workers/result_backend.py).
