@@ -24,7 +24,7 @@ from aipool.views.serving import BEARER_CHALLENGE, announcement, bearer_accepted
 METRICS_PATH = "/metrics"
 PROBE_PATH = "/healthz"
 #: The name the refusal and the log line give the endpoint.
-SERVER = "the worker's metrics"
+SERVER = "the worker's metrics endpoint"
 TOKEN = "AIPOOL_METRICS_TOKEN"
 #: Every interface: Prometheus scrapes a worker from outside its container.
 EVERY_INTERFACE = "0.0.0.0"

@@ -196,7 +196,7 @@ def test_a_worker_whose_metrics_port_is_taken_exits_naming_it(tmp_path) -> None:
             assert _exit_code(worker.process) == 1
             refusal = [line for line in worker.log().splitlines() if line.startswith("aipool:")]
             assert refusal == [
-                f"aipool: the worker's metrics cannot listen on 0.0.0.0:{port}: "
+                f"aipool: the worker's metrics endpoint cannot listen on 0.0.0.0:{port}: "
                 f"Address already in use (AIPOOL_METRICS_PORT={port})"
             ], worker.log()
             assert "Traceback" not in worker.log() and "metrics-t0ken" not in worker.log()
