@@ -116,7 +116,9 @@ def test_metrics_without_a_token_stop_aipool_worker_in_one_line(tmp_path, redis_
     # Then it says so once, naming the token and the way to serve anyone, and starts no worker
     assert done.returncode == 1
     (line,) = done.stderr.strip().splitlines()
-    assert line.startswith("aipool: the worker's metrics endpoint has no login") and done.stdout == ""
+    assert (
+        line.startswith("aipool: the worker's metrics endpoint has no login") and done.stdout == ""
+    )
     assert "AIPOOL_METRICS_TOKEN" in line and "AIPOOL_ALLOW_ANONYMOUS=1" in line
     assert processes_marked(env[MARK]) == []
 
