@@ -66,6 +66,7 @@ if flower.running_flower():
     log_guard.install()
     flower.withhold_answers(app)
     try:
+        flower.guard_metrics()
         flower.secure_defaults(sys.argv, os.environ)
     except (NoLogin, PoolUnavailable) as exc:
         raise SystemExit(f"aipool: {exc}") from None

@@ -9,6 +9,11 @@ the app applies the pool's defaults here (:mod:`aipool.views.serving`): no ``FLO
 ``FLOWER_ADDRESS`` means ``FLOWER_ADDRESS=127.0.0.1``, which Flower then reads from the
 environment like any of its ``FLOWER_*`` options.
 
+Flower's ``/metrics`` (task names, worker names, counts) answers only its login or the workers'
+metrics token (``AIPOOL_METRICS_TOKEN``, which Prometheus scrapes every worker with), as every
+other page answers only the login (:func:`guard_metrics`); Flower 2.2 serves it to anyone. Only
+``/healthcheck`` (the probes') stays open.
+
 Flower shows no answers unless ``AIPOOL_FLOWER_SHOWS_ANSWERS=1``: the workers withhold them from
 their task events (``workers.messages``), and Flower gets no result backend
 (:func:`withhold_answers`), so its ``/api/task/result`` cannot read them from Redis either.
@@ -22,8 +27,9 @@ import click
 from celery import Celery
 
 from aipool.errors import PoolUnavailable
+from aipool.metrics.endpoint import TOKEN as METRICS_TOKEN
 from aipool.settings import settings
-from aipool.views.serving import LOOPBACK, announce, require_login
+from aipool.views.serving import LOOPBACK, announce, bearer_matches, require_login
 
 #: Flower's port when none is given (Flower's own default).
 DEFAULT_PORT = "5555"
@@ -53,6 +59,38 @@ def withhold_answers(app: Celery) -> None:
             **app.loader.override_backends,
             **dict.fromkeys(("redis", "rediss", "sentinel"), DISABLED_BACKEND),
         }
+
+
+def guard_metrics() -> None:
+    """Serve the Flower about to start's ``/metrics`` only to its login (basic or OAuth, as its
+    pages) or to ``Authorization: Bearer`` the workers' metrics token, when one is set.
+
+    Flower builds its application from the list :data:`flower.urls.handlers` after the app is
+    loaded, so the metrics' entry is replaced there by a subclass that checks first.
+    """
+    import tornado.web
+    from flower import urls
+    from flower.views.monitor import Metrics
+
+    token = settings().secret(METRICS_TOKEN) or None
+
+    class GuardedMetrics(Metrics):  # type: ignore[misc]  # Flower ships no types
+        def prepare(self) -> None:
+            if token and bearer_matches(self.request.headers.get("Authorization", ""), token):
+                return
+            # Flower's own check: raises 401 for a wrong or missing basic login; None for OAuth
+            # without a session; True when Flower has no login at all (anonymity asked for).
+            if not self.current_user:
+                raise tornado.web.HTTPError(401)
+
+    found = [i for i, e in enumerate(urls.handlers) if isinstance(e, tuple) and e[1] is Metrics]
+    if len(found) != 1:
+        # A Flower that lists its metrics differently would serve them to anyone: refuse to start.
+        raise PoolUnavailable(
+            "Flower's /metrics is not where this pool guards it: see workers/flower.py"
+        )
+    entry = urls.handlers[found[0]]
+    urls.handlers[found[0]] = (entry[0], GuardedMetrics, *entry[2:])
 
 
 def _options(argv: Sequence[str]) -> dict[str, str]:

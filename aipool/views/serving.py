@@ -61,10 +61,15 @@ def required_token(server: str, name: str) -> str | None:
 def bearer_accepted(environ: dict[str, Any], token: str | None) -> bool:
     """Whether the WSGI request ``environ`` may be answered: it carries
     ``Authorization: Bearer <token>`` (compared in constant time), or no ``token`` is asked for."""
+    return bearer_matches(str(environ.get("HTTP_AUTHORIZATION", "")), token)
+
+
+def bearer_matches(authorization: str, token: str | None) -> bool:
+    """Whether the ``Authorization`` header's value is ``Bearer <token>`` (compared in constant
+    time), or no ``token`` is asked for."""
     if not token:
         return True
-    given = str(environ.get("HTTP_AUTHORIZATION", "")).encode()
-    return hmac.compare_digest(given, f"Bearer {token}".encode())
+    return hmac.compare_digest(authorization.encode(), f"Bearer {token}".encode())
 
 
 def announcement(server: str, url: str, login: bool) -> str:

@@ -322,6 +322,23 @@ def test_given_flower_when_started_then_its_login_comes_from_a_secret_not_its_ar
     assert "/healthcheck" in " ".join(flower["healthcheck"]["test"])
 
 
+def test_given_flower_when_prometheus_scrapes_it_then_with_the_metrics_token_flower_accepts() -> (
+    None
+):
+    # Given Flower's /metrics, served to its login or the workers' metrics token (workers/flower.py)
+    prometheus = SERVICES["prometheus"]
+    mounted = {v.split(":")[1]: v.split(":")[0] for v in prometheus["volumes"]}
+    config = yaml.safe_load((ROOT / mounted["/etc/prometheus/prometheus.yml"]).read_text())
+    (flower_job,) = [j for j in config["scrape_configs"] if j["job_name"] == "aipool-flower"]
+    # Then Prometheus sends the token from the secret file Flower reads it from too
+    assert flower_job["authorization"] == {
+        "type": "Bearer",
+        "credentials_file": "/run/secrets/aipool_metrics_token",
+    }
+    assert "aipool_metrics_token" in _secret_names(SERVICES["flower"])
+    assert "AIPOOL_ALLOW_ANONYMOUS" not in SERVICES["flower"]["environment"]
+
+
 def test_given_the_entrypoint_when_a_secret_file_is_named_then_the_setting_is_exported(
     tmp_path: Path,
 ) -> None:

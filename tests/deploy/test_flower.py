@@ -31,6 +31,8 @@ from workers.messages import ANSWER_WITHHELD
 pytestmark = pytest.mark.integration
 
 PROMPT = "Which of our invoices for ACME-7731 are overdue?"
+#: The workers' metrics token (``AIPOOL_METRICS_TOKEN``), which Prometheus scrapes Flower with too.
+TOKEN = secrets.token_hex(16)
 
 
 @dataclass
@@ -40,8 +42,11 @@ class Flower:
     login: tuple[str, str]
     log_path: Path
 
-    def get(self, path: str, *, auth: tuple[str, str] | None = None) -> httpx.Response:
-        return httpx.get(f"{self.url}{path}", auth=auth, timeout=10)
+    def get(
+        self, path: str, *, auth: tuple[str, str] | None = None, bearer: str | None = None
+    ) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {bearer}"} if bearer else {}
+        return httpx.get(f"{self.url}{path}", auth=auth, headers=headers, timeout=10)
 
     def shown(self, path: str) -> Any:
         response = self.get(path, auth=self.login)
@@ -60,6 +65,7 @@ def flower(monitored_pool: MonitoredPool) -> Iterator[Flower]:
         CELERY_BROKER_URL=monitored_pool.redis.url,
         CELERY_RESULT_BACKEND=monitored_pool.redis.url,
         FLOWER_BASIC_AUTH=f"{login[0]}:{login[1]}",
+        AIPOOL_METRICS_TOKEN=TOKEN,
     )
     # As deployed (compose, k8s): Flower is one process and keeps its metrics in memory.
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
@@ -122,10 +128,17 @@ def test_given_flower_when_asked_without_its_login_then_it_refuses_and_hides_the
         assert flower.get(path).status_code == 401, path
         assert flower.get(path, auth=(flower.login[0], "wrong")).status_code == 401, path
     assert flower.get("/api/tasks", auth=flower.login).status_code == 200
-    # only the probes' page and the metrics are open
+    # only the probes' page is open
     assert flower.get("/healthcheck").status_code == 200
-    metrics = flower.get("/metrics")
-    assert metrics.status_code == 200 and "flower_events_total" in metrics.text
+    # and the metrics are served to the login, or to Prometheus with the workers' metrics token
+    assert flower.get("/metrics").status_code == 401
+    assert flower.get("/metrics", auth=(flower.login[0], "wrong")).status_code == 401
+    assert flower.get("/metrics", bearer="not-the-token").status_code == 401
+    for metrics in (
+        flower.get("/metrics", auth=flower.login),
+        flower.get("/metrics", bearer=TOKEN),
+    ):
+        assert metrics.status_code == 200 and "flower_events_total" in metrics.text
     # and the password is nowhere in the process's arguments (`ps` shows those to every user)
     arguments = Path(f"/proc/{flower.process.pid}/cmdline").read_bytes().decode()
     assert flower.login[1] not in arguments

@@ -86,6 +86,11 @@ def test_given_a_login_and_no_address_when_flower_starts_then_it_serves_loopback
         )
         assert f"Visit me at http://127.0.0.1:{port}" in text
         assert httpx.get(f"http://127.0.0.1:{port}/tasks", timeout=5).status_code == 401
+        # the metrics too (no metrics token here: the login only)
+        metrics = f"http://127.0.0.1:{port}/metrics"
+        assert httpx.get(metrics, timeout=5).status_code == 401
+        assert httpx.get(metrics, auth=("ops", "pw"), timeout=5).status_code == 200
+        assert httpx.get(f"http://127.0.0.1:{port}/healthcheck", timeout=5).status_code == 200
 
 
 def test_given_an_address_when_flower_starts_then_it_serves_there(tmp_path: Path) -> None:
@@ -109,6 +114,7 @@ def test_given_anonymity_asked_for_when_flower_starts_then_it_serves_anyone_and_
     with _flower(tmp_path, f"--port={port}", AIPOOL_ALLOW_ANONYMOUS="1") as (process, log):
         eventually(lambda: _serving(process, log, port), 30, "flower serving", interval=0.1)
         assert httpx.get(f"http://127.0.0.1:{port}/tasks", timeout=5).status_code == 200
+        assert httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).status_code == 200
         assert listening_addresses(port) == {"127.0.0.1"}
         assert "WITHOUT a login (AIPOOL_ALLOW_ANONYMOUS=1)" in log.read_text()
 
@@ -159,3 +165,20 @@ def test_given_a_redis_behind_sentinel_when_flower_shows_queues_then_it_reads_th
             assert withheld.status_code == 503
     finally:
         worker.stop()
+
+
+def test_given_a_flower_that_lists_its_metrics_elsewhere_when_guarded_then_it_refuses_to_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a Flower whose URL table has no (path, Metrics) entry to guard (an upgrade moved it)
+    from flower import urls
+    from flower.views.monitor import Metrics
+
+    from aipool.errors import PoolUnavailable
+    from workers.flower import guard_metrics
+
+    kept = [e for e in urls.handlers if not (isinstance(e, tuple) and e[1] is Metrics)]
+    monkeypatch.setattr(urls, "handlers", kept)
+    # Then guarding it stops the start rather than serve the metrics to anyone
+    with pytest.raises(PoolUnavailable, match="/metrics is not where this pool guards it"):
+        guard_metrics()
