@@ -11,6 +11,7 @@ be read). No traceback, unless ``--debug`` is given.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import sys
@@ -74,6 +75,27 @@ for module in (
     module.register(app)
 for module in (effective_settings, schema):
     module.register(app)
+
+
+def _plain(text: str) -> str:
+    # The docstrings are written for Sphinx too: ``code`` reads as `code` on a terminal.
+    return text.replace("``", "`")
+
+
+def _tidy_help(group: typer.Typer) -> None:
+    """Give every command of ``group`` (and of its subgroups) its help in plain words, and its row
+    in the listing as its first paragraph in one flowing line: typer keeps the docstring's line
+    ends in the listing, which broke rows mid-sentence."""
+    for info in group.registered_commands:
+        text = _plain(info.help or inspect.getdoc(info.callback) or "")
+        info.help = text
+        info.short_help = info.short_help or " ".join(text.split("\n\n")[0].split())
+    for sub in group.registered_groups:
+        if sub.typer_instance is not None:
+            _tidy_help(sub.typer_instance)
+
+
+_tidy_help(app)
 
 
 class _OneLineLog(logging.Formatter):
