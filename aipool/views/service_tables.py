@@ -11,6 +11,7 @@ from decimal import Decimal
 from rich.console import Console
 from rich.table import Table
 
+from aipool.views.fitted_table import FittedTable
 from aipool.views.service_report import ServiceLine, ServicesReport, ShareUse
 from aipool.views.usage_words import words
 
@@ -80,7 +81,7 @@ def services_table(
     service's shares of daily limits (a month's table has none)."""
     w = service_words(lang)
     total = sum((line.usage.cost_usd for line in lines), Decimal(0))
-    table = Table(title=f"{title}  ${total:.4f}")
+    table = FittedTable(title=f"{title}  ${total:.4f}")
     table.add_column(w["service"])
     columns = (
         "requests",

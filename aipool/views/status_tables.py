@@ -17,15 +17,16 @@ from rich.table import Table
 from aipool.contract.vocabulary import outcome_word
 from aipool.ledger.summary import ProviderSummary
 from aipool.redis.replication import Replication
+from aipool.views.fitted_table import FittedTable
 from aipool.views.usage_words import summary_cells, summary_headers, words
 
 _STATE_STYLE = {"closed": "green", "half_open": "yellow", "open": "bold red"}
 _COLUMNS = ("rpm", "daily_requests", "daily_tokens", "monthly_tokens")
 
 
-def _titled(title: str) -> Table:
+def _titled(title: str) -> FittedTable:
     # A title wider than its columns would wrap over several lines (Rich fits it to the table).
-    return Table(title=title, min_width=cell_len(title) + 4)
+    return FittedTable(title=title, min_width=cell_len(title) + 4)
 
 
 def _cell(entry: dict[str, Any] | None, lang: str) -> str:
@@ -62,7 +63,7 @@ def render_status(
 
 def summary_table(summaries: Sequence[ProviderSummary], *, lang: str, title: str) -> Table:
     """Per provider: calls, failed (by reason), skipped, answered, tokens, cost, p50/p95."""
-    table = Table(title=title)
+    table = FittedTable(title=title)
     for i, header in enumerate(summary_headers(lang)):
         table.add_column(header, justify="left" if i == 0 else "right")
     for s in summaries:
