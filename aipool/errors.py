@@ -30,7 +30,8 @@ Every failure the pool can meet is one of these, so deciding what to do next is 
     │       │                           the pool's key or account is refused, not the request
     │       ├── ProviderModelMissing    404 "model not found": the route's model is not there,
     │       │                           so every request fails the same way (the pool's fault)
-    │       ├── ProviderNotFound        any other 404 (a wrong base URL, a proxy's missing path):
+    │       ├── ProviderNotFound        any other 404 (a wrong base URL, a proxy's missing path),
+    │       │                           or a 405 (a server that serves no such API at the URL):
     │       │                           the pool's configuration, every request fails the same way
     │       └── ProviderBadResponse     an answer we cannot parse
     ├── HopSkipped              the hop was not attempted at all
@@ -227,8 +228,10 @@ class ProviderModelMissing(ProviderFailure):
 
 
 class ProviderNotFound(ProviderFailure):
-    """The provider's URL answered 404 without naming a model: a wrong base URL, a proxy without
-    the pool's path, an API version the provider does not serve. No call of the pool names a
+    """The provider's URL answered 404 without naming a model (a wrong base URL, a proxy without
+    the pool's path, an API version the provider does not serve), or 405 Method Not Allowed (the
+    base URL points at a server that does not serve this API: a web site, a static file server,
+    where the call's POST is refused whatever it carries). No call of the pool names a
     resource of its own request (no file, cache or response id), so every request fails the same
     way: the pool's configuration, which counts against the provider so its breaker opens."""
 
@@ -363,8 +366,10 @@ def status_error(status: int, message: str, retry_after: float | None = None) ->
     # ``timeout_error``, Google's ``DEADLINE_EXCEEDED``), a timeout however it is worded.
     if status in (408, 504):
         return ProviderTimeout(message, status=status)
-    # A 404 that names no model (those are ProviderModelMissing, told by the adapter's words).
-    if status == 404:
+    # A 404 that names no model (those are ProviderModelMissing, told by the adapter's words),
+    # and a 405: every call of the pool is the one method its API takes, so a server refusing
+    # that method at the URL serves no such API there (a web site, a static file server).
+    if status in (404, 405):
         return ProviderNotFound(message, status=status)
     if 400 <= status < 500:
         return ProviderRejected(message, status=status)

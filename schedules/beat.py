@@ -65,6 +65,7 @@ task_routes: dict[str, dict[str, str]] = {
     **{entry["task"]: {"queue": MAINTENANCE_QUEUE} for entry in beat_schedule.values()},
     "aipool.breaker_transition": {"queue": MAINTENANCE_QUEUE},
     "aipool.model_missing": {"queue": MAINTENANCE_QUEUE},
+    "aipool.provider_not_found": {"queue": MAINTENANCE_QUEUE},
     # Earlier releases' roll-up tasks (now aipool.rollup_ledger), sent by a beat not yet upgraded.
     **{
         name: {"queue": MAINTENANCE_QUEUE}

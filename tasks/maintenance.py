@@ -8,8 +8,9 @@ task-sent events (``workers.signals``): Flower's task list is for requests, and 
 alone (every 5 s) filled it with 17,280 entries a day. Their runs show in the maintenance
 worker's log and in the metrics it exports (``aipool_ledger_pending_records``,
 ``aipool_state_up``). ``aipool.breaker_transition``, sent by a worker when a breaker changes
-state, and ``aipool.model_missing``, sent by a worker whose provider has not got the route's
-model, are rare and keep their events.
+state, ``aipool.model_missing``, sent by a worker whose provider has not got the route's
+model, and ``aipool.provider_not_found``, sent by a worker whose provider's URL does not serve its
+API, are rare and keep their events.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from aipool.budget import (
     notify_breaker_closed,
     notify_breaker_opened,
     notify_model_missing,
+    notify_provider_not_found,
     reconcile_breaker_alerts,
     report_notification,
     run_budget_checks,
@@ -216,3 +218,11 @@ def model_missing(provider: str, model: str) -> None:
     once per provider and day, whoever sends the budget alerts."""
 
     notify_model_missing(provider, model)
+
+
+@shared_task(name="aipool.provider_not_found", ignore_result=True)
+def provider_not_found(provider: str, host: str) -> None:
+    """Alert that ``provider``'s base URL, on ``host``, does not serve its API (sent by the worker
+    whose call met the 404 or 405); once per provider and day, whoever sends the budget alerts."""
+
+    notify_provider_not_found(provider, host)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -26,6 +27,7 @@ from aipool.ledger.usage_log import UsageLog, store_now
 from aipool.metrics.hops import observe_attempt, observe_transition
 from aipool.observers import LedgerObserver
 from aipool.prices.table import completion_cost, cost_usd
+from aipool.providers.endpoint import base_url_host
 from aipool.quota import quotas_for
 from aipool.redis.url import connect
 from aipool.settings import settings
@@ -48,7 +50,8 @@ _maintenance_app: Celery | None = None
 
 
 def send_alerts_through(app: Celery) -> None:
-    """Send this process's alerts (breaker transitions, missing models) through ``app``."""
+    """Send this process's alerts (breaker transitions, missing models, providers' URLs not
+    found) through ``app``."""
     global _maintenance_app
     _maintenance_app = app
 
@@ -94,10 +97,21 @@ def alert_on_transition(event: BreakerTransition) -> None:
     )
 
 
-#: How long a worker process waits before asking again to alert on the same missing model: the
-#: alert goes once a day anyway; this keeps a burst of failing requests from sending a task each.
-MISSING_MODEL_ASK_S = 60.0
-_missing_asked: dict[tuple[str, str], float] = {}
+#: How long a worker process waits before asking again for the same alert of the pool's own (a
+#: missing model, a provider's URL not found): the alert goes once a day anyway; this keeps a
+#: burst of failing requests from sending a task each.
+ALERT_ASK_S = 60.0
+_asked: dict[tuple[str, ...], float] = {}
+
+
+def _ask_once(task: str, key: tuple[str, ...], args: Callable[[], list[Any]]) -> None:
+    """Send ``task`` with ``args()`` to the maintenance queue unless it was sent for ``key`` in
+    the last :data:`ALERT_ASK_S` seconds."""
+    now = time.monotonic()
+    if now - _asked.get((task, *key), float("-inf")) < ALERT_ASK_S:
+        return
+    _asked[(task, *key)] = now
+    _to_maintenance(task, args())
 
 
 def alert_on_missing_model(event: AttemptEvent) -> None:
@@ -106,11 +120,18 @@ def alert_on_missing_model(event: AttemptEvent) -> None:
     if event.replayed or event.attempt.code != "model_missing":
         return
     key = (event.hop.provider, event.hop.model)
-    now = time.monotonic()
-    if now - _missing_asked.get(key, float("-inf")) < MISSING_MODEL_ASK_S:
+    _ask_once("aipool.model_missing", key, lambda: list(key))
+
+
+def alert_on_url_not_found(event: AttemptEvent) -> None:
+    """Hand a call whose provider's URL does not serve its API (``not_found``: a 404 naming no
+    model, a 405) to the maintenance queue, where the alert naming the provider and its base
+    URL's host is sent once a day (an observer of the hop runner). Only the host goes: the
+    provider's answer may quote the request, and the URL's path or query may hold a key."""
+    if event.replayed or event.attempt.code != "not_found":
         return
-    _missing_asked[key] = now
-    _to_maintenance("aipool.model_missing", list(key))
+    provider = event.hop.provider
+    _ask_once("aipool.provider_not_found", (provider,), lambda: [provider, base_url_host(provider)])
 
 
 @cache
@@ -148,7 +169,12 @@ def hop_runner() -> HopRunner:
     steps are spans when the pool traces (:mod:`aipool.tracing.hops`)."""
     runner = HopRunner(
         attempt_book(),
-        observers=[LedgerObserver(usage_log()), observe_attempt, alert_on_missing_model],
+        observers=[
+            LedgerObserver(usage_log()),
+            observe_attempt,
+            alert_on_missing_model,
+            alert_on_url_not_found,
+        ],
         pricing=cost_usd,
         price_completion=completion_cost,
         lane_waits=oldest_ages,

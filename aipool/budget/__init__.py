@@ -4,7 +4,8 @@
 sends each alert once per (rule, provider, threshold, period); ``notify_breaker_opened()`` is the
 breaker listener's entry point, ``reconcile_breaker_alerts()`` (with the budget checks) resolves the
 breaker alerts whose outage the breakers no longer hold, ``notify_model_missing()`` a worker's that
-met a missing model; ``build_report()``/``render_report()`` make the daily report.
+met a missing model, ``notify_provider_not_found()`` one whose provider's URL does not serve its
+API; ``build_report()``/``render_report()`` make the daily report.
 """
 
 from aipool.budget.checks import (
@@ -12,6 +13,7 @@ from aipool.budget.checks import (
     notify_breaker_closed,
     notify_breaker_opened,
     notify_model_missing,
+    notify_provider_not_found,
     reconcile_breaker_alerts,
     run_budget_checks,
 )
@@ -23,6 +25,7 @@ __all__ = [
     "notify_breaker_closed",
     "notify_breaker_opened",
     "notify_model_missing",
+    "notify_provider_not_found",
     "reconcile_breaker_alerts",
     "render_report",
     "report_notification",

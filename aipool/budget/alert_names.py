@@ -20,6 +20,7 @@ any other calendar quota, 70%                 ``AipoolQuotaWarning``
 any other calendar quota, 90%                 ``AipoolQuotaCritical``
 ``breaker_open``, a cloud provider            ``AipoolBreakerOpen``
 ``model_missing``, any provider               ``AipoolModelMissing``
+``not_found``, any provider                   ``AipoolProviderNotFound``
 ``monthly_cost``, 100%                        ``AipoolMonthlyBudgetExceeded``
 ``service_budget``, 50% (a service's budget)  ``AipoolServiceBudgetWarning``
 ``service_budget``, 100%                      ``AipoolServiceBudgetExceeded``
@@ -50,6 +51,7 @@ _GENERIC: dict[tuple[str, str], str] = {
     ("quota", "90%"): "AipoolQuotaCritical",
     ("breaker_open", "open"): "AipoolBreakerOpen",
     ("model_missing", "missing"): "AipoolModelMissing",
+    ("not_found", "not_found"): "AipoolProviderNotFound",
     ("monthly_cost", "100%"): "AipoolMonthlyBudgetExceeded",
     ("service_budget", "50%"): "AipoolServiceBudgetWarning",
     ("service_budget", "100%"): "AipoolServiceBudgetExceeded",

@@ -20,7 +20,7 @@ the highest is sent; the lower ones are journaled as superseded, and their end i
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, tzinfo
 from decimal import Decimal
@@ -61,7 +61,7 @@ log = logging.getLogger(__name__)
 
 
 #: Alerts the pool sends whoever sends the budget and breaker ones: no Prometheus rule has them.
-POOL_ONLY_RULES = ("model_missing",)
+POOL_ONLY_RULES = ("model_missing", "not_found")
 
 
 @cache
@@ -478,6 +478,36 @@ def reconcile_breaker_alerts(
         return []
 
 
+def _notify_today(
+    condition: Callable[[str], Condition],
+    what: str,
+    provider: str,
+    *,
+    engine: Engine | None,
+    notifiers: Sequence[Notifier] | None,
+    now: datetime | None,
+    lang: str | None,
+) -> list[Sent]:
+    """Alert on the condition ``condition(day)`` of the local day ``now`` falls on: once per
+    provider and day, resolved when the day ends; never raises (a worker's hop sends it)."""
+    try:
+        now = now or datetime.now(UTC)
+        zone = pool_zone()
+        day = local_day(now, zone).isoformat()
+        return apply_conditions(
+            engine or default_engine(),
+            [condition(day)],
+            notifiers_from_env() if notifiers is None else notifiers,
+            now,
+            zone=zone,
+            lang=lang,
+        )
+    except Exception:
+        # Sent from a worker's hop: an alerting problem must never fail a request.
+        log.exception("%s alert for %s not journaled", what, provider)
+        return []
+
+
 def notify_model_missing(
     provider: str,
     model: str,
@@ -491,22 +521,42 @@ def notify_model_missing(
     day, resolved when the day ends; never raises. Sent by the pool whatever ``AIPOOL_ALERTS``
     says: the failures' metric (``ai_requests_failed_total{code="model_missing"}``) carries no
     model, so no Prometheus rule could name it, and none sends this alert."""
-    try:
-        now = now or datetime.now(UTC)
-        zone = pool_zone()
-        day = local_day(now, zone).isoformat()
-        return apply_conditions(
-            engine or default_engine(),
-            [rules.model_missing_condition(provider, model, day)],
-            notifiers_from_env() if notifiers is None else notifiers,
-            now,
-            zone=zone,
-            lang=lang,
-        )
-    except Exception:
-        # Sent from a worker's hop: an alerting problem must never fail a request.
-        log.exception("model-missing alert for %s not journaled", provider)
-        return []
+    return _notify_today(
+        lambda day: rules.model_missing_condition(provider, model, day),
+        "model-missing",
+        provider,
+        engine=engine,
+        notifiers=notifiers,
+        now=now,
+        lang=lang,
+    )
+
+
+def notify_provider_not_found(
+    provider: str,
+    host: str,
+    *,
+    engine: Engine | None = None,
+    notifiers: Sequence[Notifier] | None = None,
+    now: datetime | None = None,
+    lang: str | None = None,
+) -> list[Sent]:
+    """Alert (critical) that ``provider``'s base URL, on ``host``, does not serve its API (a 404
+    naming no model, or a 405); once per provider and local day, resolved when the day ends;
+    never raises. The message names the provider, ``host`` (never the URL's path or query, which
+    may hold a key) and the setting to check. Sent by the pool whatever ``AIPOOL_ALERTS`` says,
+    as a missing model is: the failures' metric (``ai_requests_failed_total{code="not_found"}``)
+    carries no host, and a failure or two a day at low traffic never opens the breaker that
+    pages for the rest."""
+    return _notify_today(
+        lambda day: rules.not_found_condition(provider, host, day),
+        "URL-not-found",
+        provider,
+        engine=engine,
+        notifiers=notifiers,
+        now=now,
+        lang=lang,
+    )
 
 
 def notify_breaker_opened(

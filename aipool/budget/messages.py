@@ -22,6 +22,12 @@ def display_name(provider: str) -> str:
     return facts.display_name if facts else provider
 
 
+def base_url_variable(provider: str) -> str:
+    """The setting that holds the provider's base URL (``OLLAMA_BASE_URL``...)."""
+    facts = CATALOG.get(provider)
+    return facts.base_url_variable if facts else f"{provider.upper()}_BASE_URL"
+
+
 def _money(value: object) -> str:
     """Dollars as a reader expects them: whole, or in cents, and below a cent (a small budget, a
     day of cheap calls) its first two significant digits rather than "0.00"."""
@@ -102,6 +108,13 @@ def _zh(c: Condition) -> tuple[str, str]:
             f"{p} 回覆找不到路由表指定的模型 {f['model']}（404）：此路由的每個請求都會同樣失敗並改走"
             f"下一個供應商，且計入 {p} 的熔斷器；請拉取該模型或修正路由表"
         )
+    if c.rule == "not_found":
+        host, variable = f["host"] or "（未知主機）", base_url_variable(c.provider)
+        return f"{p} 的網址不存在：{host} 不提供 {p} API", (
+            f"{p} 在 {host} 回覆 404（未指明模型）或 405：{variable} 設定的網址並未提供 {p} API"
+            f"（路徑多了或少了一段、代理伺服器沒有轉送該路徑，或指向了別的伺服器）。每個送往 {p} "
+            f"的請求都會同樣失敗並改走下一個供應商，且計入 {p} 的熔斷器；請檢查 {variable}"
+        )
     return f"{c.rule} {c.provider} {c.threshold}", ""
 
 
@@ -149,6 +162,14 @@ def _en(c: Condition) -> tuple[str, str]:
             f"{p} answered 404 model not found for {f['model']}, the model the route table "
             f"names: every request of that route fails the same way, falls back, and counts "
             f"against {p}'s breaker; pull the model or fix the route table"
+        )
+    if c.rule == "not_found":
+        host, variable = f["host"] or "an unknown host", base_url_variable(c.provider)
+        return f"{p}'s URL not found: {host} does not serve the {p} API", (
+            f"{p} at {host} answered 404 naming no model, or 405: the URL {variable} sets does "
+            f"not serve the {p} API (a path too many or missing, a proxy without the pool's "
+            f"path, another server). Every request to {p} fails the same way, falls back, and "
+            f"counts against {p}'s breaker; check {variable}"
         )
     return f"{c.rule} {c.provider} {c.threshold}", ""
 

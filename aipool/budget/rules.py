@@ -13,6 +13,10 @@
   (critical; 404 "model not found"), reported by the worker that met it: once per provider and
   local day, naming the model. Every request of that route fails the same way until an operator
   pulls the model or fixes the table; the failures count against the provider's breaker too.
+- ``not_found``: a provider's base URL does not serve its API (critical; a 404 naming no model, or
+  a 405), reported by the worker that met it: once per provider and local day, naming the URL's
+  host. Every request to that provider fails the same way until an operator corrects the URL; the
+  failures count against its breaker too, but at low traffic may be too few to open it.
 - ``breaker_open``: a provider's breaker opened (critical), reported by the breaker's listener. For
   Ollama, the first hop of the general chain, this is ADR-006's "Ollama may be offline": its
   breaker opens on consecutive failures that count against it, never on skipped hops.
@@ -49,7 +53,13 @@ SERVICE_SHARE_RULES = {
     "daily_tokens": "service_daily_tokens",
     "daily_requests": "service_daily_requests",
 }
-DAILY_RULES = ("daily_tokens", "daily_requests", *SERVICE_SHARE_RULES.values(), "model_missing")
+DAILY_RULES = (
+    "daily_tokens",
+    "daily_requests",
+    *SERVICE_SHARE_RULES.values(),
+    "model_missing",
+    "not_found",
+)
 MONTHLY_RULES = ("monthly_tokens", "monthly_cost", "service_budget")
 CALENDAR_RULES = DAILY_RULES + MONTHLY_RULES
 
@@ -192,17 +202,19 @@ def period_end(rule: str, period: str, zone: tzinfo) -> datetime | None:
     return None
 
 
+def _seen_today(rule: str, threshold: str, provider: str, day: str, **facts: object) -> Condition:
+    """A critical condition a worker saw on the local ``day`` (the pool's misconfiguration)."""
+    return Condition(rule, provider, threshold, "critical", True, day, dict(facts))
+
+
 def model_missing_condition(provider: str, model: str, day: str) -> Condition:
     """``provider`` does not have ``model`` (the route table's), seen on the local ``day``."""
-    return Condition(
-        rule="model_missing",
-        provider=provider,
-        threshold="missing",
-        severity="critical",
-        holds=True,
-        period=day,
-        facts={"model": model},
-    )
+    return _seen_today("model_missing", "missing", provider, day, model=model)
+
+
+def not_found_condition(provider: str, host: str, day: str) -> Condition:
+    """``provider``'s base URL, on ``host``, does not serve its API, seen on the local ``day``."""
+    return _seen_today("not_found", "not_found", provider, day, host=host)
 
 
 def breaker_condition(provider: str, is_open: bool, **facts: object) -> Condition:

@@ -211,8 +211,8 @@ FAILURE_TERMS: dict[FailureCode, Term] = {
     ),
     "not_found": Term(
         "the provider's URL answered 404 without naming a model (a wrong base URL or path, a "
-        "proxy without the pool's path): the pool's configuration, so it counts against the "
-        "provider",
+        "proxy without the pool's path) or 405 (a server that does not serve this API): the "
+        "pool's configuration, so it counts against the provider",
         "URL not found",
         "網址不存在",
     ),

@@ -28,6 +28,9 @@ calls, then the provider is healthy again; without it the fault lasts until heal
   (negative or absurd; without either, output is -1).
 - ``bad_tool_args``: a tool-call answer whose arguments are not a JSON object (a string cut short);
   a request without tools gets its usual text answer.
+- ``method_not_allowed``: HTTP 405 with nginx's "405 Not Allowed" page, whatever the request
+  carries (key or none): what a server that does not serve the provider's API answers the call's
+  POST, when the base URL points at a web site or a static file server instead of the provider.
 
 What real providers send besides a clean answer, each in the provider's own documented shape
 (the wire modules render them; a provider without such an answer sends the nearest one it has):
@@ -82,6 +85,7 @@ FAULT_KINDS: tuple[str, ...] = (
     "no_usage",
     "bad_usage",
     "bad_tool_args",
+    "method_not_allowed",
     "safety",
     "refusal",
     "thinking_exhausted",
@@ -110,6 +114,7 @@ _OPTIONS: dict[str, frozenset[str]] = {
     "no_usage": frozenset(),
     "bad_usage": frozenset({"input_tokens", "output_tokens"}),
     "bad_tool_args": frozenset(),
+    "method_not_allowed": frozenset(),
     "safety": frozenset(),
     "refusal": frozenset(),
     "thinking_exhausted": frozenset(),
@@ -135,6 +140,7 @@ _SHOWN: dict[str, tuple[str, ...]] = {
     "no_usage": (),
     "bad_usage": ("input_tokens", "output_tokens"),
     "bad_tool_args": (),
+    "method_not_allowed": (),
     "safety": (),
     "refusal": (),
     "thinking_exhausted": (),

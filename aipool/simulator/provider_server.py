@@ -25,6 +25,13 @@ from aipool.tokens import estimate_tokens
 
 #: Largest request body read; bigger ones are refused (413) before anything is parsed.
 MAX_BODY_BYTES = 16 * 1024 * 1024
+#: nginx's own page for a method a location does not take (a POST to static files): the
+#: ``method_not_allowed`` fault, a base URL pointing at a web server instead of the provider.
+NGINX_405_PAGE = (
+    b"<html>\r\n<head><title>405 Not Allowed</title></head>\r\n<body>\r\n"
+    b"<center><h1>405 Not Allowed</h1></center>\r\n<hr><center>nginx</center>\r\n"
+    b"</body>\r\n</html>\r\n"
+)
 
 
 class ProviderServer:
@@ -255,6 +262,9 @@ def _apply(provider: ProviderServer, fault: Fault, credential: str) -> Reply | o
         return wire.error("overloaded", "Overloaded (simulated fault)", status=fault.status)
     if fault.kind == "malformed":
         return wire.malformed(fault.body)
+    if fault.kind == "method_not_allowed":
+        # Not the provider's answer: the web server's, before any key or body is looked at.
+        return Reply(405, NGINX_405_PAGE, content_type="text/html")
     if fault.kind == "slow":
         time.sleep(fault.ms / 1000)
         return _PROCEED

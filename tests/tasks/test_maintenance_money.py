@@ -36,11 +36,8 @@ def _engine() -> Iterator[Engine]:
 
 @pytest.fixture
 def sink() -> Iterator[HttpSink]:
-    server = HttpSink()
-    server.thread.start()
-    yield server
-    server.server.shutdown()
-    server.server.server_close()
+    with HttpSink() as server:
+        yield server
 
 
 @pytest.fixture

@@ -61,14 +61,19 @@ class HttpSink:
     def bodies(self, path: str) -> list[Any]:
         return [body for p, body in self.posts if p == path]
 
+    def __enter__(self) -> HttpSink:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
 
 @pytest.fixture
 def http_sink() -> Iterator[HttpSink]:
-    sink = HttpSink()
-    sink.thread.start()
-    yield sink
-    sink.server.shutdown()
-    sink.server.server_close()
+    with HttpSink() as sink:
+        yield sink
 
 
 class Mailbox:

@@ -21,6 +21,8 @@ from aipool.budget.alert_names import alert_name
         ("breaker_open", "nemotron", "open", "AipoolBreakerOpen"),
         ("monthly_cost", "*", "50%", "MonthlyAIBudgetWarning"),
         ("monthly_cost", "*", "100%", "AipoolMonthlyBudgetExceeded"),
+        ("model_missing", "gemini", "missing", "AipoolModelMissing"),
+        ("not_found", "ollama", "not_found", "AipoolProviderNotFound"),
         # a condition with no name of its own keeps its rule's
         ("monthly_cost", "*", "75%", "monthly_cost"),
     ],

@@ -16,6 +16,7 @@ from aipool.budget import (
     notify_breaker_closed,
     notify_breaker_opened,
     notify_model_missing,
+    notify_provider_not_found,
     run_budget_checks,
 )
 from aipool.ledger.models import AlertEvent, usage_logs
@@ -455,18 +456,91 @@ def test_given_a_missing_model_when_notified_then_one_alert_a_day_naming_it(
     assert [(s.rule, s.state) for s in ended] == [("model_missing", "resolved")]
 
 
-def test_given_prometheus_sends_the_budget_alerts_then_the_pool_still_names_a_missing_model(
-    engine: Engine, http_sink: Any, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("notify", "args", "rule", "summary", "said"),
+    [
+        pytest.param(
+            notify_model_missing,
+            ("gemini", "gemini-2.5-flush"),
+            "model_missing",
+            "Gemini 找不到模型 gemini-2.5-flush",
+            "請拉取該模型或修正路由表",
+            id="missing-model",
+        ),
+        pytest.param(
+            notify_provider_not_found,
+            ("claude", "gateway.example"),
+            "not_found",
+            "Claude 的網址不存在：gateway.example 不提供 Claude API",
+            "請檢查 ANTHROPIC_BASE_URL",
+            id="url-not-found",
+        ),
+    ],
+)
+def test_given_prometheus_sends_the_budget_alerts_then_the_pool_still_sends_its_own(
+    engine: Engine,
+    http_sink: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    notify: Any,
+    args: tuple[str, str],
+    rule: str,
+    summary: str,
+    said: str,
 ) -> None:
     monkeypatch.setenv("AIPOOL_ALERTS", "prometheus")
     notifiers = notifiers_from_env({"AIPOOL_ALERT_WEBHOOK_URL": f"{http_sink.url}/hook"})
-    sent = notify_model_missing(
-        "gemini", "gemini-2.5-flush", engine=engine, notifiers=notifiers, lang="zh-TW"
-    )
+    sent = notify(*args, engine=engine, notifiers=notifiers, lang="zh-TW")
     assert len(sent) == 1
     (body,) = http_sink.bodies("/hook")
-    assert body["alerts"][0]["annotations"]["summary"] == "Gemini 找不到模型 gemini-2.5-flush"
+    assert body["alerts"][0]["annotations"]["summary"] == summary
+    assert said in body["alerts"][0]["annotations"]["description"]
     # and the day's end still resolves it, though the pool evaluates no budget
     tomorrow = datetime.now(TAIPEI) + timedelta(days=1)
     ended = run_budget_checks(engine, notifiers, now=tomorrow, tz=TAIPEI)
-    assert [(s.rule, s.state) for s in ended] == [("model_missing", "resolved")]
+    assert [(s.rule, s.state) for s in ended] == [(rule, "resolved")]
+
+
+def test_given_a_providers_url_not_found_when_notified_then_one_alert_a_day_naming_its_host(
+    engine: Engine, http_sink: Any
+) -> None:
+    # Given: Ollama's base URL answering 404 naming no model (or 405), many times
+    notifiers = notifiers_from_env({"AIPOOL_ALERT_WEBHOOK_URL": f"{http_sink.url}/hook"})
+    now = datetime(2026, 3, 14, 10, tzinfo=TAIPEI)
+    kwargs: dict[str, Any] = {"engine": engine, "notifiers": notifiers, "lang": "en"}
+    # When the workers report it again and again that day
+    first = notify_provider_not_found("ollama", "gpu-box:11434", now=now, **kwargs)
+    again = notify_provider_not_found(
+        "ollama", "gpu-box:11434", now=now + timedelta(hours=2), **kwargs
+    )
+    # Then one critical alert under its own name
+    assert [(s.rule, s.provider, s.state) for s in first] == [("not_found", "ollama", "firing")]
+    assert again == []
+    (body,) = http_sink.bodies("/hook")
+    (alert,) = body["alerts"]
+    assert alert["labels"]["alertname"] == "AipoolProviderNotFound"
+    assert alert["labels"]["severity"] == "critical"
+    assert alert["labels"]["provider"] == "ollama"
+    # naming the provider, the URL's host and the setting to check
+    summary, description = alert["annotations"]["summary"], alert["annotations"]["description"]
+    assert summary == "Ollama's URL not found: gpu-box:11434 does not serve the Ollama API"
+    assert "gpu-box:11434" in description and "check OLLAMA_BASE_URL" in description
+    # And a second provider's URL is an alert of its own that day
+    other = notify_provider_not_found("nemotron", "proxy.internal", now=now, **kwargs)
+    assert [(s.provider, s.state) for s in other] == [("nemotron", "firing")]
+    assert (
+        "NVIDIA_BASE_URL"
+        in http_sink.bodies("/hook")[-1]["alerts"][0]["annotations"]["description"]
+    )
+    # And the day's end resolves both, even where Prometheus sends the budget alerts; the next
+    # day's failure pages again
+    ended = run_budget_checks(
+        engine, notifiers, now=datetime(2026, 3, 15, 0, 1, tzinfo=TAIPEI), tz=TAIPEI
+    )
+    assert sorted((s.rule, s.provider, s.state) for s in ended) == [
+        ("not_found", "nemotron", "resolved"),
+        ("not_found", "ollama", "resolved"),
+    ]
+    tomorrow = notify_provider_not_found(
+        "ollama", "gpu-box:11434", now=datetime(2026, 3, 15, 9, tzinfo=TAIPEI), **kwargs
+    )
+    assert [(s.rule, s.state) for s in tomorrow] == [("not_found", "firing")]

@@ -1,7 +1,8 @@
 """The simulator speaks what real providers send besides a clean answer (``safety``, ``refusal``,
 ``thinking_exhausted``, ``prompt_blocked``, ``rate_limited``, ``model_missing``, ``account_refused``,
 ``cache_1h``), each
-in its provider's shape: every fault is read here through the provider's real adapter, as the pool
+in its provider's shape, and what a server that is not the provider answers at a wrong base URL
+(``method_not_allowed``): every fault is read here through the provider's real adapter, as the pool
 meets it."""
 
 from __future__ import annotations
@@ -172,3 +173,16 @@ def test_providers_without_a_one_hour_cache_answer_as_usual(call: Any, provider:
 def test_a_delay_must_be_a_number_of_seconds(sim: Simulator) -> None:
     with pytest.raises(InvalidFault, match="retry_delay must be a non-negative number"):
         sim.set_fault("gemini", "rate_limited", retry_delay="soon")
+
+
+@pytest.mark.parametrize("provider", list(ADAPTERS))
+def test_a_405_from_a_server_that_is_not_the_provider_is_the_pools_url_and_counts(
+    call: Any, provider: str
+) -> None:
+    # Given: the base URL points at a web server that refuses the call's POST (405 Not Allowed)
+    error = _raises(call, provider, "method_not_allowed")
+    # Then: the pool's URL, as a 404 naming no model is: counted, so the provider's breaker opens
+    # and its alert names the URL (it read as a rejected request: never counted, never alerted)
+    assert error.code == "not_found" and error.counts_against_provider
+    assert error.status == 405
+    assert "405" in str(error) and "<" not in str(error)
