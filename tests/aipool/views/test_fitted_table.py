@@ -4,7 +4,6 @@ report's 110-column notification: every provider, service and figure in full, ne
 from __future__ import annotations
 
 import io
-
 from decimal import Decimal
 from typing import Any
 
@@ -45,7 +44,9 @@ def test_a_narrow_console_shows_every_provider_and_figure_in_full(width: int, la
     flat = " ".join(text.split())
     for summary in SUMMARIES:
         # each cell whole, beside its column's heading (headings may hold spaces: compare words)
-        for heading, cell in list(zip(summary_headers(lang), summary_cells(summary, lang)))[1:]:
+        for heading, cell in list(
+            zip(summary_headers(lang), summary_cells(summary, lang), strict=True)
+        )[1:]:
             assert f"{' '.join(heading.split())} {' '.join(cell.split())}" in flat, (heading, cell)
         assert summary.provider in text.split()
 
