@@ -11,7 +11,6 @@ import json
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from aipool.cli.console import console as make_console
 from aipool.ledger.db import DEFAULT_SQLITE_PATH
@@ -19,6 +18,7 @@ from aipool.redis.embedded import find_running
 from aipool.settings import read_settings, settings
 from aipool.settings.effective import effective_rows
 from aipool.settings.startup import below_adr_notes, check_at_start
+from aipool.views.fitted_table import FittedTable
 from aipool.views.pool_location import describe_database
 
 
@@ -40,7 +40,7 @@ def config(
         body = {"settings": [r.to_dict() for r in rows], "notes": notes}
         print(json.dumps(body, ensure_ascii=False, indent=2))
         return
-    table = Table("variable", "value", "source", title="aipool settings")
+    table = FittedTable("variable", "value", "source", title="aipool settings")
     for row in rows:
         table.add_row(row.name, row.value, row.source)
     console = make_console()

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from rich.console import Console
-from rich.table import Table
 
 from aipool.prices.table import PriceTable, load_prices
+from aipool.views.fitted_table import FittedTable
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ def _tokens(n: int) -> str:
 
 def render_cost_estimate(rows: list[CostEstimate], console: Console | None = None) -> None:
     """Print the estimate as a Rich table (the ``aipool cost-estimate`` command)."""
-    table = Table(title="Monthly AI cost estimate (ADR-006 §4, current price table)")
+    table = FittedTable(title="Monthly AI cost estimate (ADR-006 §4, current price table)")
     for column, justify in (
         ("Scenario", "left"),
         ("Gemini tokens", "right"),
@@ -121,7 +121,7 @@ def _per_1k(value: Decimal | None) -> str:
 
 def render_prices(prices: PriceTable, console: Console | None = None) -> None:
     """Print every price row in force and the file each of its values came from."""
-    table = Table(
+    table = FittedTable(
         title="Prices in force (USD per 1K tokens), merged in order: " + ", ".join(prices.files)
     )
     for column in (

@@ -5,7 +5,9 @@ Rich fits a table wider than the terminal by wrapping and then cutting its cells
 ``aipool status`` showed ``clau…``, ``gemi…`` and costs as ``0.00…``, and the daily report's
 110-column notification cut its headers. A number or a provider's name cut short is worse than
 none, so where the table's widest cells do not fit, it is shown as each row's first cell on a line
-of its own and its other cells below, one per line, beside their column's heading.
+of its own and its other cells below, one per line, beside their column's heading. (Rich cuts
+cells even where the table's minimum width, each cell wrapped at its words, would fit: its column
+widths shrink by ratio; so the table's whole width is what is compared.)
 """
 
 from __future__ import annotations

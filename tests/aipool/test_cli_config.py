@@ -50,11 +50,25 @@ def test_config_shows_geminis_rpm_as_10_by_default_and_where_each_value_came_fro
 
 
 def test_config_as_a_table_names_the_source(tmp_path: Path) -> None:
-    env = fresh_env(tmp_path / "runtime", AIPOOL_GEMINI_RPM="20", COLUMNS="200")
+    env = fresh_env(tmp_path / "runtime", AIPOOL_GEMINI_RPM="20", COLUMNS="400")
     done = run_aipool(["config"], env, tmp_path)
     assert done.returncode == 0, done.stderr
     line = next(x for x in done.stdout.splitlines() if "AIPOOL_GEMINI_RPM " in x)
     assert "20" in line and "environment AIPOOL_GEMINI_RPM" in line
+
+
+def test_config_in_an_80_column_terminal_names_every_variable_whole(tmp_path: Path) -> None:
+    env = fresh_env(tmp_path / "runtime", AIPOOL_GEMINI_RPM="20", COLUMNS="80")
+    shown = run_aipool(["config"], env, tmp_path)
+    listed = run_aipool(["config", "--json"], env, tmp_path)
+    assert shown.returncode == 0 and listed.returncode == 0, shown.stderr + listed.stderr
+    # Then each variable is on a line of its own, uncut (AIPOOL_REDIS_SENTINEL_MASTER read
+    # 'AIPOOL_REDIS_SENTINEL_…' in a table cut to fit), and no line is wider than the terminal
+    lines = shown.stdout.splitlines()
+    assert "…" not in shown.stdout and all(len(line) <= 80 for line in lines)
+    assert set(_rows(listed.stdout)) <= {line.strip() for line in lines}
+    at = lines.index("AIPOOL_GEMINI_RPM")
+    assert lines[at + 1].split() == ["value", "20"]
 
 
 @pytest.mark.parametrize("args", [["config"], ["route", "what is a pod?"]])
