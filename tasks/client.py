@@ -25,7 +25,7 @@ from aipool.attempt.identity import journey_id
 from aipool.attempt.visit import Done
 from aipool.cache.front import Recheck
 from aipool.contract.request import parse_request
-from aipool.routing.router import decide
+from aipool.routing.recall import own_route
 from aipool.tracing.setup import configure as configure_tracing
 from aipool.tracing.setup import wanted as tracing_wanted
 from tasks.generate import TASK_NAME, WAITING_REPR, describe
@@ -70,7 +70,7 @@ def route(request: dict[str, Any], *, task_id: str | None = None) -> Dispatch:
     request_id = str(task_id or uuid.uuid4())
     journey = journey_id(request_id, request)
     step = cache_front().dispatch(
-        parsed, request_id, journey, decide(parsed), claim=task_id is not None
+        parsed, request_id, journey, own_route(parsed), claim=task_id is not None
     )
     unclaimed = None if task_id is not None else journey
     if isinstance(step, Done):  # the response cache's answer

@@ -1,5 +1,6 @@
-"""The worker's own route decision at the cost of a lookup: a request this process has decided
-is not decided again while the route table and the intent model stay the same.
+"""A process's own route decision at the cost of a lookup: a request this process has decided
+is not decided again while the route table and the intent model stay the same. Workers ask it for
+every hop; producers too, for where a request starts (``tasks.client.route``).
 
 A worker re-decides every request's route, whatever its message says (the trust boundary,
 docs/architecture.md). :func:`~aipool.routing.router.decide` is a pure function of what it reads

@@ -131,3 +131,30 @@ def test_a_minted_task_id_another_request_claimed_meanwhile_is_answered_with_the
     # Then whoever holds the id reads the refusal of a reused id, never an answer
     answer = sent.get(timeout=5)
     assert (answer["status"], answer["error"]["code"]) == ("error", "task_id_reused")
+
+
+def test_a_producer_decides_a_route_it_decided_before_at_the_cost_of_a_lookup(
+    celery_app, clean_redis, monkeypatch
+):  # type: ignore[no-untyped-def]
+    # Given a producer's decisions counted (the same pure function the worker recalls:
+    # aipool.routing.recall)
+    import aipool.routing.recall as recall
+    from tasks.client import route
+
+    decided = []
+
+    decide = recall.decide
+
+    def counted(*args):  # type: ignore[no-untyped-def]
+        decided.append(1)
+        return decide(*args)
+
+    monkeypatch.setattr(recall, "decide", counted)
+    recall._recall.forget()
+    # When it routes the same request three times and another once
+    first, *again = [route(dict(QUESTION)) for _ in range(3)]
+    other = route({**QUESTION, "prompt": "Review this diff for SQL injection: ..."})
+    # Then it decided twice: each request's route once, the same route each time
+    assert len(decided) == 2
+    assert all(d.kwargs["journey"]["route"] == first.kwargs["journey"]["route"] for d in again)
+    assert other.kwargs["journey"]["route"] != first.kwargs["journey"]["route"]
