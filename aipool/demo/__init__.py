@@ -27,6 +27,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.rule import Rule
 from rich.table import Table
 
 from aipool.children import Child, signals_end_the_command, wait_until
@@ -48,6 +49,17 @@ WORKER_START_S = 90.0
 ALERT_DELIVERY_S = 10.0
 #: Marks every process the demo starts (tests look for leftovers by it).
 DEMO_DIR_ENV = "AIPOOL_DEMO_DIR"
+
+
+#: The widest a section's rule is drawn: outside a terminal the console is as wide as any table
+#: needs (aipool/cli/console.py), and a rule across it read as a 1,000-character line in a log.
+RULE_WIDTH = 100
+
+
+def section(console: Console, title: str) -> None:
+    """Start a section of the demo's output: ``title`` in a rule as wide as the terminal, at
+    most :data:`RULE_WIDTH`."""
+    console.print(Rule(title), width=min(console.width, RULE_WIDTH))
 
 
 def _environment(data_dir: Path, out: Path) -> None:
@@ -117,7 +129,7 @@ def _tell(stage: Any, console: Console) -> None:
         task = progress.add_task("starting", total=len(SCENES))
         for title, scene in SCENES:
             progress.update(task, description=title)
-            console.rule(title)
+            section(console, title)
             try:
                 scene(stage)
             except Exception as exc:  # a step that broke is a step that misbehaved: say which
@@ -138,7 +150,7 @@ def _keep_failover_trace(stage: Any, out: Path, console: Console) -> None:
     spans = failover_trace(stage.failover_trace_id, out / "trace-all.jsonl", wait_s=10.0)
     path = out / "failover-trace.jsonl"
     path.write_text("".join(json.dumps(s, ensure_ascii=False) + "\n" for s in spans), "utf-8")
-    console.rule("The trace of a request that failed over (Ollama down, Gemini answered)")
+    section(console, "The trace of a request that failed over (Ollama down, Gemini answered)")
     for line in timeline(spans):
         console.print(f"  {line}", highlight=False)
     names = {s["name"] for s in spans}
@@ -194,7 +206,7 @@ def _show(findings: Any, console: Console) -> None:
     # deferred: loads sqlalchemy, alembic, pydantic-settings (~1244 ms of start-up) only when this runs
     from aipool.views.status_tables import summary_table
 
-    console.rule("What the ledger says")
+    section(console, "What the ledger says")
     console.print(summary_table(findings.summaries, lang="en", title="Per provider"))
     transitions = Table(title="Breaker transitions")
     for column in ("when", "provider", "from", "to", "why"):
@@ -264,7 +276,7 @@ def run_demo(
         stage = Stage(console=console, sim=sim, redis=connect(running.redis_url))
         _tell(stage, console)
         _keep_failover_trace(stage, out, console)
-        console.rule("The ledger, the breakers, the alerts")
+        section(console, "The ledger, the breakers, the alerts")
         findings = _findings(stage, sink, worker, started)
         closing_checks(stage, findings)
         paths = write(findings, out)

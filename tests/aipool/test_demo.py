@@ -47,6 +47,9 @@ def test_its_tables_do_not_wrap_when_printed_to_a_pipe(demo):
     rows = [line for line in demo["done"].stdout.splitlines() if line.startswith("│ ollama ")]
     assert rows and all(line.count("│") == 11 for line in rows), rows
     assert "…" not in demo["done"].stdout
+    # and its sections' rules are drawn at most 100 wide, not across the pipe's 1,000 columns
+    rules = [line for line in demo["done"].stdout.splitlines() if line.startswith("──")]
+    assert rules and all(len(line) <= 100 for line in rules), max(map(len, rules))
 
 
 def test_the_report_adds_up_to_the_requests_sent(demo):
