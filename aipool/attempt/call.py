@@ -75,6 +75,12 @@ class HopCall(HopForwarding):
             log.debug("expiry read on this host's clock: Redis did not tell the time")
         return self.now() >= at
 
+    def _bound(self, visit: Visit, position: int, timeout: float) -> float:
+        """The bound a hop asks ``begin`` for: the provider's ``timeout``, cut at the call's
+        share of the deadline and at the message's expiry, on this process's estimate of the
+        pool's clock; ``begin`` cuts it at the deadline itself, on Redis's."""
+        return min(timeout, self._share(visit, position), self._until_expiry(visit))
+
     def _until_expiry(self, visit: Visit) -> float:
         """How long until the request's message expires, on the pool's clock (as
         :meth:`expired` reads it); unbounded without an expiry. The call is cut there: past it,

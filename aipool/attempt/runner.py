@@ -275,16 +275,13 @@ class HopRunner(HopCall):
         bound = self.timeouts(hop.provider)
 
         def begin() -> Call | Kept | Busy | Ended | Foreign:
-            until_expiry = self._until_expiry(visit)
-            if until_expiry <= 0:
+            if self._until_expiry(visit) <= 0:
                 visit.expire()  # it passed while Redis was asked again: no call is begun
             return self.book.begin(
                 visit.header,
                 position,
                 owner=owner,
-                # Cut at the deadline's share and the message's expiry on this process's
-                # estimate of the pool's clock; begin cuts it at the deadline on Redis's own.
-                bound_s=min(bound, self._share(visit, position), until_expiry),
+                bound_s=self._bound(visit, position, bound),
                 abandoned_row=lambda start: self._abandoned_row(visit, position, start, owner),
                 skips=visit.skips,
             )
