@@ -71,8 +71,8 @@ class Visit:
     provider is called for it any more (each is passed over as for a spent deadline), and the
     chain's end answers, as the producer's ``AsyncResult`` always gets an answer.
 
-    ``expires_at``: when that expiry passes (epoch seconds, read on the pool's clock), or
-    ``None``: a call begun before it is cut at it, as at the deadline.
+    ``expires_at``: when that expiry passes (epoch seconds, read on the pool's clock; ``None``:
+    never): a call begun before it is cut at it, as at the deadline.
     """
 
     request: Request

@@ -21,7 +21,7 @@ from aipool.attempt.identity import journey_id
 from aipool.attempt.lifecycle import AttemptBook
 from aipool.attempt.result_write import ResultWrite
 from aipool.attempt.runner import HopRunner
-from aipool.attempt.visit import Done, Forward
+from aipool.attempt.visit import Done, Drop, Forward
 from aipool.breaker import breakers_for
 from aipool.contract.completion import Completion
 from aipool.contract.journey import Journey
@@ -364,12 +364,7 @@ def test_a_hop_whose_message_expired_calls_nobody_and_answers_the_chains_end(
     ollama, gemini, events = Provider(), Provider(), []
     runner = _runner(redis_client, {"ollama": ollama, "gemini": gemini}, events)
     # When that hop runs
-    step = runner.run(
-        REQUEST,
-        "req-1",
-        Journey(route=ROUTE, position=0, id=JOURNEY_ID),
-        expires_at=runner.now() - 1,
-    )
+    step = _run_expiring(runner, runner.now() - 1)
     # Then no provider is called, and the producer gets the chain's end, each provider passed
     # over for time with the reason
     assert isinstance(step, Done)
@@ -390,12 +385,7 @@ def test_a_call_the_messages_expiry_passes_during_is_cut_there_and_answers_the_c
     runner.timeouts = lambda provider: 30.0
     started = time.monotonic()
     # When Gemini's hop runs
-    step = runner.run(
-        REQUEST,
-        "req-1",
-        Journey(route=ROUTE, position=0, id=JOURNEY_ID),
-        expires_at=runner.now() + 0.5,
-    )
+    step = _run_expiring(runner, runner.now() + 0.5)
     waited = time.monotonic() - started
     # Then the call was cut at the expiry, not at Gemini's timeout
     (limit,) = gemini.limits
@@ -424,6 +414,35 @@ def test_a_call_the_messages_expiry_passes_during_is_cut_there_and_answers_the_c
     (row,) = [r for r in ledger(redis_client) if r.provider == "gemini"]
     assert (row.outcome, row.estimated) == ("error", True), row
     assert failed_reason(row.error_message) == "deadline", row
+
+
+def test_a_message_expiring_while_redis_is_asked_again_calls_no_one(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given a request whose message expires 0.2 s from now, and Redis not answering the hop's
+    # begin for its first 0.5 s
+    gemini, claude = Provider(), Provider()
+    runner = _runner(redis_client, {"gemini": gemini, "claude": claude}, [])
+    expires_at = runner.now() + 0.2
+    redis_client.down = True
+    threading.Timer(0.5, lambda: setattr(redis_client, "down", False)).start()
+    # When Gemini's hop runs, asking begin again until Redis answers
+    step = _run_expiring(runner, expires_at)
+    # Then no provider is called (a call begun then would have 0 s to answer, and be charged):
+    # the expiry passed before begin was answered, and the chain's end answers
+    assert (gemini.calls, claude.calls) == (0, 0)
+    assert isinstance(step, Done) and step.result["status"] == "fallback", step
+    attempts = step.result["attempts"]
+    assert [a["outcome"] for a in attempts] == ["deadline", "deadline", "fallback"], attempts
+    assert all("expired before this hop" in a["error"] for a in attempts[:2]), attempts
+
+
+def _run_expiring(runner: HopRunner, expires_at: float) -> Done | Forward:
+    step = runner.run(
+        REQUEST, "req-1", Journey(route=ROUTE, position=0, id=JOURNEY_ID), expires_at=expires_at
+    )
+    assert not isinstance(step, Drop)
+    return step
 
 
 def test_a_deadline_earlier_than_the_messages_expiry_cuts_the_call_as_before(
