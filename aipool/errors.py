@@ -15,7 +15,8 @@ Every failure the pool can meet is one of these, so deciding what to do next is 
     │   │   ├── ModelRefused    the model declined (a refusal stop)
     │   │   └── EmptyAnswer     no text and no tool call (thinking used the output budget)
     │   ├── DeadlineCut         the call was cut short by the request's deadline (or the share of
-    │   │                       it later providers leave this one): never the provider's fault
+    │   │                       it later providers leave this one), or by its message's expiry:
+    │   │                       never the provider's fault
     │   ├── TimeLimitCut        the hop's own time limit (Celery's soft limit) fired during the
     │   │                       call: the pool's limit, never the provider's fault
     │   └── ProviderFailure     counts against the provider's breaker
@@ -113,8 +114,9 @@ class ProviderRejected(ProviderError):
 
 class DeadlineCut(ProviderError):
     """The call ran out of the time the request's deadline gave it (its share while later
-    providers remain, :mod:`aipool.attempt.timing`), short of the provider's own timeout: it says
-    nothing about the provider, and it may have been billed."""
+    providers remain, :mod:`aipool.attempt.timing`), or its message's expiry passed during it,
+    short of the provider's own timeout: it says nothing about the provider, and it may have been
+    billed."""
 
     code: FailureCode = "deadline"
     counts_against_provider = False

@@ -237,7 +237,6 @@ def _hop(
     expires: float | None = None,
 ) -> Done | Forward | Drop | Recheck:
     front = cache_front()
-    expired = front.runner.expired(expires)
     # The route is this worker's own: what a message says of it decides nothing. Remembered per
     # process for the same inputs, table and model (aipool.routing.recall): the same decision.
     route = own_route(parsed)
@@ -251,7 +250,7 @@ def _hop(
             route,
             answer_terminal=True,
             seen_at=lambda: _first_seen(queue, request_id),
-            expired=expired,
+            expired=front.runner.expired(expires),
         )
     try:
         received = Journey.received(journey, name, route, queue)
@@ -262,8 +261,11 @@ def _hop(
     if received.hop.terminal:
         # A message positioned at the terminal answer: the route record (made when the pool first
         # saw the request) says whether every provider was passed over; a forged one is routed.
-        return front.runner.start(parsed, request_id, name, route, expired=expired)
-    return front.run(parsed, request_id, received, expired=expired)
+        return front.runner.start(
+            parsed, request_id, name, route, expired=front.runner.expired(expires)
+        )
+    # The hop reads the expiry itself: passed, it calls no one; passing mid-call, it cuts the call.
+    return front.run(parsed, request_id, received, expires_at=expires)
 
 
 def _first_seen(queue: str | None, request_id: str) -> float | None:

@@ -1,8 +1,9 @@
 """The call at one hop: its bound, the provider's answer or error, and how each is recorded.
 
 The call is made within a wall-clock bound (:mod:`aipool.attempt.bound`) no longer than the
-provider's timeout or its share of the request's deadline; an error is classified (does it count
-against the provider, was it billed, did the provider ask for a pause) before ``finish`` records it.
+provider's timeout, its share of the request's deadline or what is left before the request's
+message expires; an error is classified (does it count against the provider, was it billed, did
+the provider ask for a pause) before ``finish`` records it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from aipool.attempt.forwarding import REPLICAS_BEHIND, HopForwarding
 from aipool.attempt.kept_answer import completion_to_json
 from aipool.attempt.layout import Call, Decision, Ended, Foreign, Missing, Recorded
 from aipool.attempt.timing import recent_median, record_latency, share
-from aipool.attempt.visit import Done, Forward, Visit
+from aipool.attempt.visit import Done, Forward, Visit, expired_words
 from aipool.contract.completion import Completion
 from aipool.contract.journey import Attempt
 from aipool.errors import (
@@ -62,6 +63,31 @@ class HopCall(HopForwarding):
             log.debug("Redis's time unknown for request_id=%s", visit.request_id, exc_info=True)
         left = deadline - visit.journey.elapsed_s(self.now())
         return share(left, later, lambda provider: recent_median(self.book.client, provider))
+
+    def expired(self, at: float | None) -> bool:
+        """Whether a message's expiry ``at`` (epoch seconds) has passed, on the pool's clock: a
+        fresh process asks Redis its time first, as its host clock may be far off (issue #42)."""
+        if at is None:
+            return False
+        try:
+            self.book.tell_clock()
+        except RedisError:
+            log.debug("expiry read on this host's clock: Redis did not tell the time")
+        return self.now() >= at
+
+    def _bound(self, visit: Visit, position: int, timeout: float) -> float:
+        """The bound a hop asks ``begin`` for: the provider's ``timeout``, cut at the call's
+        share of the deadline and at the message's expiry, on this process's estimate of the
+        pool's clock; ``begin`` cuts it at the deadline itself, on Redis's."""
+        return min(timeout, self._share(visit, position), self._until_expiry(visit))
+
+    def _until_expiry(self, visit: Visit) -> float:
+        """How long until the request's message expires, on the pool's clock (as
+        :meth:`expired` reads it); unbounded without an expiry. The call is cut there: past it,
+        the producer has given up."""
+        if visit.expires_at is None:
+            return float("inf")
+        return max(0.0, visit.expires_at - self.now())
 
     def _call(
         self, visit: Visit, position: int, call: Call, owner: str, bound: float
@@ -139,16 +165,29 @@ class HopCall(HopForwarding):
         started: float,
     ) -> Done | Forward:
         hop = visit.journey.route.chain[position]
-        # A timeout that only the request's deadline made short (the deadline itself, or the
-        # share of it the later providers leave this one) says nothing about the provider. One
-        # the provider answered with a status (408, 504) is its own time running out: it counts.
+        # A timeout that only the request's deadline or its message's expiry made short (the
+        # deadline itself, the share of it the later providers leave this one, or the expiry)
+        # says nothing about the provider. One the provider answered with a status (408, 504) is
+        # its own time running out: it counts.
         short = (
             isinstance(error, ProviderTimeout)
             and error.status is None
             and call.limit_s < bound - 1e-6
         )
+        # Without a deadline only the expiry cuts a call short. Once the expiry has passed, no
+        # provider after this one is called either: finish passes them over (the skips), and the
+        # chain's end answers, as at a later hop's start.
+        if visit.expires_at is not None and (
+            (short and visit.request.deadline_s is None) or self.expired(visit.expires_at)
+        ):
+            visit.expire()
         if short:
-            error = DeadlineCut(f"cut at {call.limit_s:.3g} s of the request's deadline")
+            cut = f"cut at {call.limit_s:.3g} s"
+            error = DeadlineCut(
+                f"{cut}: {expired_words('during the call')}"
+                if visit.expired
+                else f"{cut} of the request's deadline"
+            )
         verdict = "failure" if error.counts_against_provider and not short else "release"
         pause = rate_limit_pause(error)
         if pause:

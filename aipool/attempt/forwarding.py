@@ -15,7 +15,7 @@ from aipool import lanes
 from aipool.attempt.event import AttemptEvent
 from aipool.attempt.layout import Decision, Ended, Passed
 from aipool.attempt.records import HopRecords
-from aipool.attempt.visit import DEADLINE, Done, Forward, Visit
+from aipool.attempt.visit import DEADLINE, Done, Forward, Visit, expired_words
 from aipool.backlog import QUEUE_WAIT
 from aipool.breaker import BreakerState
 from aipool.contract import result
@@ -152,7 +152,7 @@ class HopForwarding(HopRecords):
         provider = passed.provider
         detail = passed.detail
         if passed.code == DEADLINE and (visit.expired or visit.request.deadline_s is None):
-            return "the request's message expired before this hop (its producer's expires)"
+            return expired_words("before this hop")
         if passed.code == DEADLINE:
             return f"deadline of {visit.request.deadline_s:g}s passed"
         if passed.code in _MONEY_SKIPS:

@@ -135,7 +135,7 @@ Rules that follow: an earlier outcome is resolved before the deadline and the br
 a live lease is never called twice and never swept; every op is safe to ask again, and the same
 delivery asking again gets its first outcome (the runner asks ``begin`` and routing again for
 ``SCRIPT_RETRY_S`` after Redis failed to answer, before it takes the guards as unavailable);
-only a provider's fault counts against its breaker (a timeout the deadline made short does not, nor an answer with nothing usable in it,
+only a provider's fault counts against its breaker (a timeout the deadline or the message's expiry made short does not, nor an answer with nothing usable in it,
 nor a 429 that declared its delay: that pauses the provider instead, and only 429s without one
 are counted); any success while CLOSED ends a run of failures; times inside the script are Redis's (``TIME``), and a deadline counts from the route
 record, the moment the pool first saw the request, never from a producer's clock. A request

@@ -29,7 +29,7 @@ from aipool.attempt import task_ids
 from aipool.attempt.call import HopCall
 from aipool.attempt.event import Observer
 from aipool.attempt.kept_answer import completion_from_json
-from aipool.attempt.layout import Busy, Call, Foreign, Kept
+from aipool.attempt.layout import Busy, Call, Ended, Foreign, Kept
 from aipool.attempt.lifecycle import AttemptBook, new_owner
 from aipool.attempt.records import FINISH_RETRY_S
 from aipool.attempt.visit import Done, Drop, Forward, Pricing, Visit
@@ -238,17 +238,6 @@ class HopRunner(HopCall):
             )
         )
 
-    def expired(self, at: float | None) -> bool:
-        """Whether a message's expiry ``at`` (epoch seconds) has passed, on the pool's clock: a
-        fresh process asks Redis its time first, as its host clock may be far off (issue #42)."""
-        if at is None:
-            return False
-        try:
-            self.book.tell_clock()
-        except RedisError:
-            log.debug("expiry read on this host's clock: Redis did not tell the time")
-        return self.now() >= at
-
     def _looks_closed(self, provider: str) -> bool:
         try:
             return self.book.breakers[provider].looks_closed(LOOK_FRESH_S, self.book.clock.told)
@@ -256,11 +245,26 @@ class HopRunner(HopCall):
             return False  # the pool routes it, and meets the outage there
 
     def run(
-        self, request: Request, request_id: str, journey: Journey, *, expired: bool = False
+        self,
+        request: Request,
+        request_id: str,
+        journey: Journey,
+        *,
+        expires_at: float | None = None,
     ) -> Done | Forward | Drop:
-        """Run the hop at ``journey.position`` (this worker serves its provider's queue); with
-        ``expired``, pass it and the hops after it over (:class:`Visit`)."""
-        visit = Visit(request, request_id, journey, self.pricing, expired=expired)
+        """Run the hop at ``journey.position`` (this worker serves its provider's queue).
+        ``expires_at``: when the request's message expires (epoch seconds, the pool's clock):
+        passed already, this hop and the ones after it are passed over (:class:`Visit`); passing
+        during the call, the call is cut there and the chain's end answers
+        (:meth:`~aipool.attempt.call.HopCall._failed`)."""
+        visit = Visit(
+            request,
+            request_id,
+            journey,
+            self.pricing,
+            expired=self.expired(expires_at),
+            expires_at=expires_at,
+        )
         position = journey.position
         hop = journey.hop
         if hop.terminal:
@@ -269,17 +273,21 @@ class HopRunner(HopCall):
         self._pass_over_long_waits(visit, range(position + 1, len(journey.route.chain)))
         owner = new_owner()
         bound = self.timeouts(hop.provider)
-        try:
-            begun = asked_again(
-                lambda: self.book.begin(
-                    visit.header,
-                    position,
-                    owner=owner,
-                    bound_s=min(bound, self._share(visit, position)),
-                    abandoned_row=lambda start: self._abandoned_row(visit, position, start, owner),
-                    skips=visit.skips,
-                )
+
+        def begin() -> Call | Kept | Busy | Ended | Foreign:
+            if self._until_expiry(visit) <= 0:
+                visit.expire()  # it passed while Redis was asked again: no call is begun
+            return self.book.begin(
+                visit.header,
+                position,
+                owner=owner,
+                bound_s=self._bound(visit, position, bound),
+                abandoned_row=lambda start: self._abandoned_row(visit, position, start, owner),
+                skips=visit.skips,
             )
+
+        try:
+            begun = asked_again(begin)
         except RedisError as exc:
             return self._answer_if_terminal(visit, self._unguarded(visit, position, exc))
         except ReplicasBehind as behind:

@@ -54,6 +54,12 @@ Pricing = Callable[[str, str, int, int], Decimal]
 DEADLINE: Outcome = "deadline"
 
 
+def expired_words(when: str) -> str:
+    """What a hop passed over, or a call cut, by the request's message expiry says: ``when`` is
+    "before this hop" or "during the call"."""
+    return f"the request's message expired {when} (its producer's expires)"
+
+
 @dataclass
 class Visit:
     """One hop's view of a request: what it asks, whose it is, where it has been.
@@ -64,6 +70,9 @@ class Visit:
     ``expired``: the producer's message expiry (Celery's ``expires``) passed before this hop: no
     provider is called for it any more (each is passed over as for a spent deadline), and the
     chain's end answers, as the producer's ``AsyncResult`` always gets an answer.
+
+    ``expires_at``: when that expiry passes (epoch seconds, read on the pool's clock; ``None``:
+    never): a call begun before it is cut at it, as at the deadline.
     """
 
     request: Request
@@ -71,6 +80,7 @@ class Visit:
     journey: Journey
     pricing: Pricing = field(default=lambda *_: Decimal(0))
     expired: bool = False
+    expires_at: float | None = None
     header: Header = field(init=False)
     skips: dict[int, str] = field(init=False)
     #: The hops passed over for their lane's wait: provider → (lane, how long its oldest waited).
@@ -85,9 +95,7 @@ class Visit:
             if not hop.terminal and not fits(self.request, hop, table)
         }
         if self.expired:
-            for position, hop in enumerate(chain):
-                if not hop.terminal:
-                    self.skips.setdefault(position, DEADLINE)
+            self.expire()
         estimate = (self.request.estimated_input_tokens(), self.request.max_tokens)
         self.header = Header(
             journey_id=self.journey.id,
@@ -106,6 +114,14 @@ class Visit:
         )
         #: Whether the request waits in the urgent lanes (:mod:`aipool.lanes`) at every hop.
         self.urgent = lanes.is_urgent(self.request, self.journey.route.intent, self.header.priority)
+
+    def expire(self) -> None:
+        """The message's expiry has passed: every provider hop not ruled out already is passed
+        over as for a spent deadline, and the chain's end answers."""
+        self.expired = True
+        for position, hop in enumerate(self.journey.route.chain):
+            if not hop.terminal:
+                self.skips.setdefault(position, DEADLINE)
 
     def forward(self, queue: str, delay_s: float = 0.0) -> Forward:
         """Send the request on to ``queue``, in its own lane."""

@@ -164,10 +164,15 @@ class CacheFront:
         return step
 
     def run(
-        self, request: Request, request_id: str, journey: Journey, *, expired: bool = False
+        self,
+        request: Request,
+        request_id: str,
+        journey: Journey,
+        *,
+        expires_at: float | None = None,
     ) -> Done | Forward | Drop:
         """:meth:`HopRunner.run`; an answer it gives is kept when the request is cacheable."""
-        step = self.runner.run(request, request_id, journey, expired=expired)
+        step = self.runner.run(request, request_id, journey, expires_at=expires_at)
         if isinstance(step, Done):
             admitted = cacheable(request, journey.route)
             if admitted is not None:

@@ -75,7 +75,8 @@ OUTCOME_TERMS: dict[Outcome, Term] = {
         "配額",
     ),
     "deadline": Term(
-        "skipped: too little of the request's deadline is left for this provider",
+        "skipped: too little of the request's deadline is left for this provider, or the "
+        "request's message expired (its producer's expires)",
         "deadline",
         "期限",
     ),
@@ -174,8 +175,9 @@ FAILURE_TERMS: dict[FailureCode, Term] = {
         "逾時",
     ),
     "deadline": Term(
-        "the call was cut short by the request's deadline, or by the share of it the providers "
-        "after this one leave it: no fault of the provider",
+        "the call was cut short by the request's deadline, by the share of it the providers "
+        "after this one leave it, or by the request's message expiry (its producer's expires): "
+        "no fault of the provider",
         "deadline cut",
         "期限截斷",
     ),

@@ -258,8 +258,8 @@ def test_a_request_whose_expiry_passes_mid_chain_gets_the_static_answer(producer
     app, client = producer
     # Given Claude, the first hop of a critical request, hanging past its 2 s timeout
     healthy.set_fault("claude", "hang")
-    # When the request is sent with a 1 s expiry: taken at once, then due at Ollama a second
-    # after it expired
+    # When the request is sent with a 1 s expiry: taken at once, its call to Claude cut at the
+    # expiry (before Claude's own timeout), the hops after it due after it expired
     answer = _send(app, kwargs={"request": CRITICAL}, expires=1).get(timeout=TIMEOUT)
     # Then the producer gets the chain's static answer, not Celery's TaskRevokedError, and no
     # provider was called after the expiry: each later hop says it was passed over for time
@@ -278,6 +278,30 @@ def test_a_request_whose_expiry_passes_mid_chain_gets_the_static_answer(producer
     hops = _hops(client)
     assert hops[0]["expires"] and not any(h["expires"] for h in hops[1:]), hops
     assert all(h["expires_at"] for h in hops[1:]), hops
+
+
+def test_a_call_the_requests_expiry_passes_during_is_cut_there(producer, healthy) -> None:  # type: ignore[no-untyped-def]
+    app, _ = producer
+    # Given Ollama, the first hop of a plain question, hanging (its timeout here is 30 s)
+    healthy.set_fault("ollama", "hang")
+    # When the request is sent with a 2 s expiry: taken at once, Ollama's call begun before it
+    sent = time.monotonic()
+    answer = _send(app, expires=2).get(timeout=TIMEOUT)
+    waited = time.monotonic() - sent
+    # Then the call is cut at the expiry, and the producer gets the chain's static answer well
+    # before Ollama's own timeout, the cut booked as the deadline's (not Ollama's fault)
+    assert answer["status"] == "fallback", answer
+    assert waited < 10, waited
+    trail = [(a["provider"], a["outcome"], a["code"]) for a in answer["attempts"]]
+    assert trail == [
+        ("ollama", "error", "deadline"),
+        ("gemini", "deadline", None),
+        ("claude", "deadline", None),
+        ("static", "fallback", None),
+    ], trail
+    assert "expired during the call" in answer["attempts"][0]["error"], answer["attempts"][0]
+    # And no provider after it was called: the request had expired
+    assert (healthy.calls("gemini"), healthy.calls("claude")) == (0, 0)
 
 
 def test_nothing_of_the_prompt_stays_in_redis_once_answered(producer, healthy) -> None:  # type: ignore[no-untyped-def]

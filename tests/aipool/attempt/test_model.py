@@ -21,7 +21,9 @@ promises are checked:
   that answer, and the request never goes on to another provider because of it;
 - only provider faults count against a breaker, and any success ends a run of failures; a timeout
   counts only when the call had the provider's whole timeout, never when the deadline (or its
-  share of it) cut it short, and the producer's journey says which it was;
+  share of it) or the message's expiry (``deliver_expiring``) cut it short, and the producer's
+  journey says which it was; a call the expiry cut ends in the chain's end, no later provider
+  called;
 - a call never runs past its bound, nor past the deadline on the pool's clock, whatever the
   worker's host clock says;
 - a provider that declared a retry delay (a 429's ``Retry-After`` or ``RetryInfo``) is paused for
@@ -178,12 +180,13 @@ class Request:
     first: Any = None  # the route decision, once routed
     received: float | None = None  # when the pool first saw it (the route record's time)
 
-    def visit(self, position: int) -> Visit:
-        """What a worker's runner sees of the request at ``position``."""
+    def visit(self, position: int, expires_at: float | None = None) -> Visit:
+        """What a worker's runner sees of the request at ``position`` (its message expiring at
+        ``expires_at``, if any)."""
         journey = Journey(
             self.route, position, received_at=self.received, id=self.header.journey_id
         )
-        return Visit(self.asked, self.header.request_id, journey, price)
+        return Visit(self.asked, self.header.request_id, journey, price, expires_at=expires_at)
 
 
 @dataclass
@@ -211,6 +214,8 @@ class InFlight:
     #: Whether the request's deadline (or the share of it the runner gave) left the call less
     #: than the provider's timeout, on the pool's clock (None: unknown to the model).
     cut: bool | None = None
+    #: When the message the call was made for expires (the pool's clock), if it does.
+    expires_at: float | None = None
 
 
 @dataclass
@@ -359,17 +364,47 @@ class AttemptLifecycle(RuleBasedStateMachine):
         lost after the script ran, and the same delivery asks again (the runner's retry).
         ``held``: a replica held a paid call's ``begin``; when none did (and the pool requires
         one), the runner ends the call without making it (``HopRunner._behind``)."""
+        return self._deliver(message, worker, lost, held)
+
+    @rule(
+        target=calls,
+        message=messages,
+        worker=st.integers(0, 2),
+        expires_in=st.sampled_from([0.2, 1.0, 1.5, 3.0]),
+    )
+    def deliver_expiring(self, message: tuple[int, int], worker: int, expires_in: float) -> Any:
+        """A message is delivered with its producer's expiry (``aipool_expires_at``)
+        ``expires_in`` seconds ahead on the pool's clock: the runner cuts the call's bound at
+        it, on its worker's estimate of the clock, as at the deadline (an expiry that estimate
+        reads as passed already passes the hop over: ``deliver_expired``). A call it cut that
+        times out (``call_times_out``) is the deadline's kind of cut: never against the
+        breaker, its estimate charged, and the chain's end answers."""
+        expires_at = self.pool.time.now + expires_in
+        if self._runner(worker).expired(expires_at):
+            self._deliver_expired(message, worker)
+            return multiple()
+        return self._deliver(message, worker, lost=False, held=True, expires_at=expires_at)
+
+    def _deliver(
+        self,
+        message: tuple[int, int],
+        worker: int,
+        lost: bool,
+        held: bool,
+        expires_at: float | None = None,
+    ) -> Any:
         request, position = message
         h = self.requests[request].header
         book = self._worker(worker)
         owner = uuid.uuid4().hex
         before = self.model.of(request, position).state
         # The runner's bound: the provider's timeout, cut to the call's share of what the
-        # deadline leaves (on this worker's estimate of the pool's clock) while later providers
-        # remain; begin cuts it at the deadline itself, on Redis's clock.
+        # deadline leaves and at the message's expiry (on this worker's estimate of the pool's
+        # clock) while later providers remain; begin cuts it at the deadline itself, on Redis's
+        # clock.
         runner = self._runner(worker)
         timeout = runner.timeouts(h.chain[position].provider)
-        bound = min(timeout, runner._share(self.requests[request].visit(position), position))
+        bound = runner._bound(self.requests[request].visit(position, expires_at), position, timeout)
         reply = begin(book, h, position, owner=owner, bound=bound)
         if lost:
             self.lost_replies += 1
@@ -400,8 +435,9 @@ class AttemptLifecycle(RuleBasedStateMachine):
                     left = received + h.deadline_s - self.pool.time.now
                     assert reply.limit_s <= left + 1e-5, (reply, left)
                     # Nor is it cut below the floor a share keeps while the deadline leaves it
-                    # (aipool.attempt.timing), whatever this worker's host clock says.
-                    if before == "new":
+                    # (aipool.attempt.timing), whatever this worker's host clock says (the
+                    # message's expiry cuts it where it falls).
+                    if before == "new" and expires_at is None:
                         floor = min(FLOOR_S, left, timeout)
                         assert reply.limit_s >= floor - 1e-5, (reply, left, self.skews)
                     cut = cut or left < timeout - 1e-6
@@ -429,7 +465,9 @@ class AttemptLifecycle(RuleBasedStateMachine):
                 attempt.behind = True
                 event("begin not held by a replica")
                 return multiple()
-            return InFlight(worker, request, position, reply, owner, self.epoch, timeout, cut)
+            return InFlight(
+                worker, request, position, reply, owner, self.epoch, timeout, cut, expires_at
+            )
         if isinstance(reply, Kept):
             assert attempt.state == "answered"
         elif isinstance(reply, Busy):
@@ -450,6 +488,9 @@ class AttemptLifecycle(RuleBasedStateMachine):
         runner passes its hop and every later one over, as for a spent deadline. Whatever else
         happened to the attempt, no provider is called for it, an answer already paid for is
         kept, and a call in hand stays its owner's."""
+        self._deliver_expired(message, worker)
+
+    def _deliver_expired(self, message: tuple[int, int], worker: int) -> None:
         request, position = message
         asked = self.requests[request]
         mine = asked.visit(position)
@@ -469,7 +510,12 @@ class AttemptLifecycle(RuleBasedStateMachine):
             if before in ("new", "skipped"):
                 attempt.state = "skipped"
                 if before == "new":
-                    assert (reply.state, reply.code) == ("skipped", "deadline"), reply
+                    # Passed over for its expiry; or, a copy sent straight to a hop the route
+                    # had passed over, with the route's reason (it follows the route, no call).
+                    first = asked.first
+                    trail = {p.provider: p.code for p in first.passed} if first else {}
+                    code = trail.get(asked.header.chain[position].provider, "deadline")
+                    assert (reply.state, reply.code) == ("skipped", code), reply
             else:
                 assert reply.state == before, (reply, before)
         event("delivered after its expiry")
@@ -569,14 +615,29 @@ class AttemptLifecycle(RuleBasedStateMachine):
         # Whether the call had the provider's whole timeout, as the model knows it (from the
         # deadline on the pool's clock and the bound given), else from the call's limit.
         whole = not call.cut if call.cut is not None else call.call.limit_s >= call.bound - 1e-6
+        # Without a deadline only the message's expiry cuts a call short.
+        expiry_cut = call.expires_at is not None and not whole and h.deadline_s is None
         event(
             "a call timed out: "
-            + ("its provider's whole timeout" if whole else "cut short by the deadline")
+            + (
+                "its provider's whole timeout"
+                if whole
+                else "cut short by the message's expiry"
+                if expiry_cut
+                else "cut short by the deadline (or the expiry)"
+            )
         )
         # The call's own attempt (the hops its decision passed over follow it).
         (recorded,) = [a for a in visit.journey.attempts if a.provider == provider]
         # The producer's journey says which it was: the provider's timeout or the deadline's cut.
         assert recorded.code == ("timeout" if whole else "deadline"), (recorded, call)
+        if expiry_cut:
+            # The producer has given up: unless an earlier outcome chose the next hop (the
+            # call's record abandoned, or gone with Redis), no provider after it is called, and
+            # the chain's end answers.
+            assert "expired during the call" in (recorded.error or ""), recorded
+            if call.epoch == self.epoch and attempt.state == "calling":
+                assert step.journey.hop.terminal, step.journey
         if call.epoch != self.epoch:
             self._finished_late(call, None, "failed", h.tokens, h.costs[call.position])
             return multiple()
@@ -997,7 +1058,7 @@ class AttemptLifecycle(RuleBasedStateMachine):
         """The owner's runner records its call's failure (``HopRunner._failed``: the verdict,
         the charge, the ledger row, the next hop): the visit it saw, and where it sends the
         request on."""
-        visit = self.requests[call.request].visit(call.position)
+        visit = self.requests[call.request].visit(call.position, call.expires_at)
         try:
             step = self._runner(call.worker)._failed(
                 visit, call.position, call.call, call.owner, call.bound, error, 0.0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
@@ -20,7 +21,7 @@ from aipool.attempt.identity import journey_id
 from aipool.attempt.lifecycle import AttemptBook
 from aipool.attempt.result_write import ResultWrite
 from aipool.attempt.runner import HopRunner
-from aipool.attempt.visit import Done, Forward
+from aipool.attempt.visit import Done, Drop, Forward
 from aipool.breaker import breakers_for
 from aipool.contract.completion import Completion
 from aipool.contract.journey import Journey
@@ -55,13 +56,17 @@ ROUTE = Route(
 
 
 class Provider:
-    """A provider that answers, or raises ``error``, and counts its calls."""
+    """A provider that answers, or raises ``error``, and counts its calls; with ``hang``, every
+    call hangs far past any bound (its SDK's reads never end) until the bound cuts it."""
 
-    def __init__(self, error: Exception | None = None) -> None:
+    def __init__(self, error: Exception | None = None, hang: bool = False) -> None:
         self.error = error
+        self.hang = hang
         self.calls = 0
         #: The thinking budget each call was given.
         self.budgets: list[int | None] = []
+        #: The time bound each call was given.
+        self.limits: list[float | None] = []
 
     def complete(
         self,
@@ -72,6 +77,10 @@ class Provider:
     ) -> Completion:
         self.calls += 1
         self.budgets.append(thinking_budget)
+        self.limits.append(timeout_s)
+        if self.hang:
+            time.sleep(60)
+            raise AssertionError("the call was not cut at its bound")
         if self.error is not None:
             raise self.error
         return Completion(text="an answer", model=model, input_tokens=12, output_tokens=30)
@@ -355,9 +364,7 @@ def test_a_hop_whose_message_expired_calls_nobody_and_answers_the_chains_end(
     ollama, gemini, events = Provider(), Provider(), []
     runner = _runner(redis_client, {"ollama": ollama, "gemini": gemini}, events)
     # When that hop runs
-    step = runner.run(
-        REQUEST, "req-1", Journey(route=ROUTE, position=0, id=JOURNEY_ID), expired=True
-    )
+    step = _run_expiring(runner, runner.now() - 1)
     # Then no provider is called, and the producer gets the chain's end, each provider passed
     # over for time with the reason
     assert isinstance(step, Done)
@@ -366,6 +373,99 @@ def test_a_hop_whose_message_expired_calls_nobody_and_answers_the_chains_end(
     assert [a["outcome"] for a in attempts] == ["deadline", "deadline", "fallback"]
     assert all("expired" in a["error"] for a in attempts[:2]), attempts
     assert (ollama.calls, gemini.calls) == (0, 0)
+
+
+def test_a_call_the_messages_expiry_passes_during_is_cut_there_and_answers_the_chains_end(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given Gemini hanging past its 30 s timeout, and a request (no deadline) whose message
+    # expires 0.5 s from now on the pool's clock
+    gemini, claude, events = Provider(hang=True), Provider(), []
+    runner = _runner(redis_client, {"gemini": gemini, "claude": claude}, events)
+    runner.timeouts = lambda provider: 30.0
+    started = time.monotonic()
+    # When Gemini's hop runs
+    step = _run_expiring(runner, runner.now() + 0.5)
+    waited = time.monotonic() - started
+    # Then the call was cut at the expiry, not at Gemini's timeout
+    (limit,) = gemini.limits
+    assert limit is not None and 0.3 < limit <= 0.5, limit
+    assert waited < 2.0, waited
+    # And the producer gets the chain's static answer: Claude is passed over, never called
+    assert isinstance(step, Done)
+    assert step.result["status"] == "fallback", step.result
+    attempts = step.result["attempts"]
+    trail = [(a["provider"], a["outcome"], a["code"]) for a in attempts]
+    assert trail == [
+        ("gemini", "error", "deadline"),
+        ("claude", "deadline", None),
+        ("static", "fallback", None),
+    ], trail
+    assert all("message expired" in a["error"] for a in attempts[:2]), attempts
+    assert "during the call" in attempts[0]["error"], attempts[0]
+    assert claude.calls == 0
+    # And the cut is booked as a deadline cut is: nothing against Gemini's breaker, the call's
+    # estimate charged (it may have been billed), its ledger row saying so
+    assert _failures(redis_client, "gemini") == 0
+    assert breakers_for(redis_client)["gemini"].snapshot()["state"] == "closed"
+    usage = quotas_for(redis_client)["gemini"].usage()
+    assert usage["daily_requests"]["used"] == 1
+    assert usage["daily_tokens"]["used"] == REQUEST.estimated_total_tokens()
+    (row,) = [r for r in ledger(redis_client) if r.provider == "gemini"]
+    assert (row.outcome, row.estimated) == ("error", True), row
+    assert failed_reason(row.error_message) == "deadline", row
+
+
+def test_a_message_expiring_while_redis_is_asked_again_calls_no_one(
+    redis_client: FlakyRedis,
+) -> None:
+    # Given a request whose message expires 0.2 s from now, and Redis not answering the hop's
+    # begin for its first 0.5 s
+    gemini, claude = Provider(), Provider()
+    runner = _runner(redis_client, {"gemini": gemini, "claude": claude}, [])
+    expires_at = runner.now() + 0.2
+    redis_client.down = True
+    threading.Timer(0.5, lambda: setattr(redis_client, "down", False)).start()
+    # When Gemini's hop runs, asking begin again until Redis answers
+    step = _run_expiring(runner, expires_at)
+    # Then no provider is called (a call begun then would have 0 s to answer, and be charged):
+    # the expiry passed before begin was answered, and the chain's end answers
+    assert (gemini.calls, claude.calls) == (0, 0)
+    assert isinstance(step, Done) and step.result["status"] == "fallback", step
+    attempts = step.result["attempts"]
+    assert [a["outcome"] for a in attempts] == ["deadline", "deadline", "fallback"], attempts
+    assert all("expired before this hop" in a["error"] for a in attempts[:2]), attempts
+
+
+def _run_expiring(runner: HopRunner, expires_at: float) -> Done | Forward:
+    step = runner.run(
+        REQUEST, "req-1", Journey(route=ROUTE, position=0, id=JOURNEY_ID), expires_at=expires_at
+    )
+    assert not isinstance(step, Drop)
+    return step
+
+
+def test_a_deadline_earlier_than_the_messages_expiry_cuts_the_call_as_before(
+    redis_client: FlakyRedis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(timing, "_last_sample", {})  # no sample kept by an earlier test
+    # Given Gemini hanging, and a request with 1 s of deadline left whose message expires later
+    gemini, claude = Provider(hang=True), Provider()
+    runner = _runner(redis_client, {"gemini": gemini, "claude": claude}, [])
+    runner.timeouts = lambda provider: 30.0
+    raw = {"prompt": "What is a pod?", "deadline_s": 1}
+    journey = Journey(route=ROUTE, id=journey_id("req-e", raw), received_at=runner.now())
+    # When Gemini's hop runs
+    step = runner.run(parse_request(raw), "req-e", journey, expires_at=runner.now() + 20)
+    # Then the deadline wins: the call is cut at its share of the deadline, says so, and the
+    # request goes on to Claude (the message has not expired), nothing against Gemini
+    (limit,) = gemini.limits
+    assert limit is not None and limit <= 0.5, limit
+    assert isinstance(step, Forward) and step.queue.startswith("claude"), step
+    (attempt,) = step.journey.attempts
+    assert (attempt.outcome, attempt.code) == ("error", "deadline")
+    assert "request's deadline" in (attempt.error or ""), attempt
+    assert _failures(redis_client, "gemini") == 0
 
 
 def test_an_expiry_is_read_on_the_pools_clock_not_a_fresh_process_host_clock(
