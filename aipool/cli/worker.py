@@ -168,6 +168,7 @@ def class_metrics(name: str, index: int) -> tuple[dict[str, str] | None, str]:
     one given and the port after the previous class's. ``None``: the command's own environment.
     """
     # deferred: `aipool` imports every command at start; settings load pydantic-settings
+    from aipool.metrics.endpoint import TOKEN as METRICS_TOKEN
     from aipool.settings import settings
 
     s = settings()
@@ -179,7 +180,10 @@ def class_metrics(name: str, index: int) -> tuple[dict[str, str] | None, str]:
         "PROMETHEUS_MULTIPROC_DIR": str(s.prometheus_multiproc_dir / name),
         "AIPOOL_METRICS_PORT": str(port),
     }
-    return env, f"; metrics on :{port}/metrics"
+    # Said as each worker's log says it (aipool.metrics.endpoint): a scrape without the token
+    # gets 401, so whoever reads this screen should know one is asked for.
+    login = " (login required)" if s.secret(METRICS_TOKEN) else " WITHOUT a login"
+    return env, f"; metrics on :{port}/metrics{login}"
 
 
 def _start_again(

@@ -367,7 +367,8 @@ def test_aipool_worker_gives_each_class_its_own_metrics_directory_and_port(tmp_p
         eventually(lambda: all(serving(p) for p in ports.values()), 30, "every port served")
         text = screen.read_text()
         for name, port in ports.items():
-            assert f"{name}: " in text and f"metrics on :{port}/metrics" in text
+            assert f"{name}: " in text
+            assert f"metrics on :{port}/metrics (login required)" in text
             assert (tmp_path / "metrics" / name).is_dir()
             # and its own log says so too, and that they ask for the token every class was given
             # (the line was logged before logging was set up)
