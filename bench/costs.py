@@ -117,7 +117,7 @@ def patched(target: Any, name: str, value: Any) -> Iterator[None]:
 STEPS = (
     ("edge inspection", "pool only (plain Celery: none)"),
     ("contract parse", "pool only"),
-    ("route decision (classifier)", "pool only"),
+    ("route decision (own_route: recalled, or decided)", "pool only"),
     ("route record (script)", "pool only"),
     ("journey check", "pool only"),
     ("admission (begin script)", "pool only"),
@@ -125,6 +125,7 @@ STEPS = (
     ("settle (finish script)", "pool only"),
     ("ledger record", "pool only"),
     ("metrics", "pool only"),
+    ("alerts (missing model, URL not found)", "pool only"),
     ("log line (hop, scrubbed)", "pool only"),
     ("result dict", "both (plain: a smaller dict)"),
     ("re-dispatch message (Task.replace)", "both"),
@@ -162,7 +163,6 @@ def pool_request(pool: Pool, meters: Meters) -> None:
     from aipool.contract.journey import Journey
     from aipool.contract.request import parse_request
     from aipool.ledger.outbox import OUTBOX
-    from aipool.routing.router import decide
     from tasks import generate
     from workers.edge.inspection import inspect_message
     from workers.runtime import hop_runner, usage_log
@@ -174,13 +174,19 @@ def pool_request(pool: Pool, meters: Meters) -> None:
     request_id = str(uuid.uuid4())
     step = meters.step
     observers = runner.observers
-    ledger, metrics = observers
+    # The ledger's observer, the metrics', then the alerts of the pool's own (a missing model, a
+    # provider's URL not found), which act only on those failures.
+    ledger, metrics, *alerts = observers
     # The hop looks these up in the modules that run it (tasks.generate, the call): patched
     # there, and the metered parse also called here, as the task calls it.
     parse = meters.wrap("contract parse", parse_request)
     with (
         patched(generate, "parse_request", parse),
-        patched(generate, "decide", meters.wrap("route decision (classifier)", decide)),
+        patched(
+            generate,
+            "own_route",
+            meters.wrap("route decision (own_route: recalled, or decided)", generate.own_route),
+        ),
         patched(Journey, "received", meters.wrap("journey check", Journey.received)),
         patched(AttemptBook, "route", meters.wrap("route record (script)", AttemptBook.route)),
         patched(AttemptBook, "begin", meters.wrap("admission (begin script)", AttemptBook.begin)),
@@ -195,7 +201,11 @@ def pool_request(pool: Pool, meters: Meters) -> None:
         patched(
             runner,
             "observers",
-            [meters.wrap("ledger record", ledger), meters.wrap("metrics", metrics)],
+            [
+                meters.wrap("ledger record", ledger),
+                meters.wrap("metrics", metrics),
+                *(meters.wrap("alerts (missing model, URL not found)", a) for a in alerts),
+            ],
         ),
     ):
         # Hop 1, on the router's queue.
