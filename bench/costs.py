@@ -163,6 +163,7 @@ def pool_request(pool: Pool, meters: Meters) -> None:
     from aipool.contract.journey import Journey
     from aipool.contract.request import parse_request
     from aipool.ledger.outbox import OUTBOX
+    from aipool.routing.recall import own_route
     from tasks import generate
     from workers.edge.inspection import inspect_message
     from workers.runtime import hop_runner, usage_log
@@ -185,7 +186,7 @@ def pool_request(pool: Pool, meters: Meters) -> None:
         patched(
             generate,
             "own_route",
-            meters.wrap("route decision (own_route: recalled, or decided)", generate.own_route),
+            meters.wrap("route decision (own_route: recalled, or decided)", own_route),
         ),
         patched(Journey, "received", meters.wrap("journey check", Journey.received)),
         patched(AttemptBook, "route", meters.wrap("route record (script)", AttemptBook.route)),
