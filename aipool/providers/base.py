@@ -383,13 +383,18 @@ _MISSING_MODEL = ("not found", "not_found", "does not exist", "no such model")
 _FUNCTION_NOT_SERVED = "not found for account"
 
 
+#: A URL or an absolute path in an answer's words: a proxy or gateway echoing the path it does not
+#: serve, which at Gemini names the model (``/v1beta/models/<model>:generateContent``).
+_ECHOED_PATH = re.compile(r"[a-z][a-z0-9+.-]*://\S*|(?<![\w/])/[^\s\"'<>]+")
+
+
 def missing_model(status: int, words: str) -> bool:
     """Whether a ``status`` answer saying ``words`` means the model asked for is not there: a 404
-    that names a model (or, at NVIDIA, the function serving it). The model comes from the route
-    table, so that is the pool's fault."""
-    said = words.lower()
+    that names a model (or, at NVIDIA, the function serving it), in its words rather than in a
+    path it echoes. The model comes from the route table, so that is the pool's fault."""
     if status != 404:
         return False
+    said = _ECHOED_PATH.sub(" ", words.lower())
     if "model" in said and any(w in said for w in _MISSING_MODEL):
         return True
     return "function" in said and _FUNCTION_NOT_SERVED in said

@@ -288,6 +288,34 @@ PLAIN_TEXT = {"Content-Type": "text/plain; charset=utf-8"}
         ),
         pytest.param("nemotron", NEMOTRON, NGINX_404_PAGE, None, id="nemotron-proxy-html"),
         pytest.param("gemini", GEMINI, GOOGLE_404_PAGE, None, id="gemini-google-html"),
+        # A proxy that echoes the path it does not serve, which names the model in Google's URL
+        # scheme (.../models/<model>:generateContent): Spring Boot's default error body, and a
+        # gateway's one-line JSON message. The path is not the provider saying the model is gone.
+        pytest.param(
+            "gemini",
+            GEMINI,
+            {
+                "timestamp": "2026-12-07T20:51:09.123+00:00",
+                "status": 404,
+                "error": "Not Found",
+                "path": f"/wrong/v1beta/models/{GEMINI}:generateContent",
+            },
+            None,
+            id="gemini-proxy-json-echoing-the-path",
+        ),
+        pytest.param(
+            "gemini",
+            GEMINI,
+            {
+                "error": {
+                    "code": 404,
+                    "message": f"POST /wrong/v1beta/models/{GEMINI}:generateContent not found",
+                    "status": "NOT_FOUND",
+                }
+            },
+            None,
+            id="gemini-gateway-message-echoing-the-path",
+        ),
         # Ollama's own answer for a route it does not have (Go's http.NotFound, as gin sends
         # it): OLLAMA_BASE_URL with /v1 or /api appended
         pytest.param("ollama", "llama3.2:3b", "404 page not found", PLAIN_TEXT, id="ollama-text"),
