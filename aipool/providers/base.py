@@ -297,6 +297,7 @@ def usable(
     withheld: str | None = None,
     refused: bool = False,
     broken_call: str | None = None,
+    stopped: str | None = None,
 ) -> Completion:
     """``completion`` when it holds an answer; otherwise the
     :class:`~aipool.errors.UnusableAnswer` that says why, carrying ``completion`` as what the call
@@ -307,8 +308,11 @@ def usable(
     ``refused``: the model declined (:class:`~aipool.errors.ModelRefused`); its words are not
     kept, as no answer text is kept anywhere but in an answer. ``broken_call`` says why a tool
     call the model made cannot be run (cut off by the output limit, arguments that are not a
-    JSON object): the model's slip on this request, not the provider's health, so an
-    :class:`~aipool.errors.UnusableAnswer` whatever else came with it. An answer with no text
+    JSON object, a function the request did not offer): the model's slip on this request, not
+    the provider's health, so an :class:`~aipool.errors.UnusableAnswer` whatever else came with
+    it. ``stopped`` names a stop that ends no answer (Gemini's ``OTHER``, ``MALFORMED_RESPONSE``):
+    whatever text came before it is not known to be the answer, nor cut where a ``length`` stop
+    would say, so it is an :class:`~aipool.errors.UnusableAnswer` too. An answer with no text
     and no tool call is an :class:`~aipool.errors.EmptyAnswer`, whatever its finish reason.
     """
     billed = replace(completion, text="", tool_calls=[])
@@ -319,6 +323,10 @@ def usable(
     if broken_call is not None:
         raise UnusableAnswer(
             f"{provider}: a tool call cannot be run ({broken_call})", billed=billed
+        )
+    if stopped is not None:
+        raise UnusableAnswer(
+            f"{provider}: the generation stopped before an answer ({stopped})", billed=billed
         )
     if not completion.text.strip() and not completion.tool_calls:
         thinking = completion.thinking_tokens
@@ -468,6 +476,19 @@ def cut_call(finish: str, calls: list[ToolCall], max_tokens: int) -> str | None:
     if finish != "length" or not calls:
         return None
     return f"cut off by the output limit of {max_tokens} tokens"
+
+
+def unoffered_call(calls: list[ToolCall], request: Request) -> str | None:
+    """Why a tool call of an answer cannot be run when it names a function ``request`` did not
+    offer (any function, when it offered none); ``None`` when every call names one it did.
+    Models make such calls (Gemini's server catches them itself, as ``UNEXPECTED_TOOL_CALL``:
+    "the generated function is not in the function declaration"); an OpenAI-compatible server,
+    Ollama or Anthropic passes the model's name on, and the producer has no such function."""
+    offered = {tool.name for tool in request.tools}
+    unknown = next((call.name for call in calls if call.name not in offered), None)
+    if unknown is None:
+        return None
+    return f"it calls {unknown[:80]!r}, a function the request did not offer"
 
 
 def read_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:

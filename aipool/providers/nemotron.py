@@ -19,6 +19,7 @@ from aipool.providers.base import (
     map_api_error,
     read_arguments,
     token_part,
+    unoffered_call,
     usable,
     with_tool_call_ids,
     without_thinking,
@@ -172,7 +173,8 @@ class NemotronProvider:
                 withheld="content_filter" if choice.finish_reason == "content_filter" else None,
                 refused=bool(getattr(choice.message, "refusal", None)),
                 broken_call=unreadable
-                or cut_call(choice.finish_reason or "stop", calls, request.max_tokens),
+                or cut_call(choice.finish_reason or "stop", calls, request.max_tokens)
+                or unoffered_call(calls, request),
             )
         except Exception as exc:
             raise map_error(exc) from exc

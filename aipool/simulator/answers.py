@@ -95,6 +95,9 @@ class Answer:
     #: :data:`aipool.simulator.faults.UNUSABLE_KINDS`: ``safety``, ``refusal``,
     #: ``thinking_exhausted``); ``None`` for an answer.
     withheld: str | None = None
+    #: What is wrong with the tool calls (the ``malformed_call`` and ``unknown_tool`` faults),
+    #: for a provider whose answer says so itself (Gemini's finish reasons); ``None`` otherwise.
+    call_fault: str | None = None
 
 
 def compose(provider: str, exchange: Exchange) -> Answer:

@@ -58,6 +58,15 @@ What real providers send besides a clean answer, each in the provider's own docu
   400 ``INVALID_ARGUMENT`` "API key not valid" with its ``google.rpc.ErrorInfo`` reason
   ``API_KEY_INVALID``; Anthropic 402 ``billing_error``; OpenAI-compatible 429
   ``insufficient_quota`` (credits run out); Ollama, which has no accounts, 401 ``unauthorized``.
+- ``malformed_call``: the model's tool call comes out broken: Gemini ``finishReason:
+  MALFORMED_FUNCTION_CALL`` with no content and a ``finishMessage`` quoting the call, only the
+  prompt billed (as python-genai's users report it); OpenAI-compatible, whose servers pass the
+  model's text on, arguments that are not JSON (as ``bad_tool_args``); Anthropic and Ollama, whose
+  servers document no such answer, answer as usual. A request without tools gets its usual answer.
+- ``unknown_tool``: the model calls a function the request did not offer (any function, when it
+  offered none): Gemini ``finishReason: UNEXPECTED_TOOL_CALL`` with the undeclared call in the
+  parts and its name in ``finishMessage``; the others, whose servers pass the model's call on,
+  the call as a tool call.
 - ``cache_1h``: a correct answer whose prompt, all but its last message, was written to Anthropic's
   1-hour cache (``usage.cache_creation.ephemeral_1h_input_tokens``); the other providers, which
   have no 1-hour cache, answer as usual.
@@ -89,6 +98,8 @@ FAULT_KINDS: tuple[str, ...] = (
     "rate_limited",
     "model_missing",
     "account_refused",
+    "malformed_call",
+    "unknown_tool",
     "cache_1h",
 )
 #: Kinds that shape a 200 answer the provider bills but the pool cannot use.
@@ -117,6 +128,8 @@ _OPTIONS: dict[str, frozenset[str]] = {
     "rate_limited": frozenset({"retry_delay"}),
     "model_missing": frozenset(),
     "account_refused": frozenset(),
+    "malformed_call": frozenset(),
+    "unknown_tool": frozenset(),
     "cache_1h": frozenset(),
 }
 
@@ -142,6 +155,8 @@ _SHOWN: dict[str, tuple[str, ...]] = {
     "rate_limited": ("retry_delay",),
     "model_missing": (),
     "account_refused": (),
+    "malformed_call": (),
+    "unknown_tool": (),
     "cache_1h": (),
 }
 

@@ -6,6 +6,7 @@ credentials, then parsing, then the deterministic answer rendered in the provide
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -15,7 +16,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import aipool.simulator.listener as listeners
-from aipool.simulator.answers import TOKENS_PER_MESSAGE, Answer, compose
+from aipool.simulator.answers import TOKENS_PER_MESSAGE, Answer, ToolCallAnswer, compose
 from aipool.simulator.conversation import BadRequest, Exchange
 from aipool.simulator.faults import UNUSABLE_KINDS, Fault
 from aipool.simulator.prompt_cache import PromptCache
@@ -314,6 +315,20 @@ def _shape(answer: Answer, fault: Fault, exchange: Exchange) -> Answer:
             cache_write_tokens=0,
             cache_read_tokens=0,
         )
+    if fault.kind == "malformed_call" and answer.tool_calls:
+        return replace(answer, call_fault=fault.kind)
+    if fault.kind == "unknown_tool":
+        # The model's call names a function the request did not declare, or, offered none,
+        # calls one anyway.
+        calls = answer.tool_calls or (
+            ToolCallAnswer(name="", arguments={}, call_id=_undeclared_id(exchange)),
+        )
+        declared = {tool.name for tool in exchange.tools}
+        name = UNDECLARED_TOOL
+        while name in declared:
+            name += "_2"
+        renamed = tuple(replace(call, name=name) for call in calls)
+        return replace(answer, text="", tool_calls=renamed, call_fault=fault.kind)
     if fault.kind == "bad_tool_args":
         # The arguments' JSON cut in half: never an object, whatever the client does with it.
         calls = tuple(
@@ -322,6 +337,15 @@ def _shape(answer: Answer, fault: Fault, exchange: Exchange) -> Answer:
         )
         return replace(answer, tool_calls=calls)
     return answer
+
+
+#: The function the ``unknown_tool`` fault's model calls (with a suffix if the request declared
+#: one of that name).
+UNDECLARED_TOOL = "run_shell_command"
+
+
+def _undeclared_id(exchange: Exchange) -> str:
+    return hashlib.sha256(exchange.last_user_text.encode("utf-8")).hexdigest()[:24]
 
 
 def _cut_in_half(text: str) -> str:

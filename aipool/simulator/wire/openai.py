@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from aipool.simulator.answers import Answer
+from aipool.simulator.answers import Answer, ToolCallAnswer
 from aipool.simulator.conversation import (
     BadRequest,
     Exchange,
@@ -105,12 +105,7 @@ class OpenAIWire(WireProtocol):
                 {
                     "id": "call_" + call.call_id,
                     "type": "function",
-                    "function": {
-                        "name": call.name,
-                        "arguments": call.raw_arguments
-                        if call.raw_arguments is not None
-                        else json.dumps(call.arguments, ensure_ascii=False),
-                    },
+                    "function": {"name": call.name, "arguments": _arguments(call, answer)},
                 }
                 for call in answer.tool_calls
             ]
@@ -202,6 +197,15 @@ class OpenAIWire(WireProtocol):
             }
         }
         return Reply.json(429, body)
+
+
+def _arguments(call: ToolCallAnswer, answer: Answer) -> str:
+    """A call's arguments as the server passes on what the model wrote: its JSON, or (a
+    ``malformed_call``) that JSON cut in half, never an object."""
+    if call.raw_arguments is not None:
+        return call.raw_arguments
+    text = json.dumps(call.arguments, ensure_ascii=False)
+    return text[: max(1, len(text) // 2)] if answer.call_fault == "malformed_call" else text
 
 
 def _tool(raw: Any) -> ToolSpec:

@@ -417,7 +417,7 @@ def test_claude_tool_use_cut_by_max_tokens_falls_back_billed(canned: Any) -> Non
     assert error.billed is not None and error.billed.tool_calls == []
 
 
-def _openai_tool_call(arguments: str, finish: str) -> dict[str, Any]:
+def _openai_tool_call(arguments: str, finish: str, name: str = "get_pod_logs") -> dict[str, Any]:
     return {
         "id": "chatcmpl-abc123",
         "object": "chat.completion",
@@ -433,7 +433,7 @@ def _openai_tool_call(arguments: str, finish: str) -> dict[str, Any]:
                         {
                             "id": "chatcmpl-tool-8b1c",
                             "type": "function",
-                            "function": {"name": "get_pod_logs", "arguments": arguments},
+                            "function": {"name": name, "arguments": arguments},
                         }
                     ],
                 },
@@ -475,6 +475,114 @@ def test_openai_complete_tool_call_is_still_an_answer(canned: Any) -> None:
     assert [(c.name, c.arguments) for c in completion.tool_calls] == [
         ("get_pod_logs", {"pod": "api-7", "lines": 50})
     ]
+
+
+def _gemini_call_stop(finish: str, parts: list[dict[str, Any]] | None, message: str | None) -> Any:
+    candidate: dict[str, Any] = {"finishReason": finish, "index": 0}
+    if parts is not None:
+        candidate["content"] = {"role": "model", "parts": parts}
+    if message is not None:
+        candidate["finishMessage"] = message
+    return {
+        "candidates": [candidate],
+        # only the prompt counted, as python-genai's users report these stops
+        "usageMetadata": {"promptTokenCount": 2595, "totalTokenCount": 2595},
+        "modelVersion": GEMINI,
+    }
+
+
+@pytest.mark.parametrize(
+    ("finish", "parts", "message"),
+    [
+        # pydantic-ai#3095's recorded candidate: the reason and nothing else
+        pytest.param("MALFORMED_FUNCTION_CALL", None, None, id="malformed-bare"),
+        # python-genai#1789: finishMessage holds the call the model tried to write
+        pytest.param(
+            "MALFORMED_FUNCTION_CALL",
+            None,
+            "Malformed function call: print(default_api.get_pod_logs(pod='api-7', lines=5",
+            id="malformed-quoted",
+        ),
+        # "the turn carries whatever text preceded the broken call and no tool calls"
+        pytest.param(
+            "MALFORMED_FUNCTION_CALL",
+            [{"text": "I'll fetch the logs of api-7 now."}],
+            None,
+            id="malformed-after-text",
+        ),
+        # epam/ai-dial-adapter-vertexai#325: the undeclared call in the parts, named in
+        # finishMessage
+        pytest.param(
+            "UNEXPECTED_TOOL_CALL",
+            [{"functionCall": {"name": "undeclaredTool", "args": {"arg1": "value1"}}}],
+            "Unexpected tool call: Model tried to call an undeclared function: undeclaredTool",
+            id="unexpected-tool-call",
+        ),
+    ],
+)
+def test_gemini_call_it_could_not_use_is_never_an_answer(
+    canned: Any, finish: str, parts: Any, message: str | None
+) -> None:
+    # FinishReason.MALFORMED_FUNCTION_CALL: "a function call that is syntactically invalid and
+    # can't be parsed"; UNEXPECTED_TOOL_CALL: "the generated function is not in the function
+    # declaration"
+    body = _gemini_call_stop(finish, parts, message)
+    error = raised(canned, "gemini", GEMINI, body, request=TOOLS_REQUEST)
+    # Then the model's slip on this request: the next provider, billed, never counted
+    assert type(error) is UnusableAnswer and not error.counts_against_provider
+    assert finish in str(error) and billed(error) == (2595, 0)
+    # and the call's text is not kept (the producer's words may be in it)
+    assert "api-7" not in str(error)
+
+
+def test_gemini_undeclared_call_in_a_plain_stop_is_never_an_answer(canned: Any) -> None:
+    body = _gemini_candidate("STOP", [{"functionCall": {"name": "delete_pod", "args": {}}}])
+    error = raised(canned, "gemini", GEMINI, body, request=TOOLS_REQUEST)
+    assert type(error) is UnusableAnswer and "'delete_pod'" in str(error)
+
+
+@pytest.mark.parametrize("finish", ["OTHER", "MALFORMED_RESPONSE", "MISSING_THOUGHT_SIGNATURE"])
+@pytest.mark.parametrize(
+    "parts", [None, [{"text": "The api is slow because"}]], ids=["no-parts", "partial"]
+)
+def test_gemini_stop_that_ends_no_answer_is_unusable(canned: Any, finish: str, parts: Any) -> None:
+    # FinishReason.OTHER: "stopped generating for a reason not otherwise specified";
+    # MALFORMED_RESPONSE: "finishes due to malformed response": whatever text came is not known
+    # to be the answer, nor cut where a length stop would say
+    error = raised(canned, "gemini", GEMINI, _gemini_candidate(finish, parts))
+    assert type(error) is UnusableAnswer and not error.counts_against_provider
+    assert finish in str(error) and billed(error) == (12, 7)
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "body"),
+    [
+        pytest.param(
+            "claude",
+            CLAUDE,
+            {
+                "id": "msg_01",
+                "type": "message",
+                "role": "assistant",
+                "model": CLAUDE,
+                "content": [{"type": "tool_use", "id": "t1", "name": "delete_pod", "input": {}}],
+                "stop_reason": "tool_use",
+                "stop_sequence": None,
+                "usage": {"input_tokens": 40, "output_tokens": 9},
+            },
+            id="claude",
+        ),
+        pytest.param(
+            "nemotron", NEMOTRON, _openai_tool_call("{}", "tool_calls", "delete_pod"), id="nemotron"
+        ),
+    ],
+)
+def test_a_call_to_a_function_the_request_did_not_offer_is_never_an_answer(
+    canned: Any, provider: str, model: str, body: Any
+) -> None:
+    error = raised(canned, provider, model, body, request=TOOLS_REQUEST)
+    assert type(error) is UnusableAnswer and not error.counts_against_provider
+    assert "'delete_pod', a function the request did not offer" in str(error)
 
 
 # -- what a stop is called ---------------------------------------------------------------------

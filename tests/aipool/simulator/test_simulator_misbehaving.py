@@ -161,14 +161,19 @@ def test_bad_usage_reports_the_counts_it_was_given(
     assert _usage(kind, _post(http, sim, kind).json())[1] == -1
 
 
-def _tool_arguments(kind: str, body: dict[str, Any]) -> Any:
+def _first_call(kind: str, body: dict[str, Any]) -> tuple[str, Any]:
+    """The name and the arguments of the first tool call in ``kind``'s answer ``body``."""
     if kind == "ollama":
-        return body["message"]["tool_calls"][0]["function"]["arguments"]
+        function = body["message"]["tool_calls"][0]["function"]
+        return function["name"], function["arguments"]
     if kind == "gemini":
-        return body["candidates"][0]["content"]["parts"][0]["functionCall"]["args"]
+        call = body["candidates"][0]["content"]["parts"][0]["functionCall"]
+        return call["name"], call["args"]
     if kind == "anthropic":
-        return body["content"][0]["input"]
-    return body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]
+        block = body["content"][0]
+        return block["name"], block["input"]
+    function = body["choices"][0]["message"]["tool_calls"][0]["function"]
+    return function["name"], function["arguments"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -178,11 +183,67 @@ def test_bad_tool_args_sends_arguments_that_are_no_json_object(
     # Given a provider whose tool calls carry broken arguments
     sim.set_fault(kind, "bad_tool_args")
     # When a request offers a tool
-    arguments = _tool_arguments(kind, _post(http, sim, kind, tools=True).json())
+    _, arguments = _first_call(kind, _post(http, sim, kind, tools=True).json())
     # Then the arguments are text that does not parse as JSON
     assert isinstance(arguments, str)
     with pytest.raises(ValueError):
         json.loads(arguments)
+
+
+def test_malformed_call_at_gemini_is_its_malformed_function_call_stop(
+    sim: Simulator, http: httpx.Client
+) -> None:
+    # Given Gemini's model writing a call Google cannot parse
+    sim.set_fault("gemini", "malformed_call")
+    # When a request offers a tool
+    body = _post(http, sim, "gemini", tools=True).json()
+    # Then the candidate has no content, the reason, and the call quoted in finishMessage (as
+    # python-genai's users report it); only the prompt is counted
+    (candidate,) = body["candidates"]
+    assert "content" not in candidate
+    assert candidate["finishReason"] == "MALFORMED_FUNCTION_CALL"
+    assert candidate["finishMessage"].startswith("Malformed function call: ")
+    usage = body["usageMetadata"]
+    assert "candidatesTokenCount" not in usage and "thoughtsTokenCount" not in usage
+    assert usage["totalTokenCount"] == usage["promptTokenCount"]
+    # and a request without tools gets its answer
+    assert _post(http, sim, "gemini").json()["candidates"][0]["finishReason"] == "STOP"
+
+
+@pytest.mark.parametrize(
+    ("kind", "parses"), [("openai", False), ("anthropic", True), ("ollama", True)]
+)
+def test_malformed_call_elsewhere_is_the_nearest_answer_each_has(
+    sim: Simulator, http: httpx.Client, kind: str, parses: bool
+) -> None:
+    # OpenAI-compatible servers pass the model's text on: arguments that are no JSON object;
+    # Anthropic and Ollama document no such answer and answer as usual
+    sim.set_fault(kind, "malformed_call")
+    _, arguments = _first_call(kind, _post(http, sim, kind, tools=True).json())
+    if parses:
+        assert isinstance(arguments, dict)
+    else:
+        with pytest.raises(ValueError):
+            json.loads(arguments)
+
+
+@pytest.mark.parametrize("tools", [True, False], ids=["tools-offered", "none-offered"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_unknown_tool_calls_a_function_the_request_did_not_declare(
+    sim: Simulator, http: httpx.Client, kind: str, tools: bool
+) -> None:
+    # Given a model that calls a function it was not offered
+    sim.set_fault(kind, "unknown_tool")
+    # When a request offers one tool, "logs", or none
+    body = _post(http, sim, kind, tools=tools).json()
+    # Then the call names another
+    name, _ = _first_call(kind, body)
+    assert name not in ("logs", "")
+    if kind == "gemini":
+        # and Google says so itself, naming it (its documented UNEXPECTED_TOOL_CALL body)
+        (candidate,) = body["candidates"]
+        assert candidate["finishReason"] == "UNEXPECTED_TOOL_CALL"
+        assert candidate["finishMessage"].endswith(name)
 
 
 @pytest.mark.parametrize("kind", KINDS)
