@@ -52,7 +52,10 @@ What real providers send besides a clean answer, each in the provider's own docu
 - ``rate_limited``: HTTP 429 declaring a delay of ``retry_delay`` seconds (default 20) the way the
   provider does: Gemini in the body only (``error.details[]`` ``google.rpc.RetryInfo``
   ``retryDelay``, no header); Anthropic and Ollama a ``retry-after`` header; OpenAI-compatible
-  ``x-ratelimit-reset-requests`` with ``x-ratelimit-remaining-requests: 0``.
+  ``x-ratelimit-reset-requests`` with ``x-ratelimit-remaining-requests: 0``. ``quota="day"``:
+  Gemini's ``QuotaFailure`` names its daily quota spent
+  (``GenerateRequestsPerDayPerProjectPerModel-FreeTier``) beside the same seconds-long
+  ``retryDelay``; the others, whose 429 names no quota, answer as with ``"minute"`` (the default).
 - ``model_missing``: HTTP 404 saying the requested model does not exist, in the provider's words.
 - ``account_refused``: the pool's key or account refused, in the provider's documented shape: Gemini
   400 ``INVALID_ARGUMENT`` "API key not valid" with its ``google.rpc.ErrorInfo`` reason
@@ -125,7 +128,7 @@ _OPTIONS: dict[str, frozenset[str]] = {
     "refusal": frozenset(),
     "thinking_exhausted": frozenset(),
     "prompt_blocked": frozenset(),
-    "rate_limited": frozenset({"retry_delay"}),
+    "rate_limited": frozenset({"retry_delay", "quota"}),
     "model_missing": frozenset(),
     "account_refused": frozenset(),
     "malformed_call": frozenset(),
@@ -152,7 +155,7 @@ _SHOWN: dict[str, tuple[str, ...]] = {
     "refusal": (),
     "thinking_exhausted": (),
     "prompt_blocked": (),
-    "rate_limited": ("retry_delay",),
+    "rate_limited": ("retry_delay", "quota"),
     "model_missing": (),
     "account_refused": (),
     "malformed_call": (),
@@ -181,6 +184,8 @@ class Fault:
     output_tokens: int | None = None
     #: ``rate_limited``: the delay the 429 declares, in seconds.
     retry_delay: float = 20.0
+    #: ``rate_limited``: the quota it says is spent, the minute's or (Gemini) the day's.
+    quota: str = "minute"
 
     def to_dict(self) -> dict[str, Any]:
         """Return the kind, ``times`` and the options that matter for this kind."""
@@ -210,6 +215,10 @@ def make_fault(kind: str, **options: Any) -> Fault | None:
         )
     elif kind == "rate_limited":
         fields["retry_delay"] = _non_negative("retry_delay", options.get("retry_delay", 20.0))
+        quota = options.get("quota", "minute")
+        if quota not in ("minute", "day"):
+            raise InvalidFault(f"rate_limited quota must be 'minute' or 'day', got {quota!r}")
+        fields["quota"] = quota
     elif kind == "hang" and options.get("seconds") is not None:
         fields["seconds"] = _non_negative("seconds", options["seconds"])
     elif kind in ("slow", "trickle"):

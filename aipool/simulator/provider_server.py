@@ -251,7 +251,7 @@ def _apply(provider: ProviderServer, fault: Fault, credential: str) -> Reply | o
         retry_after = f"{fault.retry_after:g}"
         return Reply(reply.status, reply.body, (("Retry-After", retry_after),))
     if fault.kind == "rate_limited":
-        return wire.rate_limited(fault.retry_delay)
+        return wire.rate_limited(fault.retry_delay, daily=fault.quota == "day")
     if fault.kind == "overloaded":
         return wire.error("overloaded", "Overloaded (simulated fault)", status=fault.status)
     if fault.kind == "malformed":

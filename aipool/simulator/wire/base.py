@@ -101,9 +101,10 @@ class WireProtocol(ABC):
             status = self.overloaded_status if kind == "overloaded" else _DEFAULT_STATUS[kind]
         return Reply.json(status, self.error_body(kind, status, message))
 
-    def rate_limited(self, delay_s: float) -> Reply:
+    def rate_limited(self, delay_s: float, *, daily: bool = False) -> Reply:
         """A 429 declaring a delay of ``delay_s`` the way this provider does (``Retry-After``
-        unless the protocol says otherwise)."""
+        unless the protocol says otherwise); ``daily``: the quota spent is the day's, where the
+        provider's 429 says which."""
         reply = self.error("rate_limit", "Rate limit exceeded (simulated fault)")
         return Reply(reply.status, reply.body, (("retry-after", f"{delay_s:g}"),))
 

@@ -165,8 +165,9 @@ class GeminiWire(WireProtocol):
             body["usageMetadata"] = _usage(answer)
         return body
 
-    def rate_limited(self, delay_s: float) -> Reply:
+    def rate_limited(self, delay_s: float, *, daily: bool = False) -> Reply:
         # Google declares the delay in the body only: a RetryInfo detail, no Retry-After header.
+        # A spent daily quota is named in the QuotaFailure; its retryDelay still says seconds.
         body = self.error_body(
             "rate_limit",
             429,
@@ -176,7 +177,12 @@ class GeminiWire(WireProtocol):
         body["error"]["details"] = [
             {
                 "@type": "type.googleapis.com/google.rpc.QuotaFailure",
-                "violations": [{"quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"}],
+                "violations": [
+                    {
+                        "quotaId": f"GenerateRequestsPer{'Day' if daily else 'Minute'}"
+                        "PerProjectPerModel-FreeTier"
+                    }
+                ],
             },
             {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{delay_s:g}s"},
         ]

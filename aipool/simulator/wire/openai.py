@@ -154,7 +154,7 @@ class OpenAIWire(WireProtocol):
         error_type, code = _ERROR_TYPES[kind]
         return {"error": {"message": message, "type": error_type, "param": None, "code": code}}
 
-    def rate_limited(self, delay_s: float) -> Reply:
+    def rate_limited(self, delay_s: float, *, daily: bool = False) -> Reply:
         # OpenAI's rate-limit headers: the spent limit's remaining count is 0, its reset a
         # duration.
         reply = self.error("rate_limit", "Rate limit reached for requests (simulated fault)")

@@ -29,6 +29,7 @@ from aipool.errors import (
 from aipool.prices.table import completion_cost
 from aipool.providers import claude, gemini, nemotron, ollama
 from aipool.providers.endpoint import ProviderEndpoint
+from aipool.providers.retry_delay import until_quota_day_ends
 from aipool.simulator import InvalidFault, Simulator
 
 ADAPTERS: dict[str, tuple[Any, str]] = {
@@ -119,6 +120,21 @@ def test_a_429_declares_its_delay_as_the_provider_does(call: Any, provider: str)
     raised = _raises(call, provider, "rate_limited", retry_delay=20)
     assert isinstance(raised, ProviderRateLimited)
     assert raised.retry_after == 20.0
+
+
+def test_gemini_names_a_spent_daily_quota_and_the_pause_runs_to_its_reset(call: Any) -> None:
+    # Given Gemini's 429 for a spent daily quota: QuotaFailure GenerateRequestsPerDay..., and a
+    # retryDelay of seconds beside it
+    raised = _raises(call, "gemini", "rate_limited", retry_delay=20, quota="day")
+    # Then the pause runs to the quota's reset, midnight Pacific time (the simulator's Date)
+    reset = until_quota_day_ends(None)
+    assert isinstance(raised, ProviderRateLimited) and raised.retry_after and reset
+    assert abs(raised.retry_after - reset) <= 5
+
+
+def test_a_spent_quota_is_the_minutes_or_the_days(sim: Simulator) -> None:
+    with pytest.raises(InvalidFault, match="quota must be 'minute' or 'day'"):
+        sim.set_fault("gemini", "rate_limited", quota="month")
 
 
 @pytest.mark.parametrize("provider", list(ADAPTERS))
