@@ -163,6 +163,12 @@ def fault(
         str | None,
         typer.Option(help="rate_limited: the quota spent, minute or day (Gemini says which)."),
     ] = None,
+    spend_limit: Annotated[
+        bool | None,
+        typer.Option(
+            "--spend-limit", help="account_refused: the account's spend limit reached instead."
+        ),
+    ] = None,
     ms: Annotated[float | None, typer.Option(min=0, help="slow: milliseconds (500).")] = None,
     status: Annotated[
         int | None, typer.Option(help="overloaded, echo_key: the HTTP status to answer.")
@@ -181,6 +187,7 @@ def fault(
         "retry_after": retry_after,
         "retry_delay": retry_delay,
         "quota": quota,
+        "spend_limit": spend_limit,
         "ms": ms,
         "status": status,
         "body": body,

@@ -405,11 +405,17 @@ def missing_model(status: int, words: str) -> bool:
 
 #: How providers say, in a 400-class answer, that the pool's account is refused rather than the
 #: request: Anthropic's prepaid credits run out ("Your credit balance is too low to access the
-#: Anthropic API") and its disabled organization (``error.details.error_code``, the SDK's
-#: ``OrganizationOnHoldError``); OpenAI's 429 ``insufficient_quota`` ("You exceeded your current
-#: quota, please check your plan and billing details": credits run out, not a rate limit, so no
-#: wait ends it).
-_ACCOUNT_WORDS = ("credit balance is too low", "insufficient_quota")
+#: Anthropic API"), its organization's spend limit reached (a 400 ``invalid_request_error``, "You
+#: have reached your specified API usage limits. You will regain access on 2026-04-01 at 00:00
+#: UTC.": the month's end, or a person raising the limit) and its disabled organization
+#: (``error.details.error_code``, the SDK's ``OrganizationOnHoldError``); OpenAI's 429
+#: ``insufficient_quota`` ("You exceeded your current quota, please check your plan and billing
+#: details": credits run out, not a rate limit, so no wait ends it).
+_ACCOUNT_WORDS = (
+    "credit balance is too low",
+    "reached your specified api usage limits",
+    "insufficient_quota",
+)
 _ACCOUNT_CODES = frozenset({"organization_on_hold"})
 
 

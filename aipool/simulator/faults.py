@@ -61,6 +61,9 @@ What real providers send besides a clean answer, each in the provider's own docu
   400 ``INVALID_ARGUMENT`` "API key not valid" with its ``google.rpc.ErrorInfo`` reason
   ``API_KEY_INVALID``; Anthropic 402 ``billing_error``; OpenAI-compatible 429
   ``insufficient_quota`` (credits run out); Ollama, which has no accounts, 401 ``unauthorized``.
+  ``spend_limit=True``: the account's own spend limit reached: Anthropic's 400
+  ``invalid_request_error`` "You have reached your specified API usage limits. You will regain
+  access on <the next month's first day> at 00:00 UTC."; the others answer as without it.
 - ``malformed_call``: the model's tool call comes out broken: Gemini ``finishReason:
   MALFORMED_FUNCTION_CALL`` with no content and a ``finishMessage`` quoting the call, only the
   prompt billed (as python-genai's users report it); OpenAI-compatible, whose servers pass the
@@ -130,7 +133,7 @@ _OPTIONS: dict[str, frozenset[str]] = {
     "prompt_blocked": frozenset(),
     "rate_limited": frozenset({"retry_delay", "quota"}),
     "model_missing": frozenset(),
-    "account_refused": frozenset(),
+    "account_refused": frozenset({"spend_limit"}),
     "malformed_call": frozenset(),
     "unknown_tool": frozenset(),
     "cache_1h": frozenset(),
@@ -157,7 +160,7 @@ _SHOWN: dict[str, tuple[str, ...]] = {
     "prompt_blocked": (),
     "rate_limited": ("retry_delay", "quota"),
     "model_missing": (),
-    "account_refused": (),
+    "account_refused": ("spend_limit",),
     "malformed_call": (),
     "unknown_tool": (),
     "cache_1h": (),
@@ -186,6 +189,8 @@ class Fault:
     retry_delay: float = 20.0
     #: ``rate_limited``: the quota it says is spent, the minute's or (Gemini) the day's.
     quota: str = "minute"
+    #: ``account_refused``: the account's spend limit reached (Anthropic says so in a 400).
+    spend_limit: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """Return the kind, ``times`` and the options that matter for this kind."""
@@ -219,6 +224,11 @@ def make_fault(kind: str, **options: Any) -> Fault | None:
         if quota not in ("minute", "day"):
             raise InvalidFault(f"rate_limited quota must be 'minute' or 'day', got {quota!r}")
         fields["quota"] = quota
+    elif kind == "account_refused":
+        spend_limit = options.get("spend_limit", False)
+        if not isinstance(spend_limit, bool):
+            raise InvalidFault(f"spend_limit must be true or false, got {spend_limit!r}")
+        fields["spend_limit"] = spend_limit
     elif kind == "hang" and options.get("seconds") is not None:
         fields["seconds"] = _non_negative("seconds", options["seconds"])
     elif kind in ("slow", "trickle"):

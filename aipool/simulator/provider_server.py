@@ -180,7 +180,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault.kind == "model_missing":
             return wire.model_missing(exchange.model)
         if fault is not None and fault.kind == "account_refused":
-            return wire.account_refused()
+            return wire.account_refused(spend_limit=fault.spend_limit)
         answer = provider.prompt_cache.apply(wire.kind, exchange, compose(wire.kind, exchange))
         if fault is not None and fault.kind == "prompt_blocked":
             return wire.prompt_blocked(exchange, answer)

@@ -112,9 +112,11 @@ class WireProtocol(ABC):
         """The provider's answer for a model it does not have, in its own words."""
         return self.error("not_found", f"model {model} not found (simulated fault)")
 
-    def account_refused(self) -> Reply:
+    def account_refused(self, *, spend_limit: bool = False) -> Reply:
         """The provider's answer when the pool's key or account is refused: a 401 unless the
-        protocol documents an answer of its own (a disabled, unpaid or out-of-credit account)."""
+        protocol documents an answer of its own (a disabled, unpaid or out-of-credit account);
+        ``spend_limit``: the account's own spend limit is reached, where the provider says so
+        apart."""
         return self.error("authentication", "unauthorized (simulated fault)")
 
     def prompt_blocked(self, exchange: Exchange, answer: Answer) -> Reply:

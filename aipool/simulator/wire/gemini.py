@@ -196,7 +196,7 @@ class GeminiWire(WireProtocol):
             "supported methods.",
         )
 
-    def account_refused(self) -> Reply:
+    def account_refused(self, *, spend_limit: bool = False) -> Reply:
         # A wrong or expired key: 400, the reason only in the ErrorInfo detail (as served).
         message = "API key not valid. Please pass a valid API key."
         body = self.error_body("bad_request", 400, message)

@@ -185,7 +185,7 @@ class OpenAIWire(WireProtocol):
         }
         return Reply.json(400, body)
 
-    def account_refused(self) -> Reply:
+    def account_refused(self, *, spend_limit: bool = False) -> Reply:
         # OpenAI's 429 for credits run out, which no wait ends (its error codes guide).
         body = {
             "error": {

@@ -163,6 +163,21 @@ def test_gemini_account_disabled_stop_is_never_an_answer_and_counts(
             },
             id="400-credit-balance-too-low",
         ),
+        pytest.param(
+            400,
+            # The organization's monthly spend limit reached (anthropics/claude-code#2127 and
+            # #38035 quote it): every call fails so until the month ends or the limit is raised
+            {
+                "type": "error",
+                "error": {
+                    "type": "invalid_request_error",
+                    "message": "You have reached your specified API usage limits. You will "
+                    "regain access on 2026-04-01 at 00:00 UTC.",
+                },
+                "request_id": "req_011CZLrUfBVkVHn5T6EqQaf7",
+            },
+            id="400-spend-limit-reached",
+        ),
     ],
 )
 def test_claude_refused_account_counts_against_claude(

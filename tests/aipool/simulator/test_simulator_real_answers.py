@@ -155,6 +155,21 @@ def test_a_refused_account_is_said_as_the_provider_does_and_counts_against_it(
     assert error.status == status and error.counts_against_provider
 
 
+def test_claude_says_the_accounts_spend_limit_is_reached_in_a_400_that_counts(
+    call: Any,
+) -> None:
+    # Anthropic's 400 invalid_request_error "You have reached your specified API usage limits":
+    # every call fails so until the month ends, so it is the account's, never the request's
+    error = _raises(call, "claude", "account_refused", spend_limit=True)
+    assert isinstance(error, ProviderAuthError) and error.counts_against_provider
+    assert error.status == 400 and "regain access on" in str(error)
+
+
+def test_spend_limit_is_true_or_false(sim: Simulator) -> None:
+    with pytest.raises(InvalidFault, match="spend_limit must be true or false"):
+        sim.set_fault("claude", "account_refused", spend_limit="yes")
+
+
 def test_claude_writes_the_prompt_to_its_one_hour_cache(call: Any) -> None:
     # Given a conversation whose earlier turns Anthropic writes to its 1-hour cache
     request = parse_request(
