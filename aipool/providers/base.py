@@ -484,17 +484,30 @@ def cut_call(finish: str, calls: list[ToolCall], max_tokens: int) -> str | None:
     return f"cut off by the output limit of {max_tokens} tokens"
 
 
-def unoffered_call(calls: list[ToolCall], request: Request) -> str | None:
-    """Why a tool call of an answer cannot be run when it names a function ``request`` did not
-    offer (any function, when it offered none); ``None`` when every call names one it did.
-    Models make such calls (Gemini's server catches them itself, as ``UNEXPECTED_TOOL_CALL``:
+def unrunnable_call(calls: list[ToolCall], request: Request) -> str | None:
+    """Why a tool call of an answer cannot be run: it names a function ``request`` did not offer
+    (any function, when it offered none), or leaves out an argument the function's schema
+    requires; ``None`` when every call can be run.
+
+    Models make both slips. Gemini's server catches the first itself (``UNEXPECTED_TOOL_CALL``:
     "the generated function is not in the function declaration"); an OpenAI-compatible server,
-    Ollama or Anthropic passes the model's name on, and the producer has no such function."""
-    offered = {tool.name for tool in request.tools}
-    unknown = next((call.name for call in calls if call.name not in offered), None)
-    if unknown is None:
-        return None
-    return f"it calls {unknown[:80]!r}, a function the request did not offer"
+    Ollama or Anthropic passes the model's call on, and OpenAI's API reference says to "validate
+    the arguments in your code before calling your function". The producer has no such function,
+    or its function fails without the argument: the model's slip on this request."""
+    offered = {tool.name: tool for tool in request.tools}
+    for call in calls:
+        tool = offered.get(call.name)
+        if tool is None:
+            return f"it calls {call.name[:80]!r}, a function the request did not offer"
+        required = tool.parameters.get("required")
+        missing = [
+            name
+            for name in (required if isinstance(required, list) else ())
+            if isinstance(name, str) and name not in call.arguments
+        ]
+        if missing:
+            return f"its call of {call.name!r} leaves out the required {missing[0][:80]!r}"
+    return None
 
 
 def read_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:

@@ -18,7 +18,7 @@ from aipool.providers.base import (
     map_api_error,
     parse_arguments,
     token_part,
-    unoffered_call,
+    unrunnable_call,
     usable,
     with_tool_call_ids,
 )
@@ -217,7 +217,7 @@ class ClaudeProvider:
                 completion,
                 refused=reason == "refusal",
                 broken_call=cut_call(finish, calls, request.max_tokens)
-                or unoffered_call(calls, request),
+                or unrunnable_call(calls, request),
             )
         except Exception as exc:
             raise map_error(exc) from exc

@@ -36,7 +36,7 @@ from aipool.providers.base import (
     request_error,
     scrubbed,
     token_part,
-    unoffered_call,
+    unrunnable_call,
     usable,
     with_tool_call_ids,
 )
@@ -301,7 +301,7 @@ class GeminiProvider:
             )
         if finish_name in ACCOUNT_STOPS:
             raise ProviderAuthError(f"gemini: the account is refused ({finish_name})")
-        unoffered = unoffered_call(calls, request)
+        unrunnable = unrunnable_call(calls, request)
         if finish_name in WITHHELD:
             said = candidate.finish_message
             return usable(
@@ -309,12 +309,12 @@ class GeminiProvider:
             )
         if finish_name in CALL_STOPS:
             # Google's reason, never its finishMessage: that quotes the broken call's text.
-            broken = finish_name + (f": {unoffered}" if unoffered else "")
+            broken = finish_name + (f": {unrunnable}" if unrunnable else "")
             return usable(self.name, completion, broken_call=broken)
         return usable(
             self.name,
             completion,
-            broken_call=unoffered,
+            broken_call=unrunnable,
             stopped=None if finish_name in ANSWER_STOPS else finish_name,
         )
 

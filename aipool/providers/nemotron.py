@@ -19,7 +19,7 @@ from aipool.providers.base import (
     map_api_error,
     read_arguments,
     token_part,
-    unoffered_call,
+    unrunnable_call,
     usable,
     with_tool_call_ids,
     without_thinking,
@@ -174,7 +174,7 @@ class NemotronProvider:
                 refused=bool(getattr(choice.message, "refusal", None)),
                 broken_call=unreadable
                 or cut_call(choice.finish_reason or "stop", calls, request.max_tokens)
-                or unoffered_call(calls, request),
+                or unrunnable_call(calls, request),
             )
         except Exception as exc:
             raise map_error(exc) from exc

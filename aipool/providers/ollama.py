@@ -32,7 +32,7 @@ from aipool.providers.base import (
     provider_words,
     request_error,
     scrubbed,
-    unoffered_call,
+    unrunnable_call,
     usable,
     without_thinking,
 )
@@ -193,7 +193,7 @@ class OllamaProvider:
                     finish_reason="tool_calls" if calls else (response.done_reason or "stop"),
                     latency_ms=(time.perf_counter() - started) * 1000,
                 ),
-                broken_call=unoffered_call(calls, request),
+                broken_call=unrunnable_call(calls, request),
             )
         except Exception as exc:
             raise map_error(exc, call.retry_after) from exc

@@ -73,6 +73,10 @@ What real providers send besides a clean answer, each in the provider's own docu
   offered none): Gemini ``finishReason: UNEXPECTED_TOOL_CALL`` with the undeclared call in the
   parts and its name in ``finishMessage``; the others, whose servers pass the model's call on,
   the call as a tool call.
+- ``missing_argument``: the model's call leaves out an argument the function's schema requires (an
+  empty ``arguments`` object, as vllm-project/vllm-ascend#14731 reports): every provider's server
+  passes the call on as the model wrote it (none documents a check of required arguments). A
+  request without tools, or whose tool requires nothing, gets its usual answer.
 - ``cache_1h``: a correct answer whose prompt, all but its last message, was written to Anthropic's
   1-hour cache (``usage.cache_creation.ephemeral_1h_input_tokens``); the other providers, which
   have no 1-hour cache, answer as usual.
@@ -106,6 +110,7 @@ FAULT_KINDS: tuple[str, ...] = (
     "account_refused",
     "malformed_call",
     "unknown_tool",
+    "missing_argument",
     "cache_1h",
 )
 #: Kinds that shape a 200 answer the provider bills but the pool cannot use.
@@ -136,6 +141,7 @@ _OPTIONS: dict[str, frozenset[str]] = {
     "account_refused": frozenset({"spend_limit"}),
     "malformed_call": frozenset(),
     "unknown_tool": frozenset(),
+    "missing_argument": frozenset(),
     "cache_1h": frozenset(),
 }
 
@@ -163,6 +169,7 @@ _SHOWN: dict[str, tuple[str, ...]] = {
     "account_refused": ("spend_limit",),
     "malformed_call": (),
     "unknown_tool": (),
+    "missing_argument": (),
     "cache_1h": (),
 }
 

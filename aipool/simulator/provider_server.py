@@ -329,6 +329,13 @@ def _shape(answer: Answer, fault: Fault, exchange: Exchange) -> Answer:
             name += "_2"
         renamed = tuple(replace(call, name=name) for call in calls)
         return replace(answer, text="", tool_calls=renamed, call_fault=fault.kind)
+    if fault.kind == "missing_argument":
+        schemas = {tool.name: tool.schema for tool in exchange.tools}
+        calls = tuple(
+            replace(call, arguments=_without_required(call.arguments, schemas.get(call.name)))
+            for call in answer.tool_calls
+        )
+        return replace(answer, tool_calls=calls)
     if fault.kind == "bad_tool_args":
         # The arguments' JSON cut in half: never an object, whatever the client does with it.
         calls = tuple(
@@ -346,6 +353,12 @@ UNDECLARED_TOOL = "run_shell_command"
 
 def _undeclared_id(exchange: Exchange) -> str:
     return hashlib.sha256(exchange.last_user_text.encode("utf-8")).hexdigest()[:24]
+
+
+def _without_required(arguments: dict[str, Any], schema: Any) -> dict[str, Any]:
+    required = schema.get("required") if isinstance(schema, dict) else None
+    left_out = set(required) if isinstance(required, list) else set()
+    return {name: value for name, value in arguments.items() if name not in left_out}
 
 
 def _cut_in_half(text: str) -> str:

@@ -263,6 +263,22 @@ def test_given_a_call_to_a_function_the_request_did_not_offer_the_answer_is_unus
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
+def test_given_a_call_without_an_argument_its_function_requires_the_answer_is_unusable(
+    build: Build, healthy: Simulator, provider: str
+) -> None:
+    # Given a model whose call leaves out get_pod_logs' required "pod" and "lines" (the servers
+    # pass it on: "validate the arguments in your code", OpenAI's API reference)
+    impl = build(provider)
+    healthy.set_fault(provider, "missing_argument")
+    with pytest.raises(UnusableAnswer) as caught:
+        impl.complete(TOOLS_REQUEST, default_model(provider))
+    # Then the producer never gets a call its function cannot take; billed, never counted
+    assert type(caught.value) is UnusableAnswer and not caught.value.counts_against_provider
+    assert "leaves out the required 'pod'" in str(caught.value)
+    assert caught.value.billed is not None and caught.value.billed.output_tokens > 0
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
 def test_given_a_body_cut_short_then_the_answer_is_bad(
     build: Build, healthy: Simulator, provider: str
 ) -> None:

@@ -483,6 +483,16 @@ def test_openai_tool_call_that_cannot_be_run_falls_back_billed(
     assert billed(error) == (210, 31)
 
 
+def test_openai_call_without_its_required_arguments_falls_back_billed(canned: Any) -> None:
+    # vllm-project/vllm-ascend#14731: "arguments": "{}" for a function that requires its
+    # "command"; the producer's function fails without it
+    body = _openai_tool_call("{}", "tool_calls")
+    error = raised(canned, "nemotron", NEMOTRON, body, request=TOOLS_REQUEST)
+    assert type(error) is UnusableAnswer and not error.counts_against_provider
+    assert "its call of 'get_pod_logs' leaves out the required 'pod'" in str(error)
+    assert billed(error) == (210, 31)
+
+
 def test_openai_complete_tool_call_is_still_an_answer(canned: Any) -> None:
     body = _openai_tool_call('{"pod": "api-7", "lines": 50}', "tool_calls")
     completion = answer(canned, "nemotron", NEMOTRON, body, request=TOOLS_REQUEST)

@@ -247,6 +247,19 @@ def test_unknown_tool_calls_a_function_the_request_did_not_declare(
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_missing_argument_leaves_out_what_the_function_requires(
+    sim: Simulator, http: httpx.Client, kind: str
+) -> None:
+    # Given a model that leaves out a required argument ("pod" is the tool's only one)
+    sim.set_fault(kind, "missing_argument")
+    # When a request offers the tool, then the call comes as the model wrote it, without it
+    name, arguments = _first_call(kind, _post(http, sim, kind, tools=True).json())
+    if kind == "openai":
+        arguments = json.loads(arguments)
+    assert name == "logs" and "pod" not in arguments
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_text_with_an_unpaired_surrogate_is_refused_as_a_bad_request(
     sim: Simulator, http: httpx.Client, kind: str
 ) -> None:
