@@ -245,36 +245,32 @@ def test_given_gemini_could_not_parse_the_models_call_the_answer_is_unusable_and
     assert caught.value.billed.output_tokens == 0 and caught.value.billed.tool_calls == []
 
 
-@pytest.mark.parametrize("request_", [TOOLS_REQUEST, HELLO], ids=["tools-offered", "none-offered"])
+@pytest.mark.parametrize(
+    ("fault", "request_", "why"),
+    [
+        # Gemini says so itself (UNEXPECTED_TOOL_CALL); the other servers pass the call on
+        pytest.param("unknown_tool", TOOLS_REQUEST, "did not offer", id="unknown-tool"),
+        pytest.param("unknown_tool", HELLO, "did not offer", id="unknown-tool-none-offered"),
+        # get_pod_logs requires "pod" and "lines": "validate the arguments in your code" (OpenAI's
+        # API reference); no server checks them
+        pytest.param(
+            "missing_argument", TOOLS_REQUEST, "leaves out the required 'pod'", id="no-argument"
+        ),
+    ],
+)
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_given_a_call_to_a_function_the_request_did_not_offer_the_answer_is_unusable(
-    build: Build, healthy: Simulator, provider: str, request_: Request
+def test_given_a_call_the_producer_cannot_run_the_answer_is_unusable(
+    build: Build, healthy: Simulator, provider: str, fault: str, request_: Request, why: str
 ) -> None:
-    # Given a model that calls a function the producer never offered (Gemini says so itself,
-    # UNEXPECTED_TOOL_CALL; the other servers pass the call on)
+    # Given a model that calls a function the producer never offered, or leaves out an argument
+    # the function requires
     impl = build(provider)
-    healthy.set_fault(provider, "unknown_tool")
+    healthy.set_fault(provider, fault)
     with pytest.raises(UnusableAnswer) as caught:
         impl.complete(request_, default_model(provider))
     # Then the producer never gets a call it cannot run; billed, never against the provider
     assert type(caught.value) is UnusableAnswer and not caught.value.counts_against_provider
-    assert "did not offer" in str(caught.value)
-    assert caught.value.billed is not None and caught.value.billed.output_tokens > 0
-
-
-@pytest.mark.parametrize("provider", PROVIDERS)
-def test_given_a_call_without_an_argument_its_function_requires_the_answer_is_unusable(
-    build: Build, healthy: Simulator, provider: str
-) -> None:
-    # Given a model whose call leaves out get_pod_logs' required "pod" and "lines" (the servers
-    # pass it on: "validate the arguments in your code", OpenAI's API reference)
-    impl = build(provider)
-    healthy.set_fault(provider, "missing_argument")
-    with pytest.raises(UnusableAnswer) as caught:
-        impl.complete(TOOLS_REQUEST, default_model(provider))
-    # Then the producer never gets a call its function cannot take; billed, never counted
-    assert type(caught.value) is UnusableAnswer and not caught.value.counts_against_provider
-    assert "leaves out the required 'pod'" in str(caught.value)
+    assert why in str(caught.value)
     assert caught.value.billed is not None and caught.value.billed.output_tokens > 0
 
 

@@ -176,14 +176,18 @@ def _first_call(kind: str, body: dict[str, Any]) -> tuple[str, Any]:
     return function["name"], function["arguments"]
 
 
+def _faulted_call(sim: Simulator, http: httpx.Client, kind: str, fault: str) -> tuple[str, Any]:
+    """The first call ``kind``'s model makes, under ``fault``, to a request offering "logs"."""
+    sim.set_fault(kind, fault)
+    return _first_call(kind, _post(http, sim, kind, tools=True).json())
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_bad_tool_args_sends_arguments_that_are_no_json_object(
     sim: Simulator, http: httpx.Client, kind: str
 ) -> None:
-    # Given a provider whose tool calls carry broken arguments
-    sim.set_fault(kind, "bad_tool_args")
-    # When a request offers a tool
-    _, arguments = _first_call(kind, _post(http, sim, kind, tools=True).json())
+    # Given a provider whose tool calls carry broken arguments, when a request offers a tool
+    _, arguments = _faulted_call(sim, http, kind, "bad_tool_args")
     # Then the arguments are text that does not parse as JSON
     assert isinstance(arguments, str)
     with pytest.raises(ValueError):
@@ -218,8 +222,7 @@ def test_malformed_call_elsewhere_is_the_nearest_answer_each_has(
 ) -> None:
     # OpenAI-compatible servers pass the model's text on: arguments that are no JSON object;
     # Anthropic and Ollama document no such answer and answer as usual
-    sim.set_fault(kind, "malformed_call")
-    _, arguments = _first_call(kind, _post(http, sim, kind, tools=True).json())
+    _, arguments = _faulted_call(sim, http, kind, "malformed_call")
     if parses:
         assert isinstance(arguments, dict)
     else:
@@ -250,10 +253,9 @@ def test_unknown_tool_calls_a_function_the_request_did_not_declare(
 def test_missing_argument_leaves_out_what_the_function_requires(
     sim: Simulator, http: httpx.Client, kind: str
 ) -> None:
-    # Given a model that leaves out a required argument ("pod" is the tool's only one)
-    sim.set_fault(kind, "missing_argument")
-    # When a request offers the tool, then the call comes as the model wrote it, without it
-    name, arguments = _first_call(kind, _post(http, sim, kind, tools=True).json())
+    # Given a model that leaves out a required argument ("pod" is the tool's only one), when a
+    # request offers the tool, then the call comes as the model wrote it, without it
+    name, arguments = _faulted_call(sim, http, kind, "missing_argument")
     if kind == "openai":
         arguments = json.loads(arguments)
     assert name == "logs" and "pod" not in arguments
