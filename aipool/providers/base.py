@@ -484,6 +484,23 @@ def cut_call(finish: str, calls: list[ToolCall], max_tokens: int) -> str | None:
     return f"cut off by the output limit of {max_tokens} tokens"
 
 
+#: A tool call written into the answer's text: Llama-Nemotron's ``<TOOLCALL>[...]``, Nemotron 3's
+#: and Qwen's ``<tool_call><function=...>``, nemotron-mini's ``<toolcall>``, a bare
+#: ``<function=...>``. An OpenAI-compatible server whose tool-call parser does not read the
+#: model's form passes it on as text with ``finish_reason: stop`` and no ``tool_calls``
+#: (NVIDIA-AI-Blueprints/retail-shopping-assistant#215, a NIM; ollama/ollama#6870).
+_CALL_AS_TEXT = re.compile(r"\A\s*<(?:tool_?call|function=)", re.IGNORECASE)
+
+
+def call_as_text(text: str, request: Request) -> str | None:
+    """Why an answer to a request that offered tools cannot be used when its text opens with a
+    tool call the server did not parse: the producer would get the call's markup as its answer,
+    and no call to run; ``None`` otherwise (a request without tools, or any other text)."""
+    if not request.tools or not _CALL_AS_TEXT.match(text):
+        return None
+    return "the model wrote its call as text the server did not parse"
+
+
 def unrunnable_call(calls: list[ToolCall], request: Request) -> str | None:
     """Why a tool call of an answer cannot be run: it names a function ``request`` did not offer
     (any function, when it offered none), or leaves out an argument the function's schema

@@ -13,6 +13,7 @@ from aipool.contract.request import Request
 from aipool.errors import ProviderBadResponse, ProviderError
 from aipool.providers.base import (
     building_request,
+    call_as_text,
     call_timeout,
     checked_usage,
     cut_call,
@@ -174,7 +175,8 @@ class NemotronProvider:
                 refused=bool(getattr(choice.message, "refusal", None)),
                 broken_call=unreadable
                 or cut_call(choice.finish_reason or "stop", calls, request.max_tokens)
-                or unrunnable_call(calls, request),
+                or unrunnable_call(calls, request)
+                or call_as_text(text, request),
             )
         except Exception as exc:
             raise map_error(exc) from exc

@@ -25,6 +25,7 @@ from aipool.errors import (
 )
 from aipool.providers.base import (
     building_request,
+    call_as_text,
     call_timeout,
     checked_usage,
     missing_model,
@@ -193,7 +194,7 @@ class OllamaProvider:
                     finish_reason="tool_calls" if calls else (response.done_reason or "stop"),
                     latency_ms=(time.perf_counter() - started) * 1000,
                 ),
-                broken_call=unrunnable_call(calls, request),
+                broken_call=unrunnable_call(calls, request) or call_as_text(text, request),
             )
         except Exception as exc:
             raise map_error(exc, call.retry_after) from exc

@@ -77,6 +77,12 @@ What real providers send besides a clean answer, each in the provider's own docu
   empty ``arguments`` object, as vllm-project/vllm-ascend#14731 reports): every provider's server
   passes the call on as the model wrote it (none documents a check of required arguments). A
   request without tools, or whose tool requires nothing, gets its usual answer.
+- ``unparsed_call``: the model's call comes back as text its server's tool-call parser did not
+  read: OpenAI-compatible, Llama-Nemotron's ``<TOOLCALL>[{"name": ..., "arguments": ...}]
+  </TOOLCALL>`` as ``content`` with ``finish_reason: stop`` and no ``tool_calls`` (a NIM with the
+  wrong parser, NVIDIA-AI-Blueprints/retail-shopping-assistant#215); Ollama, nemotron-mini's
+  ``<toolcall> {...} </toolcall>`` as ``content`` (ollama/ollama#6870); Gemini and Anthropic, whose
+  servers parse calls themselves, answer as usual. A request without tools gets its usual answer.
 - ``cache_1h``: a correct answer whose prompt, all but its last message, was written to Anthropic's
   1-hour cache (``usage.cache_creation.ephemeral_1h_input_tokens``); the other providers, which
   have no 1-hour cache, answer as usual.
@@ -111,6 +117,7 @@ FAULT_KINDS: tuple[str, ...] = (
     "malformed_call",
     "unknown_tool",
     "missing_argument",
+    "unparsed_call",
     "cache_1h",
 )
 #: Kinds that shape a 200 answer the provider bills but the pool cannot use.
@@ -142,6 +149,7 @@ _OPTIONS: dict[str, frozenset[str]] = {
     "malformed_call": frozenset(),
     "unknown_tool": frozenset(),
     "missing_argument": frozenset(),
+    "unparsed_call": frozenset(),
     "cache_1h": frozenset(),
 }
 
@@ -170,6 +178,7 @@ _SHOWN: dict[str, tuple[str, ...]] = {
     "malformed_call": (),
     "unknown_tool": (),
     "missing_argument": (),
+    "unparsed_call": (),
     "cache_1h": (),
 }
 

@@ -315,7 +315,7 @@ def _shape(answer: Answer, fault: Fault, exchange: Exchange) -> Answer:
             cache_write_tokens=0,
             cache_read_tokens=0,
         )
-    if fault.kind == "malformed_call" and answer.tool_calls:
+    if fault.kind in ("malformed_call", "unparsed_call") and answer.tool_calls:
         return replace(answer, call_fault=fault.kind)
     if fault.kind == "unknown_tool":
         # The model's call names a function the request did not declare, or, offered none,

@@ -112,7 +112,12 @@ class OpenAIWire(WireProtocol):
             finish_reason = "tool_calls"
         else:
             finish_reason = "length" if answer.truncated else "stop"
-        if answer.withheld == "thinking_exhausted":
+        if answer.call_fault == "unparsed_call":
+            # Llama-Nemotron's own call format, which a server without its parser passes on.
+            written = [{"name": c.name, "arguments": c.arguments} for c in answer.tool_calls]
+            content = f"<TOOLCALL>{json.dumps(written, ensure_ascii=False)}</TOOLCALL>"
+            message, finish_reason = {"role": "assistant", "content": content}, "stop"
+        elif answer.withheld == "thinking_exhausted":
             message, finish_reason = {"role": "assistant", "content": ""}, "length"
         elif answer.withheld == "safety":
             message, finish_reason = {"role": "assistant", "content": None}, "content_filter"

@@ -274,6 +274,22 @@ def test_given_a_call_the_producer_cannot_run_the_answer_is_unusable(
     assert caught.value.billed is not None and caught.value.billed.output_tokens > 0
 
 
+@pytest.mark.parametrize("provider", ["nemotron", "ollama"])
+def test_given_a_call_left_in_the_text_the_answer_is_unusable(
+    build: Build, healthy: Simulator, provider: str
+) -> None:
+    # Given a server whose tool-call parser did not read the model's call: it comes as the
+    # answer's text (<TOOLCALL>[...] from a NIM, <toolcall> from Ollama), no call beside it
+    impl = build(provider)
+    healthy.set_fault(provider, "unparsed_call")
+    with pytest.raises(UnusableAnswer) as caught:
+        impl.complete(TOOLS_REQUEST, default_model(provider))
+    # Then the producer never gets the call's markup as its answer; billed, never counted
+    assert type(caught.value) is UnusableAnswer and not caught.value.counts_against_provider
+    assert "wrote its call as text" in str(caught.value)
+    assert caught.value.billed is not None and caught.value.billed.output_tokens > 0
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_given_a_body_cut_short_then_the_answer_is_bad(
     build: Build, healthy: Simulator, provider: str

@@ -432,32 +432,24 @@ def test_claude_tool_use_cut_by_max_tokens_falls_back_billed(canned: Any) -> Non
     assert error.billed is not None and error.billed.tool_calls == []
 
 
-def _openai_tool_call(arguments: str, finish: str, name: str = "get_pod_logs") -> dict[str, Any]:
+def _openai_answer(message: dict[str, Any], finish: str) -> dict[str, Any]:
     return {
         "id": "chatcmpl-abc123",
         "object": "chat.completion",
         "created": 1741569952,
         "model": NEMOTRON,
-        "choices": [
-            {
-                "index": 0,
-                "message": {
-                    "role": "assistant",
-                    "content": None,
-                    "tool_calls": [
-                        {
-                            "id": "chatcmpl-tool-8b1c",
-                            "type": "function",
-                            "function": {"name": name, "arguments": arguments},
-                        }
-                    ],
-                },
-                "finish_reason": finish,
-                "logprobs": None,
-            }
-        ],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
         "usage": {"prompt_tokens": 210, "completion_tokens": 31, "total_tokens": 241},
     }
+
+
+def _openai_tool_call(arguments: str, finish: str, name: str = "get_pod_logs") -> dict[str, Any]:
+    call = {
+        "id": "chatcmpl-tool-8b1c",
+        "type": "function",
+        "function": {"name": name, "arguments": arguments},
+    }
+    return _openai_answer({"role": "assistant", "content": None, "tool_calls": [call]}, finish)
 
 
 @pytest.mark.parametrize(
@@ -491,6 +483,30 @@ def test_openai_call_without_its_required_arguments_falls_back_billed(canned: An
     assert type(error) is UnusableAnswer and not error.counts_against_provider
     assert "its call of 'get_pod_logs' leaves out the required 'pod'" in str(error)
     assert billed(error) == (210, 31)
+
+
+#: A NIM whose tool-call parser does not read the model's form
+#: (NVIDIA-AI-Blueprints/retail-shopping-assistant#215): the call as text, stop, no tool_calls.
+NIM_CALL_AS_TEXT = _openai_answer(
+    {
+        "role": "assistant",
+        "content": "<tool_call>\n<function=get_pod_logs>\n<parameter=pod>\napi-7\n</parameter>\n"
+        "<parameter=lines>\n50\n</parameter>\n</function>\n</tool_call>",
+    },
+    "stop",
+)
+
+
+def test_openai_call_left_in_the_text_is_never_an_answer(canned: Any) -> None:
+    error = raised(canned, "nemotron", NEMOTRON, NIM_CALL_AS_TEXT, request=TOOLS_REQUEST)
+    assert type(error) is UnusableAnswer and not error.counts_against_provider
+    assert "wrote its call as text" in str(error) and billed(error) == (210, 31)
+
+
+def test_the_same_text_without_tools_offered_is_an_answer(canned: Any) -> None:
+    # Without tools offered the text is what the model answered (a question about the format)
+    completion = answer(canned, "nemotron", NEMOTRON, NIM_CALL_AS_TEXT)
+    assert completion.text.startswith("<tool_call>")
 
 
 def test_openai_complete_tool_call_is_still_an_answer(canned: Any) -> None:

@@ -261,6 +261,32 @@ def test_missing_argument_leaves_out_what_the_function_requires(
     assert name == "logs" and "pod" not in arguments
 
 
+@pytest.mark.parametrize(
+    ("kind", "opening"), [("openai", "<TOOLCALL>[{"), ("ollama", " <toolcall> {")]
+)
+def test_unparsed_call_sends_the_call_as_text_where_a_server_passes_it_on(
+    sim: Simulator, http: httpx.Client, kind: str, opening: str
+) -> None:
+    # Given a server whose tool-call parser does not read the model's form, when a request
+    # offers a tool
+    sim.set_fault(kind, "unparsed_call")
+    body = _post(http, sim, kind, tools=True).json()
+    # Then the call is the answer's text, in the model's own format, and no call comes
+    message = body["message"] if kind == "ollama" else body["choices"][0]["message"]
+    assert message["content"].startswith(opening) and '"logs"' in message["content"]
+    assert not message.get("tool_calls")
+    if kind == "openai":
+        assert body["choices"][0]["finish_reason"] == "stop"
+
+
+@pytest.mark.parametrize("kind", ["gemini", "anthropic"])
+def test_unparsed_call_leaves_servers_that_parse_calls_themselves_as_usual(
+    sim: Simulator, http: httpx.Client, kind: str
+) -> None:
+    name, _ = _faulted_call(sim, http, kind, "unparsed_call")
+    assert name == "logs"
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_text_with_an_unpaired_surrogate_is_refused_as_a_bad_request(
     sim: Simulator, http: httpx.Client, kind: str
