@@ -37,6 +37,7 @@ from aipool.errors import (
     ProviderModelMissing,
     ProviderRejected,
     ProviderTimeout,
+    ProviderToolsUnsupported,
     ProviderUnreachable,
     UnusableAnswer,
     status_error,
@@ -194,6 +195,8 @@ def map_api_error(exc: Exception, provider: str, sdk: Any) -> ProviderError:
         message = f"{provider} HTTP {exc.status_code}: {words}".strip()
         if missing_model(exc.status_code, words):
             return scrubbed(ProviderModelMissing(message, status=exc.status_code))
+        if tools_unsupported(exc.status_code, words):
+            return scrubbed(ProviderToolsUnsupported(message, status=exc.status_code))
         filters = prompt_filters(exc.status_code, exc.body)
         if filters is not None:
             blocked = f"{provider} HTTP {exc.status_code}: the prompt was blocked ({filters})"
@@ -401,6 +404,21 @@ def missing_model(status: int, words: str) -> bool:
     if "model" in said and any(w in said for w in _MISSING_MODEL):
         return True
     return "function" in said and _FUNCTION_NOT_SERVED in said
+
+
+#: How a server says the model, or the server itself, takes no tool calls: vLLM and NVIDIA's NIMs
+#: started without a tool-call parser (``"auto" tool choice requires --enable-auto-tool-choice and
+#: --tool-call-parser to be set``: a request with tools and no ``tool_choice`` is "auto"), and
+#: Ollama for a model without tool support (``registry.ollama.ai/library/<model> does not support
+#: tools``).
+_NO_TOOLS_WORDS = ("tool choice requires --enable-auto-tool-choice", "does not support tools")
+
+
+def tools_unsupported(status: int, words: str) -> bool:
+    """Whether a ``status`` answer saying ``words`` refuses tool calls for the model or server:
+    every request with tools fails the same way, the pool's configuration."""
+    said = words.lower()
+    return status == 400 and any(phrase in said for phrase in _NO_TOOLS_WORDS)
 
 
 #: How providers say, in a 400-class answer, that the pool's account is refused rather than the

@@ -19,6 +19,7 @@ from aipool.errors import (
     ProviderModelMissing,
     ProviderRejected,
     ProviderTimeout,
+    ProviderToolsUnsupported,
     ProviderUnreachable,
     status_error,
     task_time_limit,
@@ -33,6 +34,7 @@ from aipool.providers.base import (
     provider_words,
     request_error,
     scrubbed,
+    tools_unsupported,
     unrunnable_call,
     usable,
     without_thinking,
@@ -119,6 +121,8 @@ def map_error(exc: Exception, retry_after: float | None = None) -> ProviderError
         if missing_model(exc.status_code, words):
             # The model name comes from the route table: every request would fail the same way.
             return scrubbed(ProviderModelMissing(message, status=exc.status_code))
+        if tools_unsupported(exc.status_code, words):
+            return scrubbed(ProviderToolsUnsupported(message, status=exc.status_code))
         return scrubbed(status_error(exc.status_code, message, retry_after))
     if isinstance(exc, httpx.TimeoutException):
         return ProviderTimeout(f"ollama: no answer in time ({type(exc).__name__})")

@@ -83,6 +83,11 @@ What real providers send besides a clean answer, each in the provider's own docu
   wrong parser, NVIDIA-AI-Blueprints/retail-shopping-assistant#215); Ollama, nemotron-mini's
   ``<toolcall> {...} </toolcall>`` as ``content`` (ollama/ollama#6870); Gemini and Anthropic, whose
   servers parse calls themselves, answer as usual. A request without tools gets its usual answer.
+- ``tools_unsupported``: a request with tools refused because the model or its server takes no
+  tool calls: OpenAI-compatible, vLLM's (and a NIM's) 400 ``BadRequestError`` ``"auto" tool choice
+  requires --enable-auto-tool-choice and --tool-call-parser to be set``; Ollama 400
+  ``registry.ollama.ai/library/<model> does not support tools``; Gemini and Anthropic, whose every
+  model takes tools, answer as usual. A request without tools gets its usual answer.
 - ``cache_1h``: a correct answer whose prompt, all but its last message, was written to Anthropic's
   1-hour cache (``usage.cache_creation.ephemeral_1h_input_tokens``); the other providers, which
   have no 1-hour cache, answer as usual.
@@ -118,6 +123,7 @@ FAULT_KINDS: tuple[str, ...] = (
     "unknown_tool",
     "missing_argument",
     "unparsed_call",
+    "tools_unsupported",
     "cache_1h",
 )
 #: Kinds that shape a 200 answer the provider bills but the pool cannot use.
@@ -150,6 +156,7 @@ _OPTIONS: dict[str, frozenset[str]] = {
     "unknown_tool": frozenset(),
     "missing_argument": frozenset(),
     "unparsed_call": frozenset(),
+    "tools_unsupported": frozenset(),
     "cache_1h": frozenset(),
 }
 
@@ -179,6 +186,7 @@ _SHOWN: dict[str, tuple[str, ...]] = {
     "unknown_tool": (),
     "missing_argument": (),
     "unparsed_call": (),
+    "tools_unsupported": (),
     "cache_1h": (),
 }
 

@@ -179,6 +179,10 @@ class _Handler(BaseHTTPRequestHandler):
             return wire.error("bad_request", str(error))
         if fault is not None and fault.kind == "model_missing":
             return wire.model_missing(exchange.model)
+        if fault is not None and fault.kind == "tools_unsupported" and exchange.tools:
+            refused_tools = wire.tools_unsupported(exchange.model)
+            if refused_tools is not None:
+                return refused_tools
         if fault is not None and fault.kind == "account_refused":
             return wire.account_refused(spend_limit=fault.spend_limit)
         answer = provider.prompt_cache.apply(wire.kind, exchange, compose(wire.kind, exchange))

@@ -119,6 +119,11 @@ class WireProtocol(ABC):
         apart."""
         return self.error("authentication", "unauthorized (simulated fault)")
 
+    def tools_unsupported(self, model: str) -> Reply | None:
+        """The provider's answer to tools ``model`` (or the server) cannot call, or ``None``
+        where every model takes tools (the request is answered as usual)."""
+        return None
+
     def prompt_blocked(self, exchange: Exchange, answer: Answer) -> Reply:
         """The provider's answer to a prompt it refuses before generating: a 400 unless the
         protocol has a blocked-prompt answer of its own."""

@@ -124,6 +124,10 @@ class OllamaWire(WireProtocol):
     def error_body(self, kind: ErrorKind, status: int, message: str) -> Any:
         return {"error": message}
 
+    def tools_unsupported(self, model: str) -> Reply | None:
+        name = model if "/" in model else f"registry.ollama.ai/library/{model}"
+        return self.error("bad_request", f"{name} does not support tools")
+
     def model_missing(self, model: str) -> Reply:
         return self.error("not_found", f"model '{model}' not found, try pulling it first")
 

@@ -190,6 +190,19 @@ class OpenAIWire(WireProtocol):
         }
         return Reply.json(400, body)
 
+    def tools_unsupported(self, model: str) -> Reply | None:
+        # vLLM's refusal (a NIM is vLLM inside) of tools with no tool-call parser: tools without
+        # tool_choice are "auto". Its own error shape, no "error" object.
+        body = {
+            "object": "error",
+            "message": '"auto" tool choice requires --enable-auto-tool-choice and '
+            "--tool-call-parser to be set",
+            "type": "BadRequestError",
+            "param": None,
+            "code": 400,
+        }
+        return Reply.json(400, body)
+
     def account_refused(self, *, spend_limit: bool = False) -> Reply:
         # OpenAI's 429 for credits run out, which no wait ends (its error codes guide).
         body = {

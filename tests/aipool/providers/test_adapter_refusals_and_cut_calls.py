@@ -26,6 +26,7 @@ from aipool.errors import (
     ProviderModelMissing,
     ProviderRateLimited,
     ProviderRejected,
+    ProviderToolsUnsupported,
     UnusableAnswer,
 )
 from tests.support.canned import CLAUDE, GEMINI, NEMOTRON, answer, billed, raised
@@ -243,6 +244,64 @@ def test_nvidia_function_not_found_for_the_account_is_a_missing_model(canned: An
     }
     error = raised(canned, "nemotron", NEMOTRON, body, status=404)
     assert isinstance(error, ProviderModelMissing) and error.counts_against_provider
+
+
+# -- tools the model or its server cannot call: the pool's configuration ------------------------
+
+#: vLLM's words (a NIM is vLLM inside) for tools sent to a server started without a tool-call
+#: parser: tools without tool_choice are "auto".
+NO_AUTO_TOOLS = (
+    '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+)
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "body"),
+    [
+        # vLLM's own error shape, no "error" object (langchain4j/langchain4j#3475)
+        pytest.param(
+            "nemotron",
+            NEMOTRON,
+            {
+                "object": "error",
+                "message": NO_AUTO_TOOLS,
+                "type": "BadRequestError",
+                "param": None,
+                "code": 400,
+            },
+            id="nim-vllm-shape",
+        ),
+        # the same behind an OpenAI-shaped gateway (agentscope-ai/QwenPaw#1449)
+        pytest.param(
+            "nemotron",
+            NEMOTRON,
+            {
+                "error": {
+                    "message": NO_AUTO_TOOLS,
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": "400",
+                }
+            },
+            id="openai-shape",
+        ),
+        pytest.param(
+            "ollama",
+            "llama3.2:1b",
+            {"error": "registry.ollama.ai/library/llama3.2:1b does not support tools"},
+            id="ollama",
+        ),
+    ],
+)
+def test_tools_the_model_cannot_call_count_against_the_provider(
+    canned: Any, provider: str, model: str, body: Any
+) -> None:
+    # Given: the route's model, or its server, takes no tool calls: every request with tools
+    # fails the same way until the pool's configuration changes
+    error = raised(canned, provider, model, body, status=400, request=TOOLS_REQUEST)
+    # Then: the provider's (its breaker opens, its alert fires), never a rejected request
+    assert isinstance(error, ProviderToolsUnsupported) and error.counts_against_provider
+    assert error.code == "tools_unsupported" and error.status == 400
 
 
 # -- a 404 that names no model: the pool's URL ------------------------------------------------

@@ -24,6 +24,7 @@ from aipool.errors import (
     ProviderModelMissing,
     ProviderRateLimited,
     ProviderRejected,
+    ProviderToolsUnsupported,
     UnusableAnswer,
 )
 from aipool.prices.table import completion_cost
@@ -31,6 +32,7 @@ from aipool.providers import claude, gemini, nemotron, ollama
 from aipool.providers.endpoint import ProviderEndpoint
 from aipool.providers.retry_delay import until_quota_day_ends
 from aipool.simulator import InvalidFault, Simulator
+from tests.support.requests import POD_LOGS_TOOL
 
 ADAPTERS: dict[str, tuple[Any, str]] = {
     "ollama": (ollama.OllamaProvider, "ollama"),
@@ -58,9 +60,11 @@ def call(sim: Simulator) -> Iterator[Any]:
         adapter.close()
 
 
-def _raises(call: Any, provider: str, kind: str, **options: Any) -> ProviderError:
+def _raises(
+    call: Any, provider: str, kind: str, request: Any = REQUEST, **options: Any
+) -> ProviderError:
     with pytest.raises(ProviderError) as raised:
-        call(provider, kind, **options)
+        call(provider, kind, request, **options)
     return raised.value
 
 
@@ -168,6 +172,33 @@ def test_claude_says_the_accounts_spend_limit_is_reached_in_a_400_that_counts(
 def test_spend_limit_is_true_or_false(sim: Simulator) -> None:
     with pytest.raises(InvalidFault, match="spend_limit must be true or false"):
         sim.set_fault("claude", "account_refused", spend_limit="yes")
+
+
+TOOLS_REQUEST = parse_request(
+    {"prompt": "Show me the logs of pod api-7", "tools": [POD_LOGS_TOOL], "max_tokens": 200}
+)
+
+
+@pytest.mark.parametrize("provider", ["nemotron", "ollama"])
+def test_tools_a_model_cannot_call_are_the_pools_configuration_and_count(
+    call: Any, provider: str
+) -> None:
+    # A NIM without a tool-call parser (vLLM's 400), an Ollama model without tool support
+    error = _raises(call, provider, "tools_unsupported", TOOLS_REQUEST)
+    assert isinstance(error, ProviderToolsUnsupported) and error.code == "tools_unsupported"
+    assert error.status == 400 and error.counts_against_provider
+
+
+@pytest.mark.parametrize("provider", list(ADAPTERS))
+def test_tools_unsupported_leaves_a_request_without_tools_its_answer(
+    call: Any, provider: str
+) -> None:
+    assert call(provider, "tools_unsupported").text
+
+
+@pytest.mark.parametrize("provider", ["gemini", "claude"])
+def test_providers_whose_models_all_take_tools_answer_as_usual(call: Any, provider: str) -> None:
+    assert call(provider, "tools_unsupported", TOOLS_REQUEST).tool_calls
 
 
 def test_claude_writes_the_prompt_to_its_one_hour_cache(call: Any) -> None:
