@@ -311,7 +311,8 @@ def usable(
     ``refused``: the model declined (:class:`~aipool.errors.ModelRefused`); its words are not
     kept, as no answer text is kept anywhere but in an answer. ``broken_call`` says why a tool
     call the model made cannot be run (cut off by the output limit, arguments that are not a
-    JSON object, a function the request did not offer): the model's slip on this request, not
+    JSON object or leave out a required one, a function the request did not offer, a call left
+    in the text): the model's slip on this request, not
     the provider's health, so an :class:`~aipool.errors.UnusableAnswer` whatever else came with
     it. ``stopped`` names a stop that ends no answer (Gemini's ``OTHER``, ``MALFORMED_RESPONSE``):
     whatever text came before it is not known to be the answer, nor cut where a ``length`` stop
