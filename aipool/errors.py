@@ -34,6 +34,8 @@ Every failure the pool can meet is one of these, so deciding what to do next is 
     │       ├── ProviderNotFound        any other 404 (a wrong base URL, a proxy's missing path),
     │       │                           or a 405 (a server that serves no such API at the URL):
     │       │                           the pool's configuration, every request fails the same way
+    │       ├── ProviderToolsUnsupported  a 400 saying the model or its server takes no tool
+    │       │                           calls: the pool's configuration, every tool request fails
     │       └── ProviderBadResponse     an answer we cannot parse
     ├── HopSkipped              the hop was not attempted at all
     │   ├── CircuitOpen         the breaker refused the call
@@ -238,6 +240,17 @@ class ProviderNotFound(ProviderFailure):
     way: the pool's configuration, which counts against the provider so its breaker opens."""
 
     code: FailureCode = "not_found"
+
+
+class ProviderToolsUnsupported(ProviderFailure):
+    """The provider refused a request with tools because the route's model, or the server in
+    front of it, does not take tool calls: vLLM and NVIDIA's NIMs started without a tool-call
+    parser answer 400 ``"auto" tool choice requires --enable-auto-tool-choice and
+    --tool-call-parser to be set``, Ollama 400 ``<model> does not support tools``. Every request
+    with tools fails the same way until the model or the server is changed: the pool's
+    configuration, which counts against the provider, never the request's fault."""
+
+    code: FailureCode = "tools_unsupported"
 
 
 class ProviderBadResponse(ProviderFailure):

@@ -159,6 +159,16 @@ def fault(
             min=0, help="rate_limited: the delay the 429 declares, the provider's way (20)."
         ),
     ] = None,
+    quota: Annotated[
+        str | None,
+        typer.Option(help="rate_limited: the quota spent, minute or day (Gemini says which)."),
+    ] = None,
+    spend_limit: Annotated[
+        bool | None,
+        typer.Option(
+            "--spend-limit", help="account_refused: the account's spend limit reached instead."
+        ),
+    ] = None,
     ms: Annotated[float | None, typer.Option(min=0, help="slow: milliseconds (500).")] = None,
     status: Annotated[
         int | None, typer.Option(help="overloaded, echo_key: the HTTP status to answer.")
@@ -176,6 +186,8 @@ def fault(
         "seconds": seconds,
         "retry_after": retry_after,
         "retry_delay": retry_delay,
+        "quota": quota,
+        "spend_limit": spend_limit,
         "ms": ms,
         "status": status,
         "body": body,

@@ -158,6 +158,7 @@ FailureCode = Literal[
     "rejected",
     "model_missing",
     "not_found",
+    "tools_unsupported",
     "unusable_answer",
     "content_blocked",
     "prompt_blocked",
@@ -217,6 +218,14 @@ FAILURE_TERMS: dict[FailureCode, Term] = {
         "pool's configuration, so it counts against the provider",
         "URL not found",
         "網址不存在",
+    ),
+    "tools_unsupported": Term(
+        "the route's model, or the server in front of it, does not take tool calls (a NIM or "
+        "vLLM started without a tool-call parser, an Ollama model without tool support): the "
+        "pool's configuration, every request with tools fails the same way, so it counts against "
+        "the provider",
+        "tools unsupported",
+        "不支援工具呼叫",
     ),
     "unusable_answer": Term(
         "the provider answered, and billed, but nothing in the answer can be used",

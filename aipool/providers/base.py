@@ -37,6 +37,7 @@ from aipool.errors import (
     ProviderModelMissing,
     ProviderRejected,
     ProviderTimeout,
+    ProviderToolsUnsupported,
     ProviderUnreachable,
     UnusableAnswer,
     status_error,
@@ -194,6 +195,8 @@ def map_api_error(exc: Exception, provider: str, sdk: Any) -> ProviderError:
         message = f"{provider} HTTP {exc.status_code}: {words}".strip()
         if missing_model(exc.status_code, words):
             return scrubbed(ProviderModelMissing(message, status=exc.status_code))
+        if tools_unsupported(exc.status_code, words):
+            return scrubbed(ProviderToolsUnsupported(message, status=exc.status_code))
         filters = prompt_filters(exc.status_code, exc.body)
         if filters is not None:
             blocked = f"{provider} HTTP {exc.status_code}: the prompt was blocked ({filters})"
@@ -297,6 +300,7 @@ def usable(
     withheld: str | None = None,
     refused: bool = False,
     broken_call: str | None = None,
+    stopped: str | None = None,
 ) -> Completion:
     """``completion`` when it holds an answer; otherwise the
     :class:`~aipool.errors.UnusableAnswer` that says why, carrying ``completion`` as what the call
@@ -307,8 +311,12 @@ def usable(
     ``refused``: the model declined (:class:`~aipool.errors.ModelRefused`); its words are not
     kept, as no answer text is kept anywhere but in an answer. ``broken_call`` says why a tool
     call the model made cannot be run (cut off by the output limit, arguments that are not a
-    JSON object): the model's slip on this request, not the provider's health, so an
-    :class:`~aipool.errors.UnusableAnswer` whatever else came with it. An answer with no text
+    JSON object or leave out a required one, a function the request did not offer, a call left
+    in the text): the model's slip on this request, not
+    the provider's health, so an :class:`~aipool.errors.UnusableAnswer` whatever else came with
+    it. ``stopped`` names a stop that ends no answer (Gemini's ``OTHER``, ``MALFORMED_RESPONSE``):
+    whatever text came before it is not known to be the answer, nor cut where a ``length`` stop
+    would say, so it is an :class:`~aipool.errors.UnusableAnswer` too. An answer with no text
     and no tool call is an :class:`~aipool.errors.EmptyAnswer`, whatever its finish reason.
     """
     billed = replace(completion, text="", tool_calls=[])
@@ -319,6 +327,10 @@ def usable(
     if broken_call is not None:
         raise UnusableAnswer(
             f"{provider}: a tool call cannot be run ({broken_call})", billed=billed
+        )
+    if stopped is not None:
+        raise UnusableAnswer(
+            f"{provider}: the generation stopped before an answer ({stopped})", billed=billed
         )
     if not completion.text.strip() and not completion.tool_calls:
         thinking = completion.thinking_tokens
@@ -400,13 +412,34 @@ def missing_model(status: int, words: str) -> bool:
     return "function" in said and _FUNCTION_NOT_SERVED in said
 
 
+#: How a server says the model, or the server itself, takes no tool calls: vLLM and NVIDIA's NIMs
+#: started without a tool-call parser (``"auto" tool choice requires --enable-auto-tool-choice and
+#: --tool-call-parser to be set``: a request with tools and no ``tool_choice`` is "auto"), and
+#: Ollama for a model without tool support (``registry.ollama.ai/library/<model> does not support
+#: tools``).
+_NO_TOOLS_WORDS = ("tool choice requires --enable-auto-tool-choice", "does not support tools")
+
+
+def tools_unsupported(status: int, words: str) -> bool:
+    """Whether a ``status`` answer saying ``words`` refuses tool calls for the model or server:
+    every request with tools fails the same way, the pool's configuration."""
+    said = words.lower()
+    return status == 400 and any(phrase in said for phrase in _NO_TOOLS_WORDS)
+
+
 #: How providers say, in a 400-class answer, that the pool's account is refused rather than the
 #: request: Anthropic's prepaid credits run out ("Your credit balance is too low to access the
-#: Anthropic API") and its disabled organization (``error.details.error_code``, the SDK's
-#: ``OrganizationOnHoldError``); OpenAI's 429 ``insufficient_quota`` ("You exceeded your current
-#: quota, please check your plan and billing details": credits run out, not a rate limit, so no
-#: wait ends it).
-_ACCOUNT_WORDS = ("credit balance is too low", "insufficient_quota")
+#: Anthropic API"), its organization's spend limit reached (a 400 ``invalid_request_error``, "You
+#: have reached your specified API usage limits. You will regain access on 2026-04-01 at 00:00
+#: UTC.": the month's end, or a person raising the limit) and its disabled organization
+#: (``error.details.error_code``, the SDK's ``OrganizationOnHoldError``); OpenAI's 429
+#: ``insufficient_quota`` ("You exceeded your current quota, please check your plan and billing
+#: details": credits run out, not a rate limit, so no wait ends it).
+_ACCOUNT_WORDS = (
+    "credit balance is too low",
+    "reached your specified api usage limits",
+    "insufficient_quota",
+)
 _ACCOUNT_CODES = frozenset({"organization_on_hold"})
 
 
@@ -473,6 +506,49 @@ def cut_call(finish: str, calls: list[ToolCall], max_tokens: int) -> str | None:
     if finish != "length" or not calls:
         return None
     return f"cut off by the output limit of {max_tokens} tokens"
+
+
+#: A tool call written into the answer's text: Llama-Nemotron's ``<TOOLCALL>[...]``, Nemotron 3's
+#: and Qwen's ``<tool_call><function=...>``, nemotron-mini's ``<toolcall>``, a bare
+#: ``<function=...>``. An OpenAI-compatible server whose tool-call parser does not read the
+#: model's form passes it on as text with ``finish_reason: stop`` and no ``tool_calls``
+#: (NVIDIA-AI-Blueprints/retail-shopping-assistant#215, a NIM; ollama/ollama#6870).
+_CALL_AS_TEXT = re.compile(r"\A\s*<(?:tool_?call|function=)", re.IGNORECASE)
+
+
+def call_as_text(text: str, request: Request) -> str | None:
+    """Why an answer to a request that offered tools cannot be used when its text opens with a
+    tool call the server did not parse: the producer would get the call's markup as its answer,
+    and no call to run; ``None`` otherwise (a request without tools, or any other text)."""
+    if not request.tools or not _CALL_AS_TEXT.match(text):
+        return None
+    return "the model wrote its call as text the server did not parse"
+
+
+def unrunnable_call(calls: list[ToolCall], request: Request) -> str | None:
+    """Why a tool call of an answer cannot be run: it names a function ``request`` did not offer
+    (any function, when it offered none), or leaves out an argument the function's schema
+    requires; ``None`` when every call can be run.
+
+    Models make both slips. Gemini's server catches the first itself (``UNEXPECTED_TOOL_CALL``:
+    "the generated function is not in the function declaration"); an OpenAI-compatible server,
+    Ollama or Anthropic passes the model's call on, and OpenAI's API reference says to "validate
+    the arguments in your code before calling your function". The producer has no such function,
+    or its function fails without the argument: the model's slip on this request."""
+    offered = {tool.name: tool for tool in request.tools}
+    for call in calls:
+        tool = offered.get(call.name)
+        if tool is None:
+            return f"it calls {call.name[:80]!r}, a function the request did not offer"
+        required = tool.parameters.get("required")
+        missing = [
+            name
+            for name in (required if isinstance(required, list) else ())
+            if isinstance(name, str) and name not in call.arguments
+        ]
+        if missing:
+            return f"its call of {call.name!r} leaves out the required {missing[0][:80]!r}"
+    return None
 
 
 def read_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:

@@ -18,6 +18,7 @@ from aipool.providers.base import (
     map_api_error,
     parse_arguments,
     token_part,
+    unrunnable_call,
     usable,
     with_tool_call_ids,
 )
@@ -215,7 +216,8 @@ class ClaudeProvider:
                 self.name,
                 completion,
                 refused=reason == "refusal",
-                broken_call=cut_call(finish, calls, request.max_tokens),
+                broken_call=cut_call(finish, calls, request.max_tokens)
+                or unrunnable_call(calls, request),
             )
         except Exception as exc:
             raise map_error(exc) from exc

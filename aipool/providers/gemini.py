@@ -36,6 +36,7 @@ from aipool.providers.base import (
     request_error,
     scrubbed,
     token_part,
+    unrunnable_call,
     usable,
     with_tool_call_ids,
 )
@@ -64,6 +65,20 @@ WITHHELD = frozenset(
         "ESCALATION",
     }
 )
+#: Finish reasons that say the model's function call cannot be run (``types.FinishReason``):
+#: ``MALFORMED_FUNCTION_CALL``, "a function call that is syntactically invalid and can't be
+#: parsed" (the candidate comes without content, or with the text written before the call, the
+#: prompt billed), and ``UNEXPECTED_TOOL_CALL``, "semantically invalid ... the generated function
+#: is not in the function declaration" (the undeclared call comes in the parts, its name in
+#: ``finishMessage``). The model's slip on this request: never an answer, never the provider's
+#: health.
+CALL_STOPS = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL"})
+#: The finish reasons that end an answer: a natural stop, or the output limit (``MAX_TOKENS``,
+#: ``CONTINUATION``, read as ``length``). Every other reason that is neither withheld, a broken
+#: call nor the account's (``OTHER``: "stopped for a reason not otherwise specified",
+#: ``MALFORMED_RESPONSE``, ``MISSING_THOUGHT_SIGNATURE``, ``TOO_MANY_TOOL_CALLS``, a reason newer
+#: than the SDK) ends no answer the pool can vouch for, whatever text came before it.
+ANSWER_STOPS = frozenset({"STOP", "MAX_TOKENS", "CONTINUATION", "FINISH_REASON_UNSPECIFIED"})
 #: Finish reasons that refuse the pool's account, not the request: "the user account is limited
 #: or disabled due to Prohibited Use Policy (PUP) violations". Every request stops the same way
 #: until a person acts: counted against Gemini as a refused key is.
@@ -286,12 +301,22 @@ class GeminiProvider:
             )
         if finish_name in ACCOUNT_STOPS:
             raise ProviderAuthError(f"gemini: the account is refused ({finish_name})")
+        unrunnable = unrunnable_call(calls, request)
         if finish_name in WITHHELD:
             said = candidate.finish_message
             return usable(
                 self.name, completion, withheld=finish_name + (f": {said}" if said else "")
             )
-        return usable(self.name, completion)
+        if finish_name in CALL_STOPS:
+            # Google's reason, never its finishMessage: that quotes the broken call's text.
+            broken = finish_name + (f": {unrunnable}" if unrunnable else "")
+            return usable(self.name, completion, broken_call=broken)
+        return usable(
+            self.name,
+            completion,
+            broken_call=unrunnable,
+            stopped=None if finish_name in ANSWER_STOPS else finish_name,
+        )
 
 
 def _refuses_key(body: Any) -> bool:

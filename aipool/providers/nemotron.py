@@ -13,12 +13,14 @@ from aipool.contract.request import Request
 from aipool.errors import ProviderBadResponse, ProviderError
 from aipool.providers.base import (
     building_request,
+    call_as_text,
     call_timeout,
     checked_usage,
     cut_call,
     map_api_error,
     read_arguments,
     token_part,
+    unrunnable_call,
     usable,
     with_tool_call_ids,
     without_thinking,
@@ -172,7 +174,9 @@ class NemotronProvider:
                 withheld="content_filter" if choice.finish_reason == "content_filter" else None,
                 refused=bool(getattr(choice.message, "refusal", None)),
                 broken_call=unreadable
-                or cut_call(choice.finish_reason or "stop", calls, request.max_tokens),
+                or cut_call(choice.finish_reason or "stop", calls, request.max_tokens)
+                or unrunnable_call(calls, request)
+                or call_as_text(text, request),
             )
         except Exception as exc:
             raise map_error(exc) from exc

@@ -19,12 +19,14 @@ from aipool.errors import (
     ProviderModelMissing,
     ProviderRejected,
     ProviderTimeout,
+    ProviderToolsUnsupported,
     ProviderUnreachable,
     status_error,
     task_time_limit,
 )
 from aipool.providers.base import (
     building_request,
+    call_as_text,
     call_timeout,
     checked_usage,
     missing_model,
@@ -32,6 +34,8 @@ from aipool.providers.base import (
     provider_words,
     request_error,
     scrubbed,
+    tools_unsupported,
+    unrunnable_call,
     usable,
     without_thinking,
 )
@@ -117,6 +121,8 @@ def map_error(exc: Exception, retry_after: float | None = None) -> ProviderError
         if missing_model(exc.status_code, words):
             # The model name comes from the route table: every request would fail the same way.
             return scrubbed(ProviderModelMissing(message, status=exc.status_code))
+        if tools_unsupported(exc.status_code, words):
+            return scrubbed(ProviderToolsUnsupported(message, status=exc.status_code))
         return scrubbed(status_error(exc.status_code, message, retry_after))
     if isinstance(exc, httpx.TimeoutException):
         return ProviderTimeout(f"ollama: no answer in time ({type(exc).__name__})")
@@ -192,6 +198,7 @@ class OllamaProvider:
                     finish_reason="tool_calls" if calls else (response.done_reason or "stop"),
                     latency_ms=(time.perf_counter() - started) * 1000,
                 ),
+                broken_call=unrunnable_call(calls, request) or call_as_text(text, request),
             )
         except Exception as exc:
             raise map_error(exc, call.retry_after) from exc

@@ -11,7 +11,10 @@ defines for it:
   whose remaining count is 0 is the one that was hit;
 - Gemini: no header at all, but the body's ``error.details[]`` holds a
   ``type.googleapis.com/google.rpc.RetryInfo`` with ``retryDelay`` (a protobuf ``Duration`` in
-  JSON: ``"58s"``, ``"1.203608125s"``).
+  JSON: ``"58s"``, ``"1.203608125s"``). When the ``google.rpc.QuotaFailure`` beside it names a
+  daily quota spent (``quotaId`` ``GenerateRequestsPerDayPerProjectPerModel-FreeTier``), the
+  ``retryDelay`` still says seconds, but no request succeeds before the quota resets, "at
+  midnight Pacific time" (Google's rate-limits guide): the delay runs to then.
 
 :func:`declared_delay` reads them all and answers the delay in seconds, or ``None`` when the
 provider declared none (a 429 without a delay counts against the provider's breaker; one with a
@@ -23,11 +26,15 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, time, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
+QUOTA_FAILURE = "type.googleapis.com/google.rpc.QuotaFailure"
+#: Where Google's daily quotas reset, at midnight.
+QUOTA_DAY_ZONE = ZoneInfo("America/Los_Angeles")
 _UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, "us": 0.000001, "µs": 0.000001}
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|us|µs|h|m|s)")
 _RESETS = ("requests", "tokens")
@@ -87,7 +94,7 @@ def declared_delay(headers: Mapping[str, str] | None, body: Any = None) -> float
         reset = _openai_reset(headers)
         if reset is not None:
             return reset
-    return _retry_info(body)
+    return _retry_info(body, headers.get("date") if headers is not None else None)
 
 
 def _openai_reset(headers: Mapping[str, str]) -> float | None:
@@ -104,15 +111,43 @@ def _openai_reset(headers: Mapping[str, str]) -> float | None:
     return max(spent or known.values())
 
 
-def _retry_info(body: Any) -> float | None:
+def _retry_info(body: Any, date: str | None) -> float | None:
     error = body.get("error", body) if isinstance(body, Mapping) else None
     details = error.get("details") if isinstance(error, Mapping) else None
     if not isinstance(details, list):
         return None
-    for detail in details:
-        if isinstance(detail, Mapping) and detail.get("@type") == RETRY_INFO:
-            return parse_duration(detail.get("retryDelay"))
-    return None
+    found = [detail for detail in details if isinstance(detail, Mapping)]
+    delay = next(
+        (parse_duration(d.get("retryDelay")) for d in found if d.get("@type") == RETRY_INFO),
+        None,
+    )
+    if not any(_daily(d) for d in found if d.get("@type") == QUOTA_FAILURE):
+        return delay
+    reset = until_quota_day_ends(date)
+    return max(delay or 0.0, reset) if reset is not None else delay
+
+
+def _daily(failure: Mapping[str, Any]) -> bool:
+    violations = failure.get("violations")
+    return isinstance(violations, list) and any(
+        isinstance(v, Mapping) and "PerDay" in str(v.get("quotaId", "")) for v in violations
+    )
+
+
+def until_quota_day_ends(date: str | None) -> float | None:
+    """Seconds from the answer's ``Date`` (this host's clock without one) to the next midnight
+    in Google's quota zone, when a spent daily quota comes back; ``None`` for a date that is not
+    one."""
+    try:
+        now = parsedate_to_datetime(date) if date else datetime.now(UTC)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if now.tzinfo is None:
+        return None
+    local = now.astimezone(QUOTA_DAY_ZONE)
+    midnight = datetime.combine(local.date() + timedelta(days=1), time(), QUOTA_DAY_ZONE)
+    # In UTC: the difference of two times of one zone ignores a daylight-saving change between.
+    return (midnight.astimezone(UTC) - now.astimezone(UTC)).total_seconds()
 
 
 def _seconds(value: float) -> float | None:

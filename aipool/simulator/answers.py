@@ -95,6 +95,10 @@ class Answer:
     #: :data:`aipool.simulator.faults.UNUSABLE_KINDS`: ``safety``, ``refusal``,
     #: ``thinking_exhausted``); ``None`` for an answer.
     withheld: str | None = None
+    #: What is wrong with the tool calls (the ``malformed_call``, ``unknown_tool`` and
+    #: ``unparsed_call`` faults), for a provider whose answer shows it its own way (Gemini's
+    #: finish reasons, a call left in the text); ``None`` otherwise.
+    call_fault: str | None = None
 
 
 def compose(provider: str, exchange: Exchange) -> Answer:

@@ -55,12 +55,42 @@ What real providers send besides a clean answer, each in the provider's own docu
 - ``rate_limited``: HTTP 429 declaring a delay of ``retry_delay`` seconds (default 20) the way the
   provider does: Gemini in the body only (``error.details[]`` ``google.rpc.RetryInfo``
   ``retryDelay``, no header); Anthropic and Ollama a ``retry-after`` header; OpenAI-compatible
-  ``x-ratelimit-reset-requests`` with ``x-ratelimit-remaining-requests: 0``.
+  ``x-ratelimit-reset-requests`` with ``x-ratelimit-remaining-requests: 0``. ``quota="day"``:
+  Gemini's ``QuotaFailure`` names its daily quota spent
+  (``GenerateRequestsPerDayPerProjectPerModel-FreeTier``) beside the same seconds-long
+  ``retryDelay``; the others, whose 429 names no quota, answer as with ``"minute"`` (the default).
 - ``model_missing``: HTTP 404 saying the requested model does not exist, in the provider's words.
 - ``account_refused``: the pool's key or account refused, in the provider's documented shape: Gemini
   400 ``INVALID_ARGUMENT`` "API key not valid" with its ``google.rpc.ErrorInfo`` reason
   ``API_KEY_INVALID``; Anthropic 402 ``billing_error``; OpenAI-compatible 429
   ``insufficient_quota`` (credits run out); Ollama, which has no accounts, 401 ``unauthorized``.
+  ``spend_limit=True``: the account's own spend limit reached: Anthropic's 400
+  ``invalid_request_error`` "You have reached your specified API usage limits. You will regain
+  access on <the next month's first day> at 00:00 UTC."; the others answer as without it.
+- ``malformed_call``: the model's tool call comes out broken: Gemini ``finishReason:
+  MALFORMED_FUNCTION_CALL`` with no content and a ``finishMessage`` quoting the call, only the
+  prompt billed (as python-genai's users report it); OpenAI-compatible, whose servers pass the
+  model's text on, arguments that are not JSON (as ``bad_tool_args``); Anthropic and Ollama, whose
+  servers document no such answer, answer as usual. A request without tools gets its usual answer.
+- ``unknown_tool``: the model calls a function the request did not offer (any function, when it
+  offered none): Gemini ``finishReason: UNEXPECTED_TOOL_CALL`` with the undeclared call in the
+  parts and its name in ``finishMessage``; the others, whose servers pass the model's call on,
+  the call as a tool call.
+- ``missing_argument``: the model's call leaves out an argument the function's schema requires (an
+  empty ``arguments`` object, as vllm-project/vllm-ascend#14731 reports): every provider's server
+  passes the call on as the model wrote it (none documents a check of required arguments). A
+  request without tools, or whose tool requires nothing, gets its usual answer.
+- ``unparsed_call``: the model's call comes back as text its server's tool-call parser did not
+  read: OpenAI-compatible, Llama-Nemotron's ``<TOOLCALL>[{"name": ..., "arguments": ...}]
+  </TOOLCALL>`` as ``content`` with ``finish_reason: stop`` and no ``tool_calls`` (a NIM with the
+  wrong parser, NVIDIA-AI-Blueprints/retail-shopping-assistant#215); Ollama, nemotron-mini's
+  ``<toolcall> {...} </toolcall>`` as ``content`` (ollama/ollama#6870); Gemini and Anthropic, whose
+  servers parse calls themselves, answer as usual. A request without tools gets its usual answer.
+- ``tools_unsupported``: a request with tools refused because the model or its server takes no
+  tool calls: OpenAI-compatible, vLLM's (and a NIM's) 400 ``BadRequestError`` ``"auto" tool choice
+  requires --enable-auto-tool-choice and --tool-call-parser to be set``; Ollama 400
+  ``registry.ollama.ai/library/<model> does not support tools``; Gemini and Anthropic, whose every
+  model takes tools, answer as usual. A request without tools gets its usual answer.
 - ``cache_1h``: a correct answer whose prompt, all but its last message, was written to Anthropic's
   1-hour cache (``usage.cache_creation.ephemeral_1h_input_tokens``); the other providers, which
   have no 1-hour cache, answer as usual.
@@ -93,6 +123,11 @@ FAULT_KINDS: tuple[str, ...] = (
     "rate_limited",
     "model_missing",
     "account_refused",
+    "malformed_call",
+    "unknown_tool",
+    "missing_argument",
+    "unparsed_call",
+    "tools_unsupported",
     "cache_1h",
 )
 #: Kinds that shape a 200 answer the provider bills but the pool cannot use.
@@ -119,9 +154,14 @@ _OPTIONS: dict[str, frozenset[str]] = {
     "refusal": frozenset(),
     "thinking_exhausted": frozenset(),
     "prompt_blocked": frozenset(),
-    "rate_limited": frozenset({"retry_delay"}),
+    "rate_limited": frozenset({"retry_delay", "quota"}),
     "model_missing": frozenset(),
-    "account_refused": frozenset(),
+    "account_refused": frozenset({"spend_limit"}),
+    "malformed_call": frozenset(),
+    "unknown_tool": frozenset(),
+    "missing_argument": frozenset(),
+    "unparsed_call": frozenset(),
+    "tools_unsupported": frozenset(),
     "cache_1h": frozenset(),
 }
 
@@ -145,9 +185,14 @@ _SHOWN: dict[str, tuple[str, ...]] = {
     "refusal": (),
     "thinking_exhausted": (),
     "prompt_blocked": (),
-    "rate_limited": ("retry_delay",),
+    "rate_limited": ("retry_delay", "quota"),
     "model_missing": (),
-    "account_refused": (),
+    "account_refused": ("spend_limit",),
+    "malformed_call": (),
+    "unknown_tool": (),
+    "missing_argument": (),
+    "unparsed_call": (),
+    "tools_unsupported": (),
     "cache_1h": (),
 }
 
@@ -172,6 +217,10 @@ class Fault:
     output_tokens: int | None = None
     #: ``rate_limited``: the delay the 429 declares, in seconds.
     retry_delay: float = 20.0
+    #: ``rate_limited``: the quota it says is spent, the minute's or (Gemini) the day's.
+    quota: str = "minute"
+    #: ``account_refused``: the account's spend limit reached (Anthropic says so in a 400).
+    spend_limit: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """Return the kind, ``times`` and the options that matter for this kind."""
@@ -201,6 +250,15 @@ def make_fault(kind: str, **options: Any) -> Fault | None:
         )
     elif kind == "rate_limited":
         fields["retry_delay"] = _non_negative("retry_delay", options.get("retry_delay", 20.0))
+        quota = options.get("quota", "minute")
+        if quota not in ("minute", "day"):
+            raise InvalidFault(f"rate_limited quota must be 'minute' or 'day', got {quota!r}")
+        fields["quota"] = quota
+    elif kind == "account_refused":
+        spend_limit = options.get("spend_limit", False)
+        if not isinstance(spend_limit, bool):
+            raise InvalidFault(f"spend_limit must be true or false, got {spend_limit!r}")
+        fields["spend_limit"] = spend_limit
     elif kind == "hang" and options.get("seconds") is not None:
         fields["seconds"] = _non_negative("seconds", options["seconds"])
     elif kind in ("slow", "trickle"):

@@ -6,6 +6,7 @@ credentials, then parsing, then the deterministic answer rendered in the provide
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -15,7 +16,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import aipool.simulator.listener as listeners
-from aipool.simulator.answers import TOKENS_PER_MESSAGE, Answer, compose
+from aipool.simulator.answers import TOKENS_PER_MESSAGE, Answer, ToolCallAnswer, compose
 from aipool.simulator.conversation import BadRequest, Exchange
 from aipool.simulator.faults import UNUSABLE_KINDS, Fault
 from aipool.simulator.prompt_cache import PromptCache
@@ -185,8 +186,12 @@ class _Handler(BaseHTTPRequestHandler):
             return wire.error("bad_request", str(error))
         if fault is not None and fault.kind == "model_missing":
             return wire.model_missing(exchange.model)
+        if fault is not None and fault.kind == "tools_unsupported" and exchange.tools:
+            refused_tools = wire.tools_unsupported(exchange.model)
+            if refused_tools is not None:
+                return refused_tools
         if fault is not None and fault.kind == "account_refused":
-            return wire.account_refused()
+            return wire.account_refused(spend_limit=fault.spend_limit)
         answer = provider.prompt_cache.apply(wire.kind, exchange, compose(wire.kind, exchange))
         if fault is not None and fault.kind == "prompt_blocked":
             return wire.prompt_blocked(exchange, answer)
@@ -257,7 +262,7 @@ def _apply(provider: ProviderServer, fault: Fault, credential: str) -> Reply | o
         retry_after = f"{fault.retry_after:g}"
         return Reply(reply.status, reply.body, (("Retry-After", retry_after),))
     if fault.kind == "rate_limited":
-        return wire.rate_limited(fault.retry_delay)
+        return wire.rate_limited(fault.retry_delay, daily=fault.quota == "day")
     if fault.kind == "overloaded":
         return wire.error("overloaded", "Overloaded (simulated fault)", status=fault.status)
     if fault.kind == "malformed":
@@ -324,6 +329,27 @@ def _shape(answer: Answer, fault: Fault, exchange: Exchange) -> Answer:
             cache_write_tokens=0,
             cache_read_tokens=0,
         )
+    if fault.kind in ("malformed_call", "unparsed_call") and answer.tool_calls:
+        return replace(answer, call_fault=fault.kind)
+    if fault.kind == "unknown_tool":
+        # The model's call names a function the request did not declare, or, offered none,
+        # calls one anyway.
+        calls = answer.tool_calls or (
+            ToolCallAnswer(name="", arguments={}, call_id=_undeclared_id(exchange)),
+        )
+        declared = {tool.name for tool in exchange.tools}
+        name = UNDECLARED_TOOL
+        while name in declared:
+            name += "_2"
+        renamed = tuple(replace(call, name=name) for call in calls)
+        return replace(answer, text="", tool_calls=renamed, call_fault=fault.kind)
+    if fault.kind == "missing_argument":
+        schemas = {tool.name: tool.schema for tool in exchange.tools}
+        calls = tuple(
+            replace(call, arguments=_without_required(call.arguments, schemas.get(call.name)))
+            for call in answer.tool_calls
+        )
+        return replace(answer, tool_calls=calls)
     if fault.kind == "bad_tool_args":
         # The arguments' JSON cut in half: never an object, whatever the client does with it.
         calls = tuple(
@@ -332,6 +358,21 @@ def _shape(answer: Answer, fault: Fault, exchange: Exchange) -> Answer:
         )
         return replace(answer, tool_calls=calls)
     return answer
+
+
+#: The function the ``unknown_tool`` fault's model calls (with a suffix if the request declared
+#: one of that name).
+UNDECLARED_TOOL = "run_shell_command"
+
+
+def _undeclared_id(exchange: Exchange) -> str:
+    return hashlib.sha256(exchange.last_user_text.encode("utf-8")).hexdigest()[:24]
+
+
+def _without_required(arguments: dict[str, Any], schema: Any) -> dict[str, Any]:
+    required = schema.get("required") if isinstance(schema, dict) else None
+    left_out = set(required) if isinstance(required, list) else set()
+    return {name: value for name, value in arguments.items() if name not in left_out}
 
 
 def _cut_in_half(text: str) -> str:

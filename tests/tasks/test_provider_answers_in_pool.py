@@ -23,7 +23,7 @@ from aipool.ledger.models import UsageLogRow
 from aipool.ledger.testing import empty_ledger
 from tasks.client import submit
 from tasks.maintenance import drain_ledger
-from tests.support.requests import CLOUD_TRIAGE
+from tests.support.requests import CLOUD_TRIAGE, TOOL_QUESTION, WEATHER_TOOL
 
 pytestmark = pytest.mark.integration
 TIMEOUT = 30
@@ -189,3 +189,25 @@ def test_a_refused_gemini_account_opens_its_breaker_and_requests_go_on_to_claude
     # And a refused call is booked without tokens: nothing was generated, nothing billed
     rows = _rows(ledger, answers[0]["request_id"])
     assert (rows[0].outcome, rows[0].input_tokens, rows[0].output_tokens) == ("error", 0, 0)
+
+
+def test_a_call_to_a_function_the_producer_did_not_offer_goes_on_to_gemini_booked(
+    ledger: Engine, healthy, clean_redis
+) -> None:  # type: ignore[no-untyped-def]
+    # Given Nemotron's model calling a function the producer never offered (its server, as
+    # every OpenAI-compatible one, passes the model's call on unchecked)
+    healthy.set_fault("nemotron", "unknown_tool")
+    # When a tool request (the tool chain: nemotron, gemini, claude) is answered
+    answer = submit(TOOL_QUESTION).get(timeout=TIMEOUT)
+    # Then Gemini answers it with a call to the tool offered, and the trail says why Nemotron
+    # did not: the producer never gets a call it cannot run
+    assert (answer["status"], answer["provider"]) == ("ok", "gemini")
+    assert [c["name"] for c in answer["tool_calls"]] == [WEATHER_TOOL["name"]]
+    assert _trail(answer)[:2] == [("nemotron", "error"), ("gemini", "ok")]
+    assert answer["attempts"][0]["code"] == "unusable_answer"
+    assert "did not offer" in answer["attempts"][0]["error"]
+    # And Nemotron's call is booked with the tokens it billed, never against its breaker
+    rows = _rows(ledger, answer["request_id"])
+    assert rows[0].provider == "nemotron" and rows[0].output_tokens > 0
+    nemotron = breakers_for(clean_redis)["nemotron"].snapshot()
+    assert (nemotron["state"], nemotron["consecutive_failures"]) == ("closed", 0)

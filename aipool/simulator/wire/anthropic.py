@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from datetime import UTC, date, datetime
 from typing import Any
 
 from aipool.simulator.answers import Answer
@@ -172,7 +173,16 @@ class AnthropicWire(WireProtocol):
     def model_missing(self, model: str) -> Reply:
         return self.error("not_found", f"model: {model}")
 
-    def account_refused(self) -> Reply:
+    def account_refused(self, *, spend_limit: bool = False) -> Reply:
+        if spend_limit:
+            # The organization's spend limit reached: a 400 that names the day it ends.
+            today = datetime.now(UTC).date()
+            month = date(today.year + today.month // 12, today.month % 12 + 1, 1)
+            message = (
+                "You have reached your specified API usage limits. You will regain access on "
+                f"{month.isoformat()} at 00:00 UTC."
+            )
+            return self.error("bad_request", message)
         # Anthropic's error type for an account that is not paid up (the SDK's
         # PaymentRequiredError).
         body = {"type": "error", "error": {"type": "billing_error", "message": "Billing error"}}

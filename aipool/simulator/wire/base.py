@@ -101,9 +101,10 @@ class WireProtocol(ABC):
             status = self.overloaded_status if kind == "overloaded" else _DEFAULT_STATUS[kind]
         return Reply.json(status, self.error_body(kind, status, message))
 
-    def rate_limited(self, delay_s: float) -> Reply:
+    def rate_limited(self, delay_s: float, *, daily: bool = False) -> Reply:
         """A 429 declaring a delay of ``delay_s`` the way this provider does (``Retry-After``
-        unless the protocol says otherwise)."""
+        unless the protocol says otherwise); ``daily``: the quota spent is the day's, where the
+        provider's 429 says which."""
         reply = self.error("rate_limit", "Rate limit exceeded (simulated fault)")
         return Reply(reply.status, reply.body, (("retry-after", f"{delay_s:g}"),))
 
@@ -111,10 +112,17 @@ class WireProtocol(ABC):
         """The provider's answer for a model it does not have, in its own words."""
         return self.error("not_found", f"model {model} not found (simulated fault)")
 
-    def account_refused(self) -> Reply:
+    def account_refused(self, *, spend_limit: bool = False) -> Reply:
         """The provider's answer when the pool's key or account is refused: a 401 unless the
-        protocol documents an answer of its own (a disabled, unpaid or out-of-credit account)."""
+        protocol documents an answer of its own (a disabled, unpaid or out-of-credit account);
+        ``spend_limit``: the account's own spend limit is reached, where the provider says so
+        apart."""
         return self.error("authentication", "unauthorized (simulated fault)")
+
+    def tools_unsupported(self, model: str) -> Reply | None:
+        """The provider's answer to tools ``model`` (or the server) cannot call, or ``None``
+        where every model takes tools (the request is answered as usual)."""
+        return None
 
     def prompt_blocked(self, exchange: Exchange, answer: Answer) -> Reply:
         """The provider's answer to a prompt it refuses before generating: a 400 unless the

@@ -6,6 +6,7 @@ import json
 import re
 import uuid
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from aipool.simulator.answers import Answer
@@ -126,7 +127,24 @@ class GeminiWire(WireProtocol):
             "finishReason": "MAX_TOKENS" if answer.truncated else "STOP",
             "index": 0,
         }
-        if answer.withheld == "thinking_exhausted":
+        if answer.call_fault == "malformed_call":
+            # Google could not parse the call the model wrote: no content, the call quoted in
+            # finishMessage, only the prompt counted.
+            call = answer.tool_calls[0]
+            candidate = {
+                "finishReason": "MALFORMED_FUNCTION_CALL",
+                "finishMessage": f"Malformed function call: print(default_api.{call.name}(",
+                "index": 0,
+            }
+            answer = replace(answer, output_tokens=0, thinking_tokens=0)
+        elif answer.call_fault == "unknown_tool":
+            # The call comes back as the model wrote it, Google's reason beside it.
+            candidate["finishReason"] = "UNEXPECTED_TOOL_CALL"
+            candidate["finishMessage"] = (
+                "Unexpected tool call: Model tried to call an undeclared function: "
+                + answer.tool_calls[0].name
+            )
+        elif answer.withheld == "thinking_exhausted":
             # Thinking used maxOutputTokens: content without parts, usage of thoughts only.
             candidate = {"content": {"role": "model"}, "finishReason": "MAX_TOKENS", "index": 0}
         elif answer.withheld is not None:
@@ -147,8 +165,9 @@ class GeminiWire(WireProtocol):
             body["usageMetadata"] = _usage(answer)
         return body
 
-    def rate_limited(self, delay_s: float) -> Reply:
+    def rate_limited(self, delay_s: float, *, daily: bool = False) -> Reply:
         # Google declares the delay in the body only: a RetryInfo detail, no Retry-After header.
+        # A spent daily quota is named in the QuotaFailure; its retryDelay still says seconds.
         body = self.error_body(
             "rate_limit",
             429,
@@ -158,7 +177,12 @@ class GeminiWire(WireProtocol):
         body["error"]["details"] = [
             {
                 "@type": "type.googleapis.com/google.rpc.QuotaFailure",
-                "violations": [{"quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"}],
+                "violations": [
+                    {
+                        "quotaId": f"GenerateRequestsPer{'Day' if daily else 'Minute'}"
+                        "PerProjectPerModel-FreeTier"
+                    }
+                ],
             },
             {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{delay_s:g}s"},
         ]
@@ -172,7 +196,7 @@ class GeminiWire(WireProtocol):
             "supported methods.",
         )
 
-    def account_refused(self) -> Reply:
+    def account_refused(self, *, spend_limit: bool = False) -> Reply:
         # A wrong or expired key: 400, the reason only in the ErrorInfo detail (as served).
         message = "API key not valid. Please pass a valid API key."
         body = self.error_body("bad_request", 400, message)

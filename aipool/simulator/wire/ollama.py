@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -90,7 +91,12 @@ class OllamaWire(WireProtocol):
         elif answer.withheld is not None:
             # Ollama has no safety or refusal stop: the nearest it sends is an empty answer.
             message = {"role": "assistant", "content": ""}
-        if answer.tool_calls and answer.withheld is None:
+        if answer.call_fault == "unparsed_call":
+            # nemotron-mini's own call format, which Ollama passed on as text (ollama#6870).
+            call = answer.tool_calls[0]
+            written = json.dumps({"name": call.name, "arguments": call.arguments})
+            message = {"role": "assistant", "content": f" <toolcall> {written} </toolcall>"}
+        elif answer.tool_calls and answer.withheld is None:
             message["tool_calls"] = [
                 {"function": {"name": call.name, "arguments": call.wire_arguments()}}
                 for call in answer.tool_calls
@@ -117,6 +123,10 @@ class OllamaWire(WireProtocol):
 
     def error_body(self, kind: ErrorKind, status: int, message: str) -> Any:
         return {"error": message}
+
+    def tools_unsupported(self, model: str) -> Reply | None:
+        name = model if "/" in model else f"registry.ollama.ai/library/{model}"
+        return self.error("bad_request", f"{name} does not support tools")
 
     def model_missing(self, model: str) -> Reply:
         return self.error("not_found", f"model '{model}' not found, try pulling it first")

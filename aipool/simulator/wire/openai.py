@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from aipool.simulator.answers import Answer
+from aipool.simulator.answers import Answer, ToolCallAnswer
 from aipool.simulator.conversation import (
     BadRequest,
     Exchange,
@@ -105,19 +105,19 @@ class OpenAIWire(WireProtocol):
                 {
                     "id": "call_" + call.call_id,
                     "type": "function",
-                    "function": {
-                        "name": call.name,
-                        "arguments": call.raw_arguments
-                        if call.raw_arguments is not None
-                        else json.dumps(call.arguments, ensure_ascii=False),
-                    },
+                    "function": {"name": call.name, "arguments": _arguments(call, answer)},
                 }
                 for call in answer.tool_calls
             ]
             finish_reason = "tool_calls"
         else:
             finish_reason = "length" if answer.truncated else "stop"
-        if answer.withheld == "thinking_exhausted":
+        if answer.call_fault == "unparsed_call":
+            # Llama-Nemotron's own call format, which a server without its parser passes on.
+            written = [{"name": c.name, "arguments": c.arguments} for c in answer.tool_calls]
+            content = f"<TOOLCALL>{json.dumps(written, ensure_ascii=False)}</TOOLCALL>"
+            message, finish_reason = {"role": "assistant", "content": content}, "stop"
+        elif answer.withheld == "thinking_exhausted":
             message, finish_reason = {"role": "assistant", "content": ""}, "length"
         elif answer.withheld == "safety":
             message, finish_reason = {"role": "assistant", "content": None}, "content_filter"
@@ -159,7 +159,7 @@ class OpenAIWire(WireProtocol):
         error_type, code = _ERROR_TYPES[kind]
         return {"error": {"message": message, "type": error_type, "param": None, "code": code}}
 
-    def rate_limited(self, delay_s: float) -> Reply:
+    def rate_limited(self, delay_s: float, *, daily: bool = False) -> Reply:
         # OpenAI's rate-limit headers: the spent limit's remaining count is 0, its reset a
         # duration.
         reply = self.error("rate_limit", "Rate limit reached for requests (simulated fault)")
@@ -190,7 +190,20 @@ class OpenAIWire(WireProtocol):
         }
         return Reply.json(400, body)
 
-    def account_refused(self) -> Reply:
+    def tools_unsupported(self, model: str) -> Reply | None:
+        # vLLM's refusal (a NIM is vLLM inside) of tools with no tool-call parser: tools without
+        # tool_choice are "auto". Its own error shape, no "error" object.
+        body = {
+            "object": "error",
+            "message": '"auto" tool choice requires --enable-auto-tool-choice and '
+            "--tool-call-parser to be set",
+            "type": "BadRequestError",
+            "param": None,
+            "code": 400,
+        }
+        return Reply.json(400, body)
+
+    def account_refused(self, *, spend_limit: bool = False) -> Reply:
         # OpenAI's 429 for credits run out, which no wait ends (its error codes guide).
         body = {
             "error": {
@@ -202,6 +215,15 @@ class OpenAIWire(WireProtocol):
             }
         }
         return Reply.json(429, body)
+
+
+def _arguments(call: ToolCallAnswer, answer: Answer) -> str:
+    """A call's arguments as the server passes on what the model wrote: its JSON, or (a
+    ``malformed_call``) that JSON cut in half, never an object."""
+    if call.raw_arguments is not None:
+        return call.raw_arguments
+    text = json.dumps(call.arguments, ensure_ascii=False)
+    return text[: max(1, len(text) // 2)] if answer.call_fault == "malformed_call" else text
 
 
 def _tool(raw: Any) -> ToolSpec:

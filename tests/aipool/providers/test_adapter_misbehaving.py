@@ -226,6 +226,70 @@ def test_given_openai_tool_arguments_that_do_not_parse_the_answer_is_unusable_an
     assert caught.value.billed is not None and caught.value.billed.output_tokens > 0
 
 
+TOOLS_REQUEST = parse_request({"prompt": "Show me the logs of pod api-7", "tools": [POD_LOGS_TOOL]})
+
+
+def test_given_gemini_could_not_parse_the_models_call_the_answer_is_unusable_and_billed(
+    build: Build, healthy: Simulator
+) -> None:
+    # Gemini's MALFORMED_FUNCTION_CALL: no content, only the prompt counted (an
+    # OpenAI-compatible server's form of it, arguments that are no JSON object, is the test
+    # above's)
+    impl = build("gemini")
+    healthy.set_fault("gemini", "malformed_call")
+    with pytest.raises(UnusableAnswer) as caught:
+        impl.complete(TOOLS_REQUEST, default_model("gemini"))
+    # Then the model's slip on this request: the next provider, never against this one
+    assert type(caught.value) is UnusableAnswer and not caught.value.counts_against_provider
+    assert caught.value.billed is not None and caught.value.billed.input_tokens > 0
+    assert caught.value.billed.output_tokens == 0 and caught.value.billed.tool_calls == []
+
+
+@pytest.mark.parametrize(
+    ("fault", "request_", "why"),
+    [
+        # Gemini says so itself (UNEXPECTED_TOOL_CALL); the other servers pass the call on
+        pytest.param("unknown_tool", TOOLS_REQUEST, "did not offer", id="unknown-tool"),
+        pytest.param("unknown_tool", HELLO, "did not offer", id="unknown-tool-none-offered"),
+        # get_pod_logs requires "pod" and "lines": "validate the arguments in your code" (OpenAI's
+        # API reference); no server checks them
+        pytest.param(
+            "missing_argument", TOOLS_REQUEST, "leaves out the required 'pod'", id="no-argument"
+        ),
+    ],
+)
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_given_a_call_the_producer_cannot_run_the_answer_is_unusable(
+    build: Build, healthy: Simulator, provider: str, fault: str, request_: Request, why: str
+) -> None:
+    # Given a model that calls a function the producer never offered, or leaves out an argument
+    # the function requires
+    impl = build(provider)
+    healthy.set_fault(provider, fault)
+    with pytest.raises(UnusableAnswer) as caught:
+        impl.complete(request_, default_model(provider))
+    # Then the producer never gets a call it cannot run; billed, never against the provider
+    assert type(caught.value) is UnusableAnswer and not caught.value.counts_against_provider
+    assert why in str(caught.value)
+    assert caught.value.billed is not None and caught.value.billed.output_tokens > 0
+
+
+@pytest.mark.parametrize("provider", ["nemotron", "ollama"])
+def test_given_a_call_left_in_the_text_the_answer_is_unusable(
+    build: Build, healthy: Simulator, provider: str
+) -> None:
+    # Given a server whose tool-call parser did not read the model's call: it comes as the
+    # answer's text (<TOOLCALL>[...] from a NIM, <toolcall> from Ollama), no call beside it
+    impl = build(provider)
+    healthy.set_fault(provider, "unparsed_call")
+    with pytest.raises(UnusableAnswer) as caught:
+        impl.complete(TOOLS_REQUEST, default_model(provider))
+    # Then the producer never gets the call's markup as its answer; billed, never counted
+    assert type(caught.value) is UnusableAnswer and not caught.value.counts_against_provider
+    assert "wrote its call as text" in str(caught.value)
+    assert caught.value.billed is not None and caught.value.billed.output_tokens > 0
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_given_a_body_cut_short_then_the_answer_is_bad(
     build: Build, healthy: Simulator, provider: str

@@ -140,41 +140,84 @@ def test_gemini_thinking_that_used_the_whole_output_budget_is_an_empty_answer(
     assert error.billed is not None and error.billed.thinking_tokens == 61
 
 
-def test_gemini_429_declares_its_delay_in_the_body(canned: Any) -> None:
-    # Given: RESOURCE_EXHAUSTED with a RetryInfo detail and no Retry-After header
-    body = {
+#: Google's words for a spent quota, the first sentence of every such 429.
+QUOTA_WORDS = (
+    "You exceeded your current quota, please check your plan and billing details. For more "
+    "information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits."
+)
+
+
+def _resource_exhausted(
+    message: str, violation: dict[str, Any], retry_delay: str, *extra: dict[str, Any]
+) -> dict[str, Any]:
+    """Gemini's 429: the quota spent in a QuotaFailure, the delay in a RetryInfo, no header."""
+    quota = {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [violation]}
+    delay = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": retry_delay}
+    details = [quota, *extra, delay]
+    return {
         "error": {
             "code": 429,
-            "message": "You exceeded your current quota, please check your plan and billing "
-            "details. For more information on this error, head to: "
-            "https://ai.google.dev/gemini-api/docs/rate-limits.",
+            "message": message,
             "status": "RESOURCE_EXHAUSTED",
-            "details": [
-                {
-                    "@type": "type.googleapis.com/google.rpc.QuotaFailure",
-                    "violations": [
-                        {
-                            "quotaMetric": "generativelanguage.googleapis.com/"
-                            "generate_content_free_tier_requests",
-                            "quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier",
-                            "quotaValue": "10",
-                        }
-                    ],
-                },
-                {
-                    "@type": "type.googleapis.com/google.rpc.Help",
-                    "links": [{"description": "Learn more about Gemini API quotas"}],
-                },
-                {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "58s"},
-            ],
+            "details": details,
         }
     }
+
+
+FREE_TIER_REQUESTS = "generativelanguage.googleapis.com/generate_content_free_tier_requests"
+
+
+def test_gemini_429_declares_its_delay_in_the_body(canned: Any) -> None:
+    # Given: RESOURCE_EXHAUSTED with a RetryInfo detail and no Retry-After header
+    body = _resource_exhausted(
+        QUOTA_WORDS,
+        {
+            "quotaMetric": FREE_TIER_REQUESTS,
+            "quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier",
+            "quotaValue": "10",
+        },
+        "58s",
+        {
+            "@type": "type.googleapis.com/google.rpc.Help",
+            "links": [{"description": "Learn more about Gemini API quotas"}],
+        },
+    )
     # When
     error = _raised(canned, "gemini", GEMINI, body, status=429)
     # Then: the delay is read, and the message carries Google's own words
     assert isinstance(error, ProviderRateLimited)
     assert error.retry_after == 58.0
     assert "RESOURCE_EXHAUSTED" in str(error) and "exceeded your current quota" in str(error)
+
+
+def test_gemini_429_for_a_spent_daily_quota_pauses_until_the_quota_resets(canned: Any) -> None:
+    # Given: the free tier's daily quota spent, as Google answers it (OmniRoute#9504's recorded
+    # body): QuotaFailure names GenerateRequestsPerDay..., and RetryInfo still says 36 s, after
+    # which every call gets the same 429 until the quota resets "at midnight Pacific time"
+    # (ai.google.dev/gemini-api/docs/rate-limits)
+    body = _resource_exhausted(
+        f"{QUOTA_WORDS} \n* Quota exceeded for metric: {FREE_TIER_REQUESTS}, limit: 20, model: "
+        "gemini-2.5-flash\nPlease retry in 36.429760048s.",
+        {
+            "quotaMetric": FREE_TIER_REQUESTS,
+            "quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier",
+            "quotaDimensions": {"location": "global", "model": GEMINI},
+            "quotaValue": "20",
+        },
+        "36s",
+    )
+    served = serve(canned, body, status=429)
+    # 22:00 in Taipei, 06:00 in California (PST): the quota comes back in 18 hours
+    served.date = "Mon, 07 Dec 2026 14:00:00 GMT"
+    impl = make_adapter("gemini", served.url)
+    try:
+        with pytest.raises(ProviderRateLimited) as caught:
+            impl.complete(HELLO, GEMINI, timeout_s=5)
+    finally:
+        impl.close()
+    # Then: the pause the provider needs is until the reset (the pool caps it at
+    # AIPOOL_RATE_LIMIT_PAUSE_MAX_S), not 36 s after which the next call meets the same 429
+    assert caught.value.retry_after == 18 * 3600.0
 
 
 def test_gemini_model_not_found_is_a_missing_model(canned: Any) -> None:

@@ -26,6 +26,7 @@ from aipool.errors import (
     ProviderModelMissing,
     ProviderRateLimited,
     ProviderRejected,
+    ProviderToolsUnsupported,
     UnusableAnswer,
 )
 from tests.support.canned import CLAUDE, GEMINI, NEMOTRON, answer, billed, raised
@@ -163,6 +164,21 @@ def test_gemini_account_disabled_stop_is_never_an_answer_and_counts(
             },
             id="400-credit-balance-too-low",
         ),
+        pytest.param(
+            400,
+            # The organization's monthly spend limit reached (anthropics/claude-code#2127 and
+            # #38035 quote it): every call fails so until the month ends or the limit is raised
+            {
+                "type": "error",
+                "error": {
+                    "type": "invalid_request_error",
+                    "message": "You have reached your specified API usage limits. You will "
+                    "regain access on 2026-04-01 at 00:00 UTC.",
+                },
+                "request_id": "req_011CZLrUfBVkVHn5T6EqQaf7",
+            },
+            id="400-spend-limit-reached",
+        ),
     ],
 )
 def test_claude_refused_account_counts_against_claude(
@@ -228,6 +244,64 @@ def test_nvidia_function_not_found_for_the_account_is_a_missing_model(canned: An
     }
     error = raised(canned, "nemotron", NEMOTRON, body, status=404)
     assert isinstance(error, ProviderModelMissing) and error.counts_against_provider
+
+
+# -- tools the model or its server cannot call: the pool's configuration ------------------------
+
+#: vLLM's words (a NIM is vLLM inside) for tools sent to a server started without a tool-call
+#: parser: tools without tool_choice are "auto".
+NO_AUTO_TOOLS = (
+    '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+)
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "body"),
+    [
+        # vLLM's own error shape, no "error" object (langchain4j/langchain4j#3475)
+        pytest.param(
+            "nemotron",
+            NEMOTRON,
+            {
+                "object": "error",
+                "message": NO_AUTO_TOOLS,
+                "type": "BadRequestError",
+                "param": None,
+                "code": 400,
+            },
+            id="nim-vllm-shape",
+        ),
+        # the same behind an OpenAI-shaped gateway (agentscope-ai/QwenPaw#1449)
+        pytest.param(
+            "nemotron",
+            NEMOTRON,
+            {
+                "error": {
+                    "message": NO_AUTO_TOOLS,
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": "400",
+                }
+            },
+            id="openai-shape",
+        ),
+        pytest.param(
+            "ollama",
+            "llama3.2:1b",
+            {"error": "registry.ollama.ai/library/llama3.2:1b does not support tools"},
+            id="ollama",
+        ),
+    ],
+)
+def test_tools_the_model_cannot_call_count_against_the_provider(
+    canned: Any, provider: str, model: str, body: Any
+) -> None:
+    # Given: the route's model, or its server, takes no tool calls: every request with tools
+    # fails the same way until the pool's configuration changes
+    error = raised(canned, provider, model, body, status=400, request=TOOLS_REQUEST)
+    # Then: the provider's (its breaker opens, its alert fires), never a rejected request
+    assert isinstance(error, ProviderToolsUnsupported) and error.counts_against_provider
+    assert error.code == "tools_unsupported" and error.status == 400
 
 
 # -- a 404 that names no model: the pool's URL ------------------------------------------------
@@ -445,32 +519,24 @@ def test_claude_tool_use_cut_by_max_tokens_falls_back_billed(canned: Any) -> Non
     assert error.billed is not None and error.billed.tool_calls == []
 
 
-def _openai_tool_call(arguments: str, finish: str) -> dict[str, Any]:
+def _openai_answer(message: dict[str, Any], finish: str) -> dict[str, Any]:
     return {
         "id": "chatcmpl-abc123",
         "object": "chat.completion",
         "created": 1741569952,
         "model": NEMOTRON,
-        "choices": [
-            {
-                "index": 0,
-                "message": {
-                    "role": "assistant",
-                    "content": None,
-                    "tool_calls": [
-                        {
-                            "id": "chatcmpl-tool-8b1c",
-                            "type": "function",
-                            "function": {"name": "get_pod_logs", "arguments": arguments},
-                        }
-                    ],
-                },
-                "finish_reason": finish,
-                "logprobs": None,
-            }
-        ],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
         "usage": {"prompt_tokens": 210, "completion_tokens": 31, "total_tokens": 241},
     }
+
+
+def _openai_tool_call(arguments: str, finish: str, name: str = "get_pod_logs") -> dict[str, Any]:
+    call = {
+        "id": "chatcmpl-tool-8b1c",
+        "type": "function",
+        "function": {"name": name, "arguments": arguments},
+    }
+    return _openai_answer({"role": "assistant", "content": None, "tool_calls": [call]}, finish)
 
 
 @pytest.mark.parametrize(
@@ -496,6 +562,40 @@ def test_openai_tool_call_that_cannot_be_run_falls_back_billed(
     assert billed(error) == (210, 31)
 
 
+def test_openai_call_without_its_required_arguments_falls_back_billed(canned: Any) -> None:
+    # vllm-project/vllm-ascend#14731: "arguments": "{}" for a function that requires its
+    # "command"; the producer's function fails without it
+    body = _openai_tool_call("{}", "tool_calls")
+    error = raised(canned, "nemotron", NEMOTRON, body, request=TOOLS_REQUEST)
+    assert type(error) is UnusableAnswer and not error.counts_against_provider
+    assert "its call of 'get_pod_logs' leaves out the required 'pod'" in str(error)
+    assert billed(error) == (210, 31)
+
+
+#: A NIM whose tool-call parser does not read the model's form
+#: (NVIDIA-AI-Blueprints/retail-shopping-assistant#215): the call as text, stop, no tool_calls.
+NIM_CALL_AS_TEXT = _openai_answer(
+    {
+        "role": "assistant",
+        "content": "<tool_call>\n<function=get_pod_logs>\n<parameter=pod>\napi-7\n</parameter>\n"
+        "<parameter=lines>\n50\n</parameter>\n</function>\n</tool_call>",
+    },
+    "stop",
+)
+
+
+def test_openai_call_left_in_the_text_is_never_an_answer(canned: Any) -> None:
+    error = raised(canned, "nemotron", NEMOTRON, NIM_CALL_AS_TEXT, request=TOOLS_REQUEST)
+    assert type(error) is UnusableAnswer and not error.counts_against_provider
+    assert "wrote its call as text" in str(error) and billed(error) == (210, 31)
+
+
+def test_the_same_text_without_tools_offered_is_an_answer(canned: Any) -> None:
+    # Without tools offered the text is what the model answered (a question about the format)
+    completion = answer(canned, "nemotron", NEMOTRON, NIM_CALL_AS_TEXT)
+    assert completion.text.startswith("<tool_call>")
+
+
 def test_openai_complete_tool_call_is_still_an_answer(canned: Any) -> None:
     body = _openai_tool_call('{"pod": "api-7", "lines": 50}', "tool_calls")
     completion = answer(canned, "nemotron", NEMOTRON, body, request=TOOLS_REQUEST)
@@ -503,6 +603,114 @@ def test_openai_complete_tool_call_is_still_an_answer(canned: Any) -> None:
     assert [(c.name, c.arguments) for c in completion.tool_calls] == [
         ("get_pod_logs", {"pod": "api-7", "lines": 50})
     ]
+
+
+def _gemini_call_stop(finish: str, parts: list[dict[str, Any]] | None, message: str | None) -> Any:
+    candidate: dict[str, Any] = {"finishReason": finish, "index": 0}
+    if parts is not None:
+        candidate["content"] = {"role": "model", "parts": parts}
+    if message is not None:
+        candidate["finishMessage"] = message
+    return {
+        "candidates": [candidate],
+        # only the prompt counted, as python-genai's users report these stops
+        "usageMetadata": {"promptTokenCount": 2595, "totalTokenCount": 2595},
+        "modelVersion": GEMINI,
+    }
+
+
+@pytest.mark.parametrize(
+    ("finish", "parts", "message"),
+    [
+        # pydantic-ai#3095's recorded candidate: the reason and nothing else
+        pytest.param("MALFORMED_FUNCTION_CALL", None, None, id="malformed-bare"),
+        # python-genai#1789: finishMessage holds the call the model tried to write
+        pytest.param(
+            "MALFORMED_FUNCTION_CALL",
+            None,
+            "Malformed function call: print(default_api.get_pod_logs(pod='api-7', lines=5",
+            id="malformed-quoted",
+        ),
+        # "the turn carries whatever text preceded the broken call and no tool calls"
+        pytest.param(
+            "MALFORMED_FUNCTION_CALL",
+            [{"text": "I'll fetch the logs of api-7 now."}],
+            None,
+            id="malformed-after-text",
+        ),
+        # epam/ai-dial-adapter-vertexai#325: the undeclared call in the parts, named in
+        # finishMessage
+        pytest.param(
+            "UNEXPECTED_TOOL_CALL",
+            [{"functionCall": {"name": "undeclaredTool", "args": {"arg1": "value1"}}}],
+            "Unexpected tool call: Model tried to call an undeclared function: undeclaredTool",
+            id="unexpected-tool-call",
+        ),
+    ],
+)
+def test_gemini_call_it_could_not_use_is_never_an_answer(
+    canned: Any, finish: str, parts: Any, message: str | None
+) -> None:
+    # FinishReason.MALFORMED_FUNCTION_CALL: "a function call that is syntactically invalid and
+    # can't be parsed"; UNEXPECTED_TOOL_CALL: "the generated function is not in the function
+    # declaration"
+    body = _gemini_call_stop(finish, parts, message)
+    error = raised(canned, "gemini", GEMINI, body, request=TOOLS_REQUEST)
+    # Then the model's slip on this request: the next provider, billed, never counted
+    assert type(error) is UnusableAnswer and not error.counts_against_provider
+    assert finish in str(error) and billed(error) == (2595, 0)
+    # and the call's text is not kept (the producer's words may be in it)
+    assert "api-7" not in str(error)
+
+
+def test_gemini_undeclared_call_in_a_plain_stop_is_never_an_answer(canned: Any) -> None:
+    body = _gemini_candidate("STOP", [{"functionCall": {"name": "delete_pod", "args": {}}}])
+    error = raised(canned, "gemini", GEMINI, body, request=TOOLS_REQUEST)
+    assert type(error) is UnusableAnswer and "'delete_pod'" in str(error)
+
+
+@pytest.mark.parametrize("finish", ["OTHER", "MALFORMED_RESPONSE", "MISSING_THOUGHT_SIGNATURE"])
+@pytest.mark.parametrize(
+    "parts", [None, [{"text": "The api is slow because"}]], ids=["no-parts", "partial"]
+)
+def test_gemini_stop_that_ends_no_answer_is_unusable(canned: Any, finish: str, parts: Any) -> None:
+    # FinishReason.OTHER: "stopped generating for a reason not otherwise specified";
+    # MALFORMED_RESPONSE: "finishes due to malformed response": whatever text came is not known
+    # to be the answer, nor cut where a length stop would say
+    error = raised(canned, "gemini", GEMINI, _gemini_candidate(finish, parts))
+    assert type(error) is UnusableAnswer and not error.counts_against_provider
+    assert finish in str(error) and billed(error) == (12, 7)
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "body"),
+    [
+        pytest.param(
+            "claude",
+            CLAUDE,
+            {
+                "id": "msg_01",
+                "type": "message",
+                "role": "assistant",
+                "model": CLAUDE,
+                "content": [{"type": "tool_use", "id": "t1", "name": "delete_pod", "input": {}}],
+                "stop_reason": "tool_use",
+                "stop_sequence": None,
+                "usage": {"input_tokens": 40, "output_tokens": 9},
+            },
+            id="claude",
+        ),
+        pytest.param(
+            "nemotron", NEMOTRON, _openai_tool_call("{}", "tool_calls", "delete_pod"), id="nemotron"
+        ),
+    ],
+)
+def test_a_call_to_a_function_the_request_did_not_offer_is_never_an_answer(
+    canned: Any, provider: str, model: str, body: Any
+) -> None:
+    error = raised(canned, provider, model, body, request=TOOLS_REQUEST)
+    assert type(error) is UnusableAnswer and not error.counts_against_provider
+    assert "'delete_pod', a function the request did not offer" in str(error)
 
 
 # -- what a stop is called ---------------------------------------------------------------------

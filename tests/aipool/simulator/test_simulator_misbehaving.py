@@ -161,28 +161,130 @@ def test_bad_usage_reports_the_counts_it_was_given(
     assert _usage(kind, _post(http, sim, kind).json())[1] == -1
 
 
-def _tool_arguments(kind: str, body: dict[str, Any]) -> Any:
+def _first_call(kind: str, body: dict[str, Any]) -> tuple[str, Any]:
+    """The name and the arguments of the first tool call in ``kind``'s answer ``body``."""
     if kind == "ollama":
-        return body["message"]["tool_calls"][0]["function"]["arguments"]
+        function = body["message"]["tool_calls"][0]["function"]
+        return function["name"], function["arguments"]
     if kind == "gemini":
-        return body["candidates"][0]["content"]["parts"][0]["functionCall"]["args"]
+        call = body["candidates"][0]["content"]["parts"][0]["functionCall"]
+        return call["name"], call["args"]
     if kind == "anthropic":
-        return body["content"][0]["input"]
-    return body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]
+        block = body["content"][0]
+        return block["name"], block["input"]
+    function = body["choices"][0]["message"]["tool_calls"][0]["function"]
+    return function["name"], function["arguments"]
+
+
+def _faulted_call(sim: Simulator, http: httpx.Client, kind: str, fault: str) -> tuple[str, Any]:
+    """The first call ``kind``'s model makes, under ``fault``, to a request offering "logs"."""
+    sim.set_fault(kind, fault)
+    return _first_call(kind, _post(http, sim, kind, tools=True).json())
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_bad_tool_args_sends_arguments_that_are_no_json_object(
     sim: Simulator, http: httpx.Client, kind: str
 ) -> None:
-    # Given a provider whose tool calls carry broken arguments
-    sim.set_fault(kind, "bad_tool_args")
-    # When a request offers a tool
-    arguments = _tool_arguments(kind, _post(http, sim, kind, tools=True).json())
+    # Given a provider whose tool calls carry broken arguments, when a request offers a tool
+    _, arguments = _faulted_call(sim, http, kind, "bad_tool_args")
     # Then the arguments are text that does not parse as JSON
     assert isinstance(arguments, str)
     with pytest.raises(ValueError):
         json.loads(arguments)
+
+
+def test_malformed_call_at_gemini_is_its_malformed_function_call_stop(
+    sim: Simulator, http: httpx.Client
+) -> None:
+    # Given Gemini's model writing a call Google cannot parse
+    sim.set_fault("gemini", "malformed_call")
+    # When a request offers a tool
+    body = _post(http, sim, "gemini", tools=True).json()
+    # Then the candidate has no content, the reason, and the call quoted in finishMessage (as
+    # python-genai's users report it); only the prompt is counted
+    (candidate,) = body["candidates"]
+    assert "content" not in candidate
+    assert candidate["finishReason"] == "MALFORMED_FUNCTION_CALL"
+    assert candidate["finishMessage"].startswith("Malformed function call: ")
+    usage = body["usageMetadata"]
+    assert "candidatesTokenCount" not in usage and "thoughtsTokenCount" not in usage
+    assert usage["totalTokenCount"] == usage["promptTokenCount"]
+    # and a request without tools gets its answer
+    assert _post(http, sim, "gemini").json()["candidates"][0]["finishReason"] == "STOP"
+
+
+@pytest.mark.parametrize(
+    ("kind", "parses"), [("openai", False), ("anthropic", True), ("ollama", True)]
+)
+def test_malformed_call_elsewhere_is_the_nearest_answer_each_has(
+    sim: Simulator, http: httpx.Client, kind: str, parses: bool
+) -> None:
+    # OpenAI-compatible servers pass the model's text on: arguments that are no JSON object;
+    # Anthropic and Ollama document no such answer and answer as usual
+    _, arguments = _faulted_call(sim, http, kind, "malformed_call")
+    if parses:
+        assert isinstance(arguments, dict)
+    else:
+        with pytest.raises(ValueError):
+            json.loads(arguments)
+
+
+@pytest.mark.parametrize("tools", [True, False], ids=["tools-offered", "none-offered"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_unknown_tool_calls_a_function_the_request_did_not_declare(
+    sim: Simulator, http: httpx.Client, kind: str, tools: bool
+) -> None:
+    # Given a model that calls a function it was not offered
+    sim.set_fault(kind, "unknown_tool")
+    # When a request offers one tool, "logs", or none
+    body = _post(http, sim, kind, tools=tools).json()
+    # Then the call names another
+    name, _ = _first_call(kind, body)
+    assert name not in ("logs", "")
+    if kind == "gemini":
+        # and Google says so itself, naming it (its documented UNEXPECTED_TOOL_CALL body)
+        (candidate,) = body["candidates"]
+        assert candidate["finishReason"] == "UNEXPECTED_TOOL_CALL"
+        assert candidate["finishMessage"].endswith(name)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_missing_argument_leaves_out_what_the_function_requires(
+    sim: Simulator, http: httpx.Client, kind: str
+) -> None:
+    # Given a model that leaves out a required argument ("pod" is the tool's only one), when a
+    # request offers the tool, then the call comes as the model wrote it, without it
+    name, arguments = _faulted_call(sim, http, kind, "missing_argument")
+    if kind == "openai":
+        arguments = json.loads(arguments)
+    assert name == "logs" and "pod" not in arguments
+
+
+@pytest.mark.parametrize(
+    ("kind", "opening"), [("openai", "<TOOLCALL>[{"), ("ollama", " <toolcall> {")]
+)
+def test_unparsed_call_sends_the_call_as_text_where_a_server_passes_it_on(
+    sim: Simulator, http: httpx.Client, kind: str, opening: str
+) -> None:
+    # Given a server whose tool-call parser does not read the model's form, when a request
+    # offers a tool
+    sim.set_fault(kind, "unparsed_call")
+    body = _post(http, sim, kind, tools=True).json()
+    # Then the call is the answer's text, in the model's own format, and no call comes
+    message = body["message"] if kind == "ollama" else body["choices"][0]["message"]
+    assert message["content"].startswith(opening) and '"logs"' in message["content"]
+    assert not message.get("tool_calls")
+    if kind == "openai":
+        assert body["choices"][0]["finish_reason"] == "stop"
+
+
+@pytest.mark.parametrize("kind", ["gemini", "anthropic"])
+def test_unparsed_call_leaves_servers_that_parse_calls_themselves_as_usual(
+    sim: Simulator, http: httpx.Client, kind: str
+) -> None:
+    name, _ = _faulted_call(sim, http, kind, "unparsed_call")
+    assert name == "logs"
 
 
 @pytest.mark.parametrize("kind", KINDS)

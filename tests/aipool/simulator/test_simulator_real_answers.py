@@ -25,12 +25,15 @@ from aipool.errors import (
     ProviderModelMissing,
     ProviderRateLimited,
     ProviderRejected,
+    ProviderToolsUnsupported,
     UnusableAnswer,
 )
 from aipool.prices.table import completion_cost
 from aipool.providers import claude, gemini, nemotron, ollama
 from aipool.providers.endpoint import ProviderEndpoint
+from aipool.providers.retry_delay import until_quota_day_ends
 from aipool.simulator import InvalidFault, Simulator
+from tests.support.requests import POD_LOGS_TOOL
 
 ADAPTERS: dict[str, tuple[Any, str]] = {
     "ollama": (ollama.OllamaProvider, "ollama"),
@@ -58,9 +61,11 @@ def call(sim: Simulator) -> Iterator[Any]:
         adapter.close()
 
 
-def _raises(call: Any, provider: str, kind: str, **options: Any) -> ProviderError:
+def _raises(
+    call: Any, provider: str, kind: str, request: Any = REQUEST, **options: Any
+) -> ProviderError:
     with pytest.raises(ProviderError) as raised:
-        call(provider, kind, **options)
+        call(provider, kind, request, **options)
     return raised.value
 
 
@@ -122,6 +127,21 @@ def test_a_429_declares_its_delay_as_the_provider_does(call: Any, provider: str)
     assert raised.retry_after == 20.0
 
 
+def test_gemini_names_a_spent_daily_quota_and_the_pause_runs_to_its_reset(call: Any) -> None:
+    # Given Gemini's 429 for a spent daily quota: QuotaFailure GenerateRequestsPerDay..., and a
+    # retryDelay of seconds beside it
+    raised = _raises(call, "gemini", "rate_limited", retry_delay=20, quota="day")
+    # Then the pause runs to the quota's reset, midnight Pacific time (the simulator's Date)
+    reset = until_quota_day_ends(None)
+    assert isinstance(raised, ProviderRateLimited) and raised.retry_after and reset
+    assert abs(raised.retry_after - reset) <= 5
+
+
+def test_a_spent_quota_is_the_minutes_or_the_days(sim: Simulator) -> None:
+    with pytest.raises(InvalidFault, match="quota must be 'minute' or 'day'"):
+        sim.set_fault("gemini", "rate_limited", quota="month")
+
+
 @pytest.mark.parametrize("provider", list(ADAPTERS))
 def test_a_missing_model_is_said_in_the_providers_words(call: Any, provider: str) -> None:
     raised = _raises(call, provider, "model_missing")
@@ -138,6 +158,48 @@ def test_a_refused_account_is_said_as_the_provider_does_and_counts_against_it(
     error = _raises(call, provider, "account_refused")
     assert isinstance(error, ProviderAuthError) and error.code == "auth_error"
     assert error.status == status and error.counts_against_provider
+
+
+def test_claude_says_the_accounts_spend_limit_is_reached_in_a_400_that_counts(
+    call: Any,
+) -> None:
+    # Anthropic's 400 invalid_request_error "You have reached your specified API usage limits":
+    # every call fails so until the month ends, so it is the account's, never the request's
+    error = _raises(call, "claude", "account_refused", spend_limit=True)
+    assert isinstance(error, ProviderAuthError) and error.counts_against_provider
+    assert error.status == 400 and "regain access on" in str(error)
+
+
+def test_spend_limit_is_true_or_false(sim: Simulator) -> None:
+    with pytest.raises(InvalidFault, match="spend_limit must be true or false"):
+        sim.set_fault("claude", "account_refused", spend_limit="yes")
+
+
+TOOLS_REQUEST = parse_request(
+    {"prompt": "Show me the logs of pod api-7", "tools": [POD_LOGS_TOOL], "max_tokens": 200}
+)
+
+
+@pytest.mark.parametrize("provider", ["nemotron", "ollama"])
+def test_tools_a_model_cannot_call_are_the_pools_configuration_and_count(
+    call: Any, provider: str
+) -> None:
+    # A NIM without a tool-call parser (vLLM's 400), an Ollama model without tool support
+    error = _raises(call, provider, "tools_unsupported", TOOLS_REQUEST)
+    assert isinstance(error, ProviderToolsUnsupported) and error.code == "tools_unsupported"
+    assert error.status == 400 and error.counts_against_provider
+
+
+@pytest.mark.parametrize("provider", list(ADAPTERS))
+def test_tools_unsupported_leaves_a_request_without_tools_its_answer(
+    call: Any, provider: str
+) -> None:
+    assert call(provider, "tools_unsupported").text
+
+
+@pytest.mark.parametrize("provider", ["gemini", "claude"])
+def test_providers_whose_models_all_take_tools_answer_as_usual(call: Any, provider: str) -> None:
+    assert call(provider, "tools_unsupported", TOOLS_REQUEST).tool_calls
 
 
 def test_claude_writes_the_prompt_to_its_one_hour_cache(call: Any) -> None:
