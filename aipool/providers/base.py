@@ -539,7 +539,9 @@ def unrunnable_call(calls: list[ToolCall], request: Request) -> str | None:
     for call in calls:
         tool = offered.get(call.name)
         if tool is None:
-            return f"it calls {call.name[:80]!r}, a function the request did not offer"
+            # Not named: the name is the model's own words (it may echo the prompt), and no
+            # answer text is kept anywhere but in an answer.
+            return "it calls a function the request did not offer"
         required = tool.parameters.get("required")
         missing = [
             name

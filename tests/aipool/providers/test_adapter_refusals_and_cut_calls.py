@@ -666,7 +666,8 @@ def test_gemini_call_it_could_not_use_is_never_an_answer(
 def test_gemini_undeclared_call_in_a_plain_stop_is_never_an_answer(canned: Any) -> None:
     body = _gemini_candidate("STOP", [{"functionCall": {"name": "delete_pod", "args": {}}}])
     error = raised(canned, "gemini", GEMINI, body, request=TOOLS_REQUEST)
-    assert type(error) is UnusableAnswer and "'delete_pod'" in str(error)
+    assert type(error) is UnusableAnswer and "did not offer" in str(error)
+    assert "delete_pod" not in str(error)
 
 
 @pytest.mark.parametrize("finish", ["OTHER", "MALFORMED_RESPONSE", "MISSING_THOUGHT_SIGNATURE"])
@@ -710,7 +711,9 @@ def test_a_call_to_a_function_the_request_did_not_offer_is_never_an_answer(
 ) -> None:
     error = raised(canned, provider, model, body, request=TOOLS_REQUEST)
     assert type(error) is UnusableAnswer and not error.counts_against_provider
-    assert "'delete_pod', a function the request did not offer" in str(error)
+    assert "it calls a function the request did not offer" in str(error)
+    # and the name the model made up is not kept (it may echo the prompt)
+    assert "delete_pod" not in str(error)
 
 
 # -- what a stop is called ---------------------------------------------------------------------
