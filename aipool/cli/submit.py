@@ -2,8 +2,10 @@
 
 The request is validated here; the command asks the workers (for about a second) which queues
 they consume, then routes the request (its ``latency_ms`` starts there, so it does not include
-that second) and says how to start a worker if none consumes the queue it goes to. The message expires with ``--timeout``, so a request nobody answered in
-time is not answered minutes later by a worker that starts afterwards.
+that second) and says how to start a worker if none consumes the queue it goes to. The message
+expires with ``--timeout``, so a request nobody answered in time is not answered minutes later by a
+worker that starts afterwards; a worker that has it when it expires cuts its call there and the
+chain's end answers, which the command waits for a moment longer (:data:`ANSWER_GRACE_S`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,12 @@ class Priority(StrEnum):
     high = "high"
     critical = "critical"
 
+
+#: How long past ``--timeout`` the command still waits for an answer: a worker that holds the
+#: request when it expires cuts its call there and the chain's end answers (its static answer or
+#: refusal, with each provider's reason), a round trip or two after the expiry. Without the wait
+#: the command raced that answer and said it had none.
+ANSWER_GRACE_S = 2.0
 
 #: The longest ``--timeout``: a day. The message's expiry is a date, so an unbounded wait
 #: (inf, 1e308) cannot be one.
@@ -135,7 +143,7 @@ def submit(
     require_worker(dispatch.queue, consumed, where)
     result = send(dispatch, app=app, expires=timeout)
     try:
-        answer = result.get(timeout=timeout)
+        answer = result.get(timeout=timeout + ANSWER_GRACE_S)
     except CeleryTimeout:
         answer = None
     if answer is None:
@@ -146,7 +154,7 @@ def submit(
         raise NoAnswer(
             f"no answer within {timeout:g} s for request {dispatch.task_id} (sent to queue "
             f"{dispatch.queue!r} on {where}); it has expired: a worker that had not taken it yet "
-            "never will, and one that had calls no provider for it from now on"
+            "never will, and no worker that held it answered (a stalled pool: see `aipool status`)"
         ) from None
     console().print_json(json.dumps(answer, ensure_ascii=False))
     if answer.get("status") not in ANSWERED:

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from aipool.cli import run
+from aipool.cli.submit import ANSWER_GRACE_S
 
 pytestmark = pytest.mark.integration
 
@@ -40,13 +41,16 @@ def test_submit_prints_the_answer_and_its_latency_leaves_out_the_worker_check(
     assert answer["latency_ms"] > 0
 
 
-def test_submit_that_gets_no_answer_in_time_says_so_in_one_line(pool, healthy, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_submit_whose_call_hangs_past_its_timeout_prints_the_chains_answer_at_the_expiry(
+    pool, healthy, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
     import os
+    import time
 
     from tests.conftest import TEST_REDIS_URL
     from tests.support.cli import fresh_env, run_aipool
 
-    # Given Ollama hanging, so no answer comes within a second
+    # Given Ollama hanging, so its call outlasts the request's --timeout
     healthy.set_fault("ollama", "hang")
     env = fresh_env(
         tmp_path / "runtime",
@@ -56,9 +60,50 @@ def test_submit_that_gets_no_answer_in_time_says_so_in_one_line(pool, healthy, t
     )
     try:
         # When a request is submitted with --timeout 1
+        started = time.monotonic()
         done = run_aipool(["submit", "--timeout", "1", "What is a pod?"], env, tmp_path)
+        took = time.monotonic() - started
     finally:
         healthy.reset()
+    # Then the worker cuts the call at the expiry and the chain's end answers, which the command
+    # prints (it raced that answer and said it had none): each provider's reason is in it
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["status"] == "fallback"
+    first = answer["attempts"][0]
+    assert (first["provider"], first["code"]) == ("ollama", "deadline")
+    assert "expired during the call" in first["error"]
+    assert took < 1 + ANSWER_GRACE_S + 5  # the command's own start-up, not Ollama's timeout
+
+
+def test_submit_that_gets_no_answer_in_time_says_so_in_one_line(pool, healthy, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import os
+    import signal
+    import subprocess
+
+    from tests.conftest import TEST_REDIS_URL
+    from tests.support.cli import fresh_env, run_aipool
+
+    # Given a worker that says it consumes every queue but cannot run a task: its pool
+    # processes stopped (a stalled host), so no answer comes, not even the one at the expiry
+    env = fresh_env(
+        tmp_path / "runtime",
+        REDIS_URL=TEST_REDIS_URL,
+        DATABASE_URL=os.environ["DATABASE_URL"],
+        OLLAMA_BASE_URL=os.environ["OLLAMA_BASE_URL"],
+    )
+    children = subprocess.run(
+        ["pgrep", "-P", str(pool.process.pid)], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert children
+    for pid in children:
+        os.kill(int(pid), signal.SIGSTOP)
+    try:
+        # When a request is submitted with --timeout 1
+        done = run_aipool(["submit", "--timeout", "1", "What is a pod?"], env, tmp_path)
+    finally:
+        for pid in children:
+            os.kill(int(pid), signal.SIGCONT)
     # Then the command says it got no answer, in one line and nothing after it (871a594 printed
     # 17 more: "Exception ignored in: <function AsyncResult.__del__>" ... at interpreter exit)
     assert done.returncode == 1
