@@ -14,6 +14,8 @@ announced, and without one :func:`submit` raises :class:`~aipool.errors.NoRedis`
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +27,7 @@ from aipool.attempt.identity import journey_id
 from aipool.attempt.visit import Done
 from aipool.cache.front import Recheck
 from aipool.contract.request import parse_request
+from aipool.redis.riding import Rider, riding
 from aipool.routing.recall import own_route
 from aipool.tracing.setup import configure as configure_tracing
 from aipool.tracing.setup import wanted as tracing_wanted
@@ -106,28 +109,42 @@ def send(dispatch: Dispatch, *, app: Celery | None = None, **options: Any) -> As
         # On the pool's clock, as the workers' own rechecks (tasks.generate._forward).
         options["eta"] = cache_front().runner.eta(dispatch.countdown)
     headers = {**(options.pop("headers", None) or {}), **described()}
-    sent = app.send_task(
-        TASK_NAME,
-        kwargs=dispatch.kwargs,
-        kwargsrepr=dispatch.kwargsrepr,
-        task_id=dispatch.task_id,
-        queue=dispatch.queue,
-        routing_key=dispatch.queue,
-        headers=headers,
-        **options,
-    )
-    _claim(dispatch, app)
+    with _claim_riding(dispatch) as rider:
+        sent = app.send_task(
+            TASK_NAME,
+            kwargs=dispatch.kwargs,
+            kwargsrepr=dispatch.kwargsrepr,
+            task_id=dispatch.task_id,
+            queue=dispatch.queue,
+            routing_key=dispatch.queue,
+            headers=headers,
+            **options,
+        )
+    _claim(dispatch, app, rider)
     return sent
 
 
-def _claim(dispatch: Dispatch, app: Celery) -> None:
-    """Claim the task id :func:`route` minted, now its message is out and before anyone is
-    handed the id. Nobody could hold an id minted a moment ago, short of reading it off the queue
-    in between: should the claim find another request there all the same, the id's result is
-    its refusal, written over whatever it holds (``store_result.lua``), as for any reused id."""
+@contextmanager
+def _claim_riding(dispatch: Dispatch) -> Iterator[Rider | None]:
+    """The claim of the task id :func:`route` minted, offered to the message's own round trip
+    (:mod:`aipool.redis.riding`; the pool's transport takes it where the message goes to the
+    attempts' Redis)."""
+    if dispatch.unclaimed is None:
+        yield None
+        return
+    with riding(cache_front().runner.claim_rider(dispatch.task_id, dispatch.unclaimed)) as rider:
+        yield rider
+
+
+def _claim(dispatch: Dispatch, app: Celery, rider: Rider | None = None) -> None:
+    """Claim the task id :func:`route` minted, with its message (``rider``) or now it is out,
+    and before anyone is handed the id. Nobody could hold an id minted a moment ago, short of
+    reading it off the queue in between: should the claim find another request there all the
+    same, the id's result is its refusal, written over whatever it holds (``store_result.lua``),
+    as for any reused id."""
     if dispatch.unclaimed is None:
         return
-    refused = cache_front().runner.reused(dispatch.task_id, dispatch.unclaimed)
+    refused = cache_front().runner.reused(dispatch.task_id, dispatch.unclaimed, rider)
     if refused is not None:
         app.backend.store_result(dispatch.task_id, refused.result, "SUCCESS")
 

@@ -20,6 +20,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
+from functools import partial
 from typing import TypeVar
 
 from redis.exceptions import RedisError
@@ -41,6 +42,8 @@ from aipool.contract.request import Request
 from aipool.errors import InvalidJourney, ReplicasBehind
 from aipool.providers import get_provider
 from aipool.providers.base import Provider
+from aipool.redis.riding import Rider
+from aipool.redis.sentinel import pool_place
 from aipool.settings import settings
 
 log = logging.getLogger("aipool.hop")
@@ -220,9 +223,25 @@ class HopRunner(HopCall):
             expired=expired,
         )
 
-    def reused(self, request_id: str, journey_id: str) -> Done | None:
+    def claim_rider(self, request_id: str, journey_id: str) -> Rider:
+        """The claim of ``request_id`` for ``journey_id``, to ride with the request's message
+        (:mod:`aipool.redis.riding`); :meth:`reused` reads what became of it."""
+        return Rider(
+            pool_place(self.book.client.connection_pool),
+            partial(
+                task_ids.take,
+                request_id=request_id,
+                journey_id=journey_id,
+                keep_s=self.book.answer_keep,
+            ),
+        )
+
+    def reused(self, request_id: str, journey_id: str, rider: Rider | None = None) -> Done | None:
         """The refusal of a request sent under a task id another request holds
-        (:mod:`aipool.attempt.task_ids`), or ``None`` when the id is this request's."""
+        (:mod:`aipool.attempt.task_ids`), or ``None`` when the id is this request's. A claim
+        that rode with the message and took the id (``rider``) is this request's already."""
+        if rider is not None and rider.sent and rider.reply is True:
+            return None
         try:
             mine = task_ids.claim(self.book.client, request_id, journey_id, self.book.answer_keep)
         except RedisError:

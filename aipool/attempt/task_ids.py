@@ -9,10 +9,12 @@ refusal replaces whatever that id's result held (``aipool/attempt/store_result.l
 producer holding the id reads an answer that may not be its own. The key holds the journey id (a
 digest), never prompt text.
 
-An id ``submit()`` mints itself (a fresh ``uuid4``) is claimed once its message is sent, before
+An id ``submit()`` mints itself (a fresh ``uuid4``) is claimed with its message, before
 ``submit()`` hands the id to anyone (``tasks/client.py``): nobody can hold an id minted a moment
-ago, so its claim need not hold the message back a round trip. One that finds another request's
-claim all the same (the id read off the queue in between) writes the refusal as above.
+ago, so its claim need not hold the message back a round trip. Where the message goes to the
+attempts' Redis, the claim rides in the message's own round trip (:mod:`aipool.redis.riding`);
+elsewhere it is sent once the message is out. One that finds another request's claim all the
+same (the id read off the queue in between) writes the refusal as above.
 """
 
 from __future__ import annotations
@@ -30,12 +32,17 @@ def claim_key(request_id: str) -> str:
     return f"aipool:task-id:{request_id}"
 
 
+def take(client: Any, request_id: str, journey_id: str, keep_s: int) -> Any:
+    """Send the claim of ``request_id`` for ``journey_id`` (``keep_s`` seconds) on ``client``, a
+    client or a pipeline: its reply is true when the id was nobody's."""
+    return client.set(claim_key(request_id), journey_id, nx=True, ex=keep_s)
+
+
 def claim(client: Any, request_id: str, journey_id: str, keep_s: int) -> bool:
     """Claim ``request_id`` for ``journey_id`` for ``keep_s`` seconds; whether the id is this
     journey's (claimed now, or by an earlier copy of the same request)."""
-    key = claim_key(request_id)
-    if client.set(key, journey_id, nx=True, ex=keep_s):
+    if take(client, request_id, journey_id, keep_s):
         return True
-    held = client.get(key)
+    held = client.get(claim_key(request_id))
     # Gone between the two commands (expired): nobody else holds it now.
     return held is None or text(held) == journey_id

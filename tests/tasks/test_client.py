@@ -158,3 +158,69 @@ def test_a_producer_decides_a_route_it_decided_before_at_the_cost_of_a_lookup(
     assert len(decided) == 2
     assert all(d.kwargs["journey"]["route"] == first.kwargs["journey"]["route"] for d in again)
     assert other.kwargs["journey"]["route"] != first.kwargs["journey"]["route"]
+
+
+def _round_trips(monkeypatch):  # type: ignore[no-untyped-def]
+    # Every write of commands to a Redis socket (one command, or a whole pipeline) is a round trip.
+    from redis.connection import AbstractConnection
+
+    sent: list[bytes] = []
+    write = AbstractConnection.send_packed_command
+
+    def counted(self, command, *args, **kwargs):  # type: ignore[no-untyped-def]
+        sent.append(command if isinstance(command, bytes) else b"".join(command))
+        return write(self, command, *args, **kwargs)
+
+    monkeypatch.setattr(AbstractConnection, "send_packed_command", counted)
+    return sent
+
+
+def test_a_minted_task_id_is_claimed_in_its_messages_own_round_trip(
+    celery_app, clean_redis, monkeypatch
+):  # type: ignore[no-untyped-def]
+    # Given a request routed by submit()'s producer, its message bound for a queue no worker
+    # serves, and the producer's writes to Redis counted
+    import dataclasses
+
+    from aipool.attempt.identity import journey_id
+    from aipool.attempt.task_ids import claim_key
+    from tasks.client import route, send
+
+    dispatch = dataclasses.replace(route(dict(QUESTION)), queue="test-claim-rides")
+    sent = _round_trips(monkeypatch)
+    try:
+        # When the message is sent
+        result = send(dispatch, app=celery_app)
+        # Then one round trip carried both the message and the claim of its id, and the id
+        # is the request's before send() hands it over (issue #44: a round trip fewer with
+        # Redis a network away)
+        claims = [written for written in sent if b"aipool:task-id:" in written]
+        assert len(claims) == 1
+        assert b"LPUSH" in claims[0]
+        assert clean_redis.llen("test-claim-rides") == 1
+        assert clean_redis.get(claim_key(result.id)) == journey_id(result.id, QUESTION).encode()
+    finally:
+        clean_redis.delete("test-claim-rides")
+
+
+def test_a_claim_riding_with_its_message_that_finds_another_request_there_is_refused(
+    celery_app, clean_redis, monkeypatch
+):  # type: ignore[no-untyped-def]
+    # Given a minted task id another request already holds (read off the queue, say) when its
+    # message and claim go out together
+    import dataclasses
+
+    from aipool.attempt.task_ids import claim
+    from tasks.client import route, send
+
+    dispatch = dataclasses.replace(route(dict(QUESTION)), queue="test-claim-rides")
+    claim(clean_redis, dispatch.task_id, "another", 60)
+    try:
+        # When the message is sent
+        result = send(dispatch, app=celery_app)
+        # Then the message is out, and whoever holds the id reads the refusal of a reused id
+        assert clean_redis.llen("test-claim-rides") == 1
+        answer = result.get(timeout=5)
+        assert (answer["status"], answer["error"]["code"]) == ("error", "task_id_reused")
+    finally:
+        clean_redis.delete("test-claim-rides")

@@ -1,5 +1,5 @@
-"""kombu's Redis transport with each envelope checked before kombu builds a message from it, and
-one Redis client reused for its publishes.
+"""kombu's Redis transport with each envelope checked before kombu builds a message from it, one
+Redis client reused for its publishes, and a command riding with a message sent in its round trip.
 
 :meth:`RedisChannel._brpop_read` is a copy of kombu's private ``Channel._brpop_read`` with one line
 changed. kombu is pinned to the minor version it was copied from (``kombu~=5.7.0``), and
@@ -13,6 +13,11 @@ is only a front for the channel's connection pool, but redis-py 8 fills a table 
 response callbacks for each one, about 85 µs of CPU here, as much as the command itself
 (docs/benchmarks.md). :meth:`RedisChannel.conn_or_acquire` keeps one per connection pool instead;
 a test keeps kombu's method the one it replaces.
+
+:meth:`RedisChannel._put` sends a command riding with the message (:mod:`aipool.redis.riding`:
+``submit()``'s claim of the task id it minted) in the message's own pipeline, where both are for
+one Redis: one round trip for the two. It lets kombu's ``_put`` name the message's commands
+through the publish-batch hook kombu's own batching uses, and runs them after the rider's.
 
 A channel outlives its transport's link to the connection: kombu's ``Connection.collect`` (which
 Celery's consumer runs when the broker is lost) detaches the transport (``transport.client =
@@ -36,6 +41,8 @@ from kombu.transport import redis as kombu_redis
 from kombu.utils.encoding import bytes_to_str
 from kombu.utils.json import loads
 
+from aipool.redis import riding
+from aipool.redis.sentinel import pool_place
 from workers.edge.inspection import Refusal, log_refusal, refusal
 
 #: The kombu release :meth:`RedisChannel._brpop_read` was copied from.
@@ -99,6 +106,33 @@ class RedisChannel(kombu_redis.Channel):
         if reused is None or reused.connection_pool is not pool:
             reused = self._reused = self._create_client()  # type: ignore[attr-defined]  # private, not in celery-types' stub
         yield reused
+
+    def _put(self, queue: str, message: Any, **kwargs: Any) -> None:
+        # A command riding with this message (aipool.redis.riding: submit()'s claim of the id it
+        # minted) goes in the message's own pipeline, ahead of it, when both are for one Redis and
+        # kombu would itself pipeline a publish (a client that retries might replay the LPUSH).
+        rider = riding.current()
+        if (
+            rider is None
+            or kwargs.get("_publish_batch") is not None
+            or not self.supports_batch_publish  # type: ignore[attr-defined]  # kombu 5.7's, not in celery-types' stub
+            or pool_place(self.pool) != rider.place
+        ):
+            super()._put(queue, message, **kwargs)
+            return
+        # kombu's own _put names the message's commands (LPUSH, and PEXPIRE on a queue that
+        # expires) through its publish-batch hook; they are sent here, after the rider's.
+        commands = _Commands()
+        super()._put(queue, message, _publish_batch=commands, **kwargs)  # type: ignore[call-arg]  # kombu 5.7's Redis _put takes it; the stub's base does not
+        with self.conn_or_acquire() as client, client.pipeline(transaction=False) as pipe:
+            rider.command(pipe)
+            for name, args in commands.added:
+                getattr(pipe, name)(*args)
+            replies = pipe.execute(raise_on_error=False)
+        rider.answered(replies[0])
+        failed = next((r for r in replies[1:] if isinstance(r, Exception)), None)
+        if failed is not None:
+            raise failed
 
     def _brpop_read(self, **options: Any) -> bool:
         # kombu's _brpop_read (COPIED_FROM) with the envelope check in place of its bare ``loads``.
@@ -170,6 +204,16 @@ class RedisChannel(kombu_redis.Channel):
         except Exception as exc:
             return f"envelope body cannot be read ({type(exc).__name__})"
         return None
+
+
+class _Commands:
+    """What kombu's ``_put`` hands its publish batch (``add``): the message's Redis commands."""
+
+    def __init__(self) -> None:
+        self.added: list[tuple[str, tuple[Any, ...]]] = []
+
+    def add(self, name: str, *args: Any) -> None:
+        self.added.append((name, args))
 
 
 class RedisTransport(kombu_redis.Transport):

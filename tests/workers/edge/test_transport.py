@@ -16,6 +16,8 @@ from kombu import Connection, Producer
 from kombu.transport import redis as kombu_redis
 from packaging.version import Version
 
+from aipool.redis.riding import Rider, riding
+from aipool.redis.sentinel import pool_place
 from workers.edge.transport import COPIED_FROM, RedisChannel
 
 KEPT_SOURCE = Path(__file__).with_name("kombu_brpop_read.txt")
@@ -124,3 +126,91 @@ def test_a_channel_detached_from_its_transport_still_reaches_redis(
     with channel.conn_or_acquire() as client:
         assert client.ping()
     channel.connection = transport
+
+
+def _claim(redis_client: redis.Redis, key: str, place: tuple[Any, ...] | None = None) -> Rider:
+    # A rider as submit() makes one: SET NX of a key, for the Redis at ``place``.
+    return Rider(
+        place or pool_place(redis_client.connection_pool),
+        lambda pipe: pipe.set(key, "journey", nx=True, ex=60),
+    )
+
+
+def test_a_rider_for_the_messages_redis_goes_in_the_messages_round_trip_and_only_the_first(
+    channel: RedisChannel, redis_client: redis.Redis
+) -> None:
+    # Given a claim offered to the messages published while it rides
+    queue, key = f"test-ride-{uuid.uuid4().hex}", f"aipool:test-ride:{uuid.uuid4().hex}"
+    producer = Producer(channel, routing_key=queue)
+    try:
+        with riding(_claim(redis_client, key)) as rider:
+            # When two messages are published
+            producer.publish({"n": 1}, routing_key=queue)
+            redis_client.delete(key)
+            producer.publish({"n": 2}, routing_key=queue)
+        # Then both landed, the first carried the claim (its reply kept for the caller) and the
+        # second did not send it again
+        assert redis_client.llen(queue) == 2
+        assert (rider.sent, rider.reply) == (True, True)
+        assert not redis_client.exists(key)
+    finally:
+        redis_client.delete(queue, key)
+
+
+def test_a_rider_for_another_redis_is_left_to_its_caller(
+    channel: RedisChannel, redis_client: redis.Redis
+) -> None:
+    # Given a claim for another Redis server than the message's
+    queue, key = f"test-ride-{uuid.uuid4().hex}", f"aipool:test-ride:{uuid.uuid4().hex}"
+    elsewhere = ("127.0.0.1", 1, 0, None)
+    with riding(_claim(redis_client, key, elsewhere)) as rider:
+        # When the message is published
+        Producer(channel, routing_key=queue).publish({"n": 1}, routing_key=queue)
+    try:
+        # Then the message landed without it: the claim is unsent, for its caller to send
+        assert redis_client.llen(queue) == 1
+        assert not rider.sent and not redis_client.exists(key)
+    finally:
+        redis_client.delete(queue)
+
+
+def test_a_rider_redis_answers_with_an_error_loses_no_message(
+    channel: RedisChannel, redis_client: redis.Redis
+) -> None:
+    # Given a riding command Redis answers with an error (INCR of a value that is no number)
+    queue, key = f"test-ride-{uuid.uuid4().hex}", f"aipool:test-ride:{uuid.uuid4().hex}"
+    redis_client.set(key, "journey")
+    failing = Rider(pool_place(redis_client.connection_pool), lambda pipe: pipe.incr(key))
+    try:
+        with riding(failing) as rider:
+            # When the message is published
+            Producer(channel, routing_key=queue).publish({"n": 1}, routing_key=queue)
+        # Then the message landed all the same, and the claim's error is its caller's to read
+        assert redis_client.llen(queue) == 1
+        assert rider.sent and isinstance(rider.reply, redis.ResponseError)
+    finally:
+        redis_client.delete(queue, key)
+
+
+def test_a_rider_does_not_ride_on_a_client_that_retries_commands(redis_client: redis.Redis) -> None:
+    # Given a channel whose client retries a command on a timeout (a pipeline's retry could
+    # push the message twice: kombu does not batch publishes there either)
+    url = redis_client.connection_pool.connection_kwargs
+    connection = Connection(
+        f"redis://{url['host']}:{url['port']}/{url['db']}",
+        transport="workers.edge.transport:RedisTransport",
+        transport_options={"retry_on_timeout": True},
+    )
+    queue, key = f"test-ride-{uuid.uuid4().hex}", f"aipool:test-ride:{uuid.uuid4().hex}"
+    try:
+        with riding(_claim(redis_client, key)) as rider:
+            # When a message is published
+            Producer(connection.default_channel, routing_key=queue).publish(
+                {"n": 1}, routing_key=queue
+            )
+        # Then it went alone, and the claim is left to its caller
+        assert redis_client.llen(queue) == 1
+        assert not rider.sent
+    finally:
+        redis_client.delete(queue)
+        connection.release()
