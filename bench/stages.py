@@ -15,6 +15,7 @@ traffic.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -27,6 +28,9 @@ from bench.stage_meter import APP_ENV, PLAIN_STAGES, POOL_STAGES, STAGES_KEY, TA
 
 #: The first requests of each side load the SDK and warm the process: not kept.
 WARMUP = 30
+
+#: Pairs of requests between the bench process's garbage collections (outside the timed windows).
+COLLECT_EVERY = 20
 
 
 def summary(rows: Iterable[dict[str, list[float]]]) -> dict[str, dict[str, float]]:
@@ -127,13 +131,26 @@ def _run(
         before = {
             side: {k: process_cpu_s(pid) for k, pid in p.items()} for side, p in sides.items()
         }
-        for i in range(n):
-            started = time.thread_time()
-            submit(fresh_request(i) if fresh else SIMPLE, app=pool.app).get(timeout=TIMEOUT_S)
-            middle = time.thread_time()
-            plain_request(1)
-            spent["pool"][PROCESSES[0]] += middle - started
-            spent["plain"][PROCESSES[0]] += time.thread_time() - middle
+        # The bench process's garbage collection runs between pairs, outside both sides'
+        # windows: left automatic, a collection lands in whichever side's window crosses the
+        # allocation threshold, and moves there when either side's allocations change
+        # (docs/benchmarks.md: 2026-12-07, late).
+        collected = 0.0
+        gc.disable()
+        try:
+            for i in range(n):
+                started = time.thread_time()
+                submit(fresh_request(i) if fresh else SIMPLE, app=pool.app).get(timeout=TIMEOUT_S)
+                middle = time.thread_time()
+                plain_request(1)
+                spent["pool"][PROCESSES[0]] += middle - started
+                spent["plain"][PROCESSES[0]] += time.thread_time() - middle
+                if i % COLLECT_EVERY == COLLECT_EVERY - 1:
+                    before_gc = time.thread_time()
+                    gc.collect(1)  # the young generations, as the automatic collector mostly runs
+                    collected += time.thread_time() - before_gc
+        finally:
+            gc.enable()
         for side, pids in sides.items():
             for name, pid in pids.items():
                 spent[side][name] = process_cpu_s(pid) - before[side][name]
@@ -148,6 +165,7 @@ def _run(
     plain_rows = [row for row in rows if row.keys() <= plain_labels]
     pool_rows = [row for row in rows if not row.keys() <= plain_labels]
     processes = {side: per_request(totals, n) for side, totals in spent.items()}
+    processes["gc"] = {PROCESSES[0]: collected / n * 1e6}
     return summary(pool_rows), summary(plain_rows), processes
 
 
@@ -183,6 +201,10 @@ def main() -> None:
     )
     for line in process_table(processes["pool"], processes["plain"]):
         print(line)
+    print(
+        f"(the producer's young-generation garbage collections, outside both sides' windows: "
+        f"{processes['gc'][PROCESSES[0]]:.0f} µs per pair of requests)"
+    )
 
 
 if __name__ == "__main__":
