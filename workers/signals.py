@@ -147,12 +147,14 @@ def _start_metrics_server(sender: Any = None, **_: Any) -> None:
     # Queues consumed, and on the maintenance worker the pool's shared state, read at scrape time.
     for collector in collectors_for(getattr(sender, "app", None), _consumed_queues(sender)):
         registry.register(collector)
-    port = settings().metrics_port
+    host, port = settings().metrics_host, settings().metrics_port
     try:
-        endpoint.serve(registry, port, token)
+        endpoint.serve(registry, host, port, token)
     except PoolUnavailable as exc:
-        _refuse_to_start(f"{endpoint.SERVER} {exc} (AIPOOL_METRICS_PORT={port})")
-    _serving.append(endpoint.serving_line(port, token))
+        _refuse_to_start(
+            f"{endpoint.SERVER} {exc} (AIPOOL_METRICS_HOST={host}, AIPOOL_METRICS_PORT={port})"
+        )
+    _serving.append(endpoint.serving_line(host, port, token))
 
 
 def _refuse_to_start(why: object) -> NoReturn:

@@ -168,8 +168,10 @@ def class_metrics(name: str, index: int) -> tuple[dict[str, str] | None, str]:
     one given and the port after the previous class's. ``None``: the command's own environment.
     """
     # deferred: `aipool` imports every command at start; settings load pydantic-settings
+    from aipool.metrics.endpoint import EVERY_INTERFACE
     from aipool.metrics.endpoint import TOKEN as METRICS_TOKEN
     from aipool.settings import settings
+    from aipool.views.http_server import address
 
     s = settings()
     if not s.prometheus_multiproc_dir:
@@ -183,7 +185,9 @@ def class_metrics(name: str, index: int) -> tuple[dict[str, str] | None, str]:
     # Said as each worker's log says it (aipool.metrics.endpoint): a scrape without the token
     # gets 401, so whoever reads this screen should know one is asked for.
     login = " (login required)" if s.secret(METRICS_TOKEN) else " WITHOUT a login"
-    return env, f"; metrics on :{port}/metrics{login}"
+    # Every interface is said as the port alone; an address given (AIPOOL_METRICS_HOST) is named.
+    where = f":{port}" if s.metrics_host == EVERY_INTERFACE else address(s.metrics_host, port)
+    return env, f"; metrics on {where}/metrics{login}"
 
 
 def _start_again(

@@ -1,5 +1,5 @@
-"""A worker's metrics endpoint: ``GET /metrics`` on ``AIPOOL_METRICS_PORT``, to the bearer of
-``AIPOOL_METRICS_TOKEN`` only.
+"""A worker's metrics endpoint: ``GET /metrics`` on ``AIPOOL_METRICS_PORT`` (every interface, or
+``AIPOOL_METRICS_HOST``), to the bearer of ``AIPOOL_METRICS_TOKEN`` only.
 
 The metrics carry each service's spend, request rates, provider outcomes, breaker and quota state:
 like the usage report, they are served only to ``Authorization: Bearer <token>`` (a secret: the
@@ -18,7 +18,14 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from aipool.views.http_server import BoundedServer, StartResponse, WSGIApp, listen, respond
+from aipool.views.http_server import (
+    BoundedServer,
+    StartResponse,
+    WSGIApp,
+    address,
+    listen,
+    respond,
+)
 from aipool.views.serving import BEARER_CHALLENGE, announcement, bearer_accepted, required_token
 
 METRICS_PATH = "/metrics"
@@ -26,7 +33,8 @@ PROBE_PATH = "/healthz"
 #: The name the refusal and the log line give the endpoint.
 SERVER = "the worker's metrics endpoint"
 TOKEN = "AIPOOL_METRICS_TOKEN"
-#: Every interface: Prometheus scrapes a worker from outside its container.
+#: Every interface, the default (``AIPOOL_METRICS_HOST``): Prometheus scrapes a worker from
+#: outside its container.
 EVERY_INTERFACE = "0.0.0.0"
 PLAIN = "text/plain; charset=utf-8"
 
@@ -58,15 +66,15 @@ def make_app(registry: Any, token: str | None) -> WSGIApp:
     return app
 
 
-def serve(registry: Any, port: int, token: str | None) -> BoundedServer:
-    """Serve ``registry`` on every interface's ``port`` from a daemon thread, asking for
-    ``token``; return the server. Raises :class:`~aipool.errors.PoolUnavailable` when the port
-    cannot be taken."""
-    server = listen(EVERY_INTERFACE, port, make_app(registry, token))
+def serve(registry: Any, host: str, port: int, token: str | None) -> BoundedServer:
+    """Serve ``registry`` on ``host``'s ``port`` from a daemon thread, asking for ``token``;
+    return the server. Raises :class:`~aipool.errors.PoolUnavailable` when the address cannot be
+    taken."""
+    server = listen(host, port, make_app(registry, token))
     threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
     return server
 
 
-def serving_line(port: int, token: str | None) -> str:
+def serving_line(host: str, port: int, token: str | None) -> str:
     """The line saying where the metrics are served and whether they ask for a login."""
-    return announcement(SERVER, f"http://{EVERY_INTERFACE}:{port}{METRICS_PATH}", bool(token))
+    return announcement(SERVER, f"http://{address(host, port)}{METRICS_PATH}", bool(token))

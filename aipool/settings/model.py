@@ -7,6 +7,7 @@ limits file), highest first; what none of them sets keeps the default written he
 
 from __future__ import annotations
 
+import ipaddress
 from decimal import Decimal
 from functools import cached_property
 from pathlib import Path
@@ -239,6 +240,9 @@ class Settings(BaseSettings):
     #: A file every span is written to as JSON, one object per span (the console exporter).
     trace_file: Path | None = None
     metrics_port: int = Field(default=9808, ge=1, le=65535)
+    #: The address a worker's metrics endpoint listens on: every interface by default, since
+    #: Prometheus scrapes a worker from outside its container; one address keeps it there.
+    metrics_host: str = "0.0.0.0"
     prometheus_multiproc_dir: Path | None = None
     secrets_dir: Path = Path("/run/secrets")
     runtime_dir: Path | None = None
@@ -385,6 +389,18 @@ class Settings(BaseSettings):
                 "posted to its /v1/traces)"
             )
         return value.strip().rstrip("/")
+
+    @field_validator("metrics_host")
+    @classmethod
+    def _ip_address(cls, value: str) -> str:
+        try:
+            ipaddress.ip_address(value)
+        except ValueError:
+            raise ValueError(
+                "is not an IP address to listen on; write 0.0.0.0 (every interface), "
+                "127.0.0.1 (this host only) or one of this host's addresses"
+            ) from None
+        return value
 
     @field_validator("timezone")
     @classmethod

@@ -69,6 +69,7 @@ _POOL: dict[str, Path] = {
     "AIPOOL_OTLP_ENDPOINT": ("otlp_endpoint",),
     "AIPOOL_TRACE_FILE": ("trace_file",),
     "AIPOOL_METRICS_PORT": ("metrics_port",),
+    "AIPOOL_METRICS_HOST": ("metrics_host",),
     "AIPOOL_ALLOW_ANONYMOUS": ("allow_anonymous",),
     "AIPOOL_FLOWER_SHOWS_ANSWERS": ("flower_shows_answers",),
     "AIPOOL_TASK_EVENTS": ("task_events",),

@@ -176,13 +176,27 @@ class BoundedServer(ThreadingMixIn, WSGIServer):
             self._slots.release()
 
 
+class _BoundedServer6(BoundedServer):
+    """:class:`BoundedServer` on an IPv6 address (``::``, ``::1``)."""
+
+    address_family = socket.AF_INET6
+
+
 def listen(host: str, port: int, app: Any) -> BoundedServer:
     """A :class:`BoundedServer` serving ``app`` on ``host:port`` (0: any free port); raises
     :class:`~aipool.errors.PoolUnavailable` saying why it cannot listen there."""
+    server = _BoundedServer6 if ":" in host else BoundedServer
     try:
-        return BoundedServer((host, port), app)
+        return server((host, port), app)
     except OSError as exc:
-        raise PoolUnavailable(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        raise PoolUnavailable(
+            f"cannot listen on {address(host, port)}: {exc.strerror or exc}"
+        ) from None
+
+
+def address(host: str, port: int) -> str:
+    """``host:port`` as a URL writes it (an IPv6 address in brackets)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def respond(

@@ -197,8 +197,48 @@ def test_a_worker_whose_metrics_port_is_taken_exits_naming_it(tmp_path) -> None:
             refusal = [line for line in worker.log().splitlines() if line.startswith("aipool:")]
             assert refusal == [
                 f"aipool: the worker's metrics endpoint cannot listen on 0.0.0.0:{port}: "
-                f"Address already in use (AIPOOL_METRICS_PORT={port})"
+                f"Address already in use (AIPOOL_METRICS_HOST=0.0.0.0, AIPOOL_METRICS_PORT={port})"
             ], worker.log()
             assert "Traceback" not in worker.log() and "metrics-t0ken" not in worker.log()
         finally:
             worker.stop()
+
+
+def test_a_worker_given_a_metrics_address_serves_there_only(celery_app, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import httpx
+
+    # Given a worker told to serve its metrics on one address (AIPOOL_METRICS_HOST), of loopback
+    worker, port = _metered(
+        tmp_path, AIPOOL_METRICS_HOST="127.0.0.2", AIPOOL_METRICS_TOKEN="metrics-t0ken"
+    )
+    try:
+        # When it starts, then its metrics answer on that address and on no other, and its log
+        # says where
+        worker.wait_ready(celery_app)
+        login = {"Authorization": "Bearer metrics-t0ken"}
+        assert httpx.get(f"http://127.0.0.2:{port}/metrics", headers=login, timeout=5).is_success
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"http://127.0.0.1:{port}/metrics", headers=login, timeout=5)
+        deadline = time.monotonic() + 10
+        while f"127.0.0.2:{port}/metrics" not in worker.log() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert f"http://127.0.0.2:{port}/metrics (login required)" in worker.log()
+    finally:
+        worker.stop()
+
+
+def test_a_worker_given_an_address_it_does_not_have_exits_naming_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # Given a metrics address of another host (192.0.2.1 is reserved for documentation)
+    worker, port = _metered(
+        tmp_path, AIPOOL_METRICS_HOST="192.0.2.1", AIPOOL_METRICS_TOKEN="metrics-t0ken"
+    )
+    try:
+        # When it starts, then it exits with one line naming the address and its setting
+        assert _exit_code(worker.process) == 1
+        refusal = [line for line in worker.log().splitlines() if line.startswith("aipool:")]
+        assert len(refusal) == 1, worker.log()
+        assert f"cannot listen on 192.0.2.1:{port}" in refusal[0]
+        assert "AIPOOL_METRICS_HOST=192.0.2.1" in refusal[0]
+        assert "Traceback" not in worker.log()
+    finally:
+        worker.stop()

@@ -20,7 +20,7 @@ def served() -> Iterator[str]:
     """The endpoint's base URL, serving a registry with one counter and asking for ``TOKEN``."""
     registry = CollectorRegistry()
     Counter("spend_total", "a counter", registry=registry).inc(3)
-    server = endpoint.serve(registry, 0, TOKEN)
+    server = endpoint.serve(registry, endpoint.EVERY_INTERFACE, 0, TOKEN)
     try:
         yield f"http://127.0.0.1:{server.server_port}"
     finally:
@@ -73,7 +73,34 @@ def test_without_a_token_the_metrics_are_refused_naming_both_ways_out(
     assert endpoint.metrics_token() is None
 
 
-def test_the_line_says_whether_a_login_is_asked_for_never_the_token() -> None:
-    line = endpoint.serving_line(9808, TOKEN)
-    assert line.endswith(":9808/metrics (login required)") and TOKEN not in line
-    assert "WITHOUT a login (AIPOOL_ALLOW_ANONYMOUS=1)" in endpoint.serving_line(9808, None)
+def test_the_line_says_where_and_whether_a_login_is_asked_for_never_the_token() -> None:
+    line = endpoint.serving_line("0.0.0.0", 9808, TOKEN)
+    assert line.endswith("http://0.0.0.0:9808/metrics (login required)") and TOKEN not in line
+    assert "WITHOUT a login (AIPOOL_ALLOW_ANONYMOUS=1)" in endpoint.serving_line(
+        "0.0.0.0", 9808, None
+    )
+    assert "http://[::1]:9808/metrics" in endpoint.serving_line("::1", 9808, TOKEN)
+
+
+def test_an_address_given_is_the_only_one_served() -> None:
+    # Given the endpoint told to listen on one loopback address (AIPOOL_METRICS_HOST)
+    server = endpoint.serve(CollectorRegistry(), "127.0.0.2", 0, TOKEN)
+    port = server.server_port
+    try:
+        # Then it answers there, and nothing answers on the host's other addresses
+        assert httpx.get(f"http://127.0.0.2:{port}/healthz", timeout=5).status_code == 200
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_ipv6_address_is_served_too() -> None:
+    server = endpoint.serve(CollectorRegistry(), "::1", 0, TOKEN)
+    try:
+        answer = httpx.get(f"http://[::1]:{server.server_port}/healthz", timeout=5)
+        assert answer.status_code == 200
+    finally:
+        server.shutdown()
+        server.server_close()

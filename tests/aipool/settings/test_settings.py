@@ -58,6 +58,20 @@ def test_unlimited_is_written_unlimited_and_zero_is_refused_saying_how_to_write_
     assert "positive whole number" in read_settings({"AIPOOL_GEMINI_RPM": "-3"}).problems[0]
 
 
+def test_the_metrics_address_is_every_interface_unless_an_address_is_given() -> None:
+    # Prometheus scrapes a worker from outside its container, so every interface by default;
+    # an operator may keep it to one address (loopback, or the pod's own)
+    assert read_settings({}).checked().metrics_host == "0.0.0.0"
+    assert read_settings({"AIPOOL_METRICS_HOST": "127.0.0.1"}).checked().metrics_host == (
+        "127.0.0.1"
+    )
+    assert read_settings({"AIPOOL_METRICS_HOST": "::"}).checked().metrics_host == "::"
+    for wrong in ("localhost:9808", "http://0.0.0.0", "256.1.1.1", "every"):
+        (problem,) = read_settings({"AIPOOL_METRICS_HOST": wrong}).problems
+        assert problem.startswith(f"AIPOOL_METRICS_HOST={wrong}: is not an IP address")
+        assert "0.0.0.0" in problem and "\n" not in problem
+
+
 def test_a_value_that_does_not_fit_names_its_variable_and_value() -> None:
     reading = read_settings(
         {
