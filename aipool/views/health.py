@@ -29,7 +29,7 @@ from aipool.redis.url import connect, ping
 from aipool.settings import settings
 from aipool.settings.provider_limits import ProviderLimits
 from aipool.views import serving
-from aipool.views.http_server import StartResponse, WSGIApp, listen, respond
+from aipool.views.http_server import StartResponse, WSGIApp, address, listen, respond
 from aipool.views.serving import BEARER_CHALLENGE, announce, bearer_accepted
 
 USAGE_PATH = "/api/v1/health/ai-usage"
@@ -139,7 +139,7 @@ def serve(
     client = connect(redis_url)
     app = make_app(client, report=report, token=token)
     with listen(host, port, app) as server:
-        where = f"http://{host}:{server.server_port}"
+        where = f"http://{address(host, server.server_port)}"
         announce(
             "the usage report", f"{where}{USAGE_PATH} (probes: {where}{PROBE_PATH})", bool(token)
         )

@@ -118,10 +118,10 @@ def test_report_and_status_count_calls_apart_from_skipped_hops_in_the_same_words
     assert f"Ledger  {claude_day}" in report
 
 
-def _serve(tmp_path, **env: str):  # type: ignore[no-untyped-def]
+def _serve(tmp_path, *options: str, **env: str):  # type: ignore[no-untyped-def]
     from tests.support.status_server import serve_status
 
-    return serve_status(tmp_path, **env)
+    return serve_status(tmp_path, *options, **env)
 
 
 def test_status_serve_without_a_token_refuses_to_start_in_one_line(tmp_path):
@@ -167,6 +167,27 @@ def test_status_serve_listens_on_loopback_and_says_where(tmp_path, env, said):
             lambda: httpx.get(f"{base}/api/v1/health/ai-usage", timeout=5), 10, "an answer"
         )
         assert answer.status_code == (401 if "AIPOOL_HEALTH_TOKEN" in env else 200)
+    finally:
+        process.terminate()
+        process.communicate(timeout=10)
+
+
+def test_status_serve_on_an_ipv6_address_says_it_as_a_url_writes_it(tmp_path):
+    import httpx
+
+    from tests.support.waiting import eventually
+
+    # Given the usage report served on IPv6 loopback
+    process, port = _serve(tmp_path, "--host", "::1", AIPOOL_ALLOW_ANONYMOUS="1")
+    try:
+        # When it has started: its first line says where, the address in brackets
+        assert process.stderr is not None
+        line = process.stderr.readline().strip()
+        base = f"http://[::1]:{port}"
+        assert line.startswith(f"aipool: the usage report serving on {base}/api/v1/health/")
+        # Then the probe answers there
+        answer = eventually(lambda: httpx.get(f"{base}/healthz", timeout=5), 10, "an answer")
+        assert answer.status_code == 200
     finally:
         process.terminate()
         process.communicate(timeout=10)

@@ -10,10 +10,10 @@ from tests.support.cli import fresh_env
 from tests.support.services import free_port
 
 
-def serve_status(tmp_path: Path, **env: str) -> tuple[subprocess.Popen[str], int]:
-    """Start ``aipool status --serve`` against the test Redis (unless ``env`` names another), with
-    no login variable but those in ``env``; its stdout and stderr are pipes. Returns the process
-    and its port; the caller stops it."""
+def serve_status(tmp_path: Path, *options: str, **env: str) -> tuple[subprocess.Popen[str], int]:
+    """Start ``aipool status --serve`` (with ``options``) against the test Redis (unless ``env``
+    names another), with no login variable but those in ``env``; its stdout and stderr are pipes.
+    Returns the process and its port; the caller stops it."""
     from tests.conftest import TEST_REDIS_URL
 
     port = free_port()
@@ -23,7 +23,7 @@ def serve_status(tmp_path: Path, **env: str) -> tuple[subprocess.Popen[str], int
         if name not in env:
             environment.pop(name, None)
     process = subprocess.Popen(
-        [*command, "status", "--serve", "--port", str(port)],
+        [*command, "status", "--serve", "--port", str(port), *options],
         env=environment,
         cwd=tmp_path,
         stdout=subprocess.PIPE,
