@@ -17,6 +17,7 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
+from difflib import get_close_matches
 from typing import Annotated
 
 import typer
@@ -154,6 +155,7 @@ def _usage(exc: TyperException) -> int:
         print(ctx.get_help())
         return 0
     code = int(getattr(exc, "exit_code", 1))
+    _near_misses_only(exc)
     message = exc.format_message().replace("Value error, ", "")
     if code == USER_MISTAKE:
         command = ctx.command_path if ctx is not None else "aipool"
@@ -161,6 +163,18 @@ def _usage(exc: TyperException) -> int:
     else:
         _say(f"aipool: {message}")
     return code
+
+
+#: How close an unknown option must be to one the command has to be offered in its place. Click
+#: offers any above difflib's default 0.6, which put ``--host`` beside ``--bogus``.
+NEAR_MISS = 0.7
+
+
+def _near_misses_only(exc: TyperException) -> None:
+    """Keep only the near misses among the options an unknown one is said to resemble."""
+    option, offered = getattr(exc, "option_name", None), getattr(exc, "possibilities", None)
+    if type(exc).__name__ == "NoSuchOption" and option and offered:
+        exc.possibilities = get_close_matches(option, offered, cutoff=NEAR_MISS)  # type: ignore[attr-defined]  # NoSuchOption's own
 
 
 def _say(line: str) -> None:

@@ -56,6 +56,25 @@ def test_a_user_mistake_is_one_line_and_exit_code_2(args, says, capsys):
 
 
 @pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        # a near miss names what was meant
+        (
+            ["submit", "hi", "--timout", "3"],
+            "No such option: --timout (Possible options: --timeout)",
+        ),
+        (["statsu"], "No such command 'statsu'. Did you mean 'status'?"),
+        # a word like no option names none (click's own matching offered --host for --bogus)
+        (["status", "--bogus"], "aipool status: No such option: --bogus (see"),
+        (["report", "--dya", "2026-01-01"], "No such option: --dya (Possible options: --day)"),
+    ],
+)
+def test_an_unknown_option_or_command_suggests_only_a_near_miss(args, says, capsys):
+    assert run(args) == 2
+    assert says in _one_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize(
     ("stdin", "says"),
     [
         (b"", "invalid request (invalid_prompt): 'prompt' must be a non-empty string"),
