@@ -65,6 +65,7 @@ if flower.running_flower():
     # Flower sends no worker signals: its records are scrubbed from here on (aipool/log_guard.py).
     log_guard.install()
     flower.withhold_answers(app)
+    flower.exit_promptly()
     try:
         flower.guard_metrics()
         flower.secure_defaults(sys.argv, os.environ)

@@ -21,6 +21,9 @@ their task events (``workers.messages``), and Flower gets no result backend
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
 from collections.abc import MutableMapping, Sequence
 
 import click
@@ -91,6 +94,45 @@ def guard_metrics() -> None:
         )
     entry = urls.handlers[found[0]]
     urls.handlers[found[0]] = (entry[0], GuardedMetrics, *entry[2:])
+
+
+#: How long Flower may take to exit once its loop has stopped (SIGTERM, Ctrl-C) before it is made
+#: to: Flower itself has nothing to finish that takes longer.
+EXIT_GRACE_S = 5.0
+
+
+def exit_promptly() -> None:
+    """Have the Flower about to start exit within :data:`EXIT_GRACE_S` of its loop stopping.
+
+    Flower stops on SIGTERM or Ctrl-C by leaving its loop, and Python then joins the threads of
+    Flower's executor before the process ends. One of them asks every worker to send events
+    every 5 s (``Control.enable_events``), and with the broker gone that call retries the
+    connection as long as the pool's workers do (``broker_connection_max_retries = None``): Flower
+    stayed up after SIGTERM until its supervisor killed it, the pod's whole grace period. A timer
+    started when the loop stops ends the process if it is still there :data:`EXIT_GRACE_S` later.
+    """
+    from flower.app import Flower
+
+    start = Flower.start
+
+    def start_and_exit_promptly(self: Flower) -> None:
+        try:
+            start(self)
+        finally:
+            timer = threading.Timer(EXIT_GRACE_S, _exit_now)
+            timer.daemon = True
+            timer.start()
+
+    Flower.start = start_and_exit_promptly
+
+
+def _exit_now() -> None:
+    print(
+        "aipool: Flower is exiting without waiting for the broker, which does not answer",
+        file=sys.stderr,
+        flush=True,
+    )
+    os._exit(0)
 
 
 def _options(argv: Sequence[str]) -> dict[str, str]:

@@ -182,3 +182,39 @@ def test_given_a_flower_that_lists_its_metrics_elsewhere_when_guarded_then_it_re
     # Then guarding it stops the start rather than serve the metrics to anyone
     with pytest.raises(PoolUnavailable, match="/metrics is not where this pool guards it"):
         guard_metrics()
+
+
+def test_given_its_redis_gone_when_flower_is_told_to_stop_then_it_exits_within_seconds(
+    tmp_path: Path,
+) -> None:
+    import signal
+    import time
+
+    from tests.support.services import RedisServer
+
+    # Given Flower watching a pool whose Redis then goes away (Flower keeps asking the workers to
+    # send events every 5 s; each ask now retries the lost broker)
+    redis_server = RedisServer().start()
+    port = free_port()
+    urls = dict.fromkeys(
+        ("REDIS_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND"), redis_server.url
+    )
+    try:
+        with _flower(tmp_path, f"--port={port}", FLOWER_BASIC_AUTH="ops:pw", **urls) as (
+            process,
+            log,
+        ):
+            eventually(lambda: _serving(process, log, port), 30, "flower serving", interval=0.1)
+            time.sleep(4)  # its first asks answered
+            redis_server.crash()
+            time.sleep(6)  # an ask since, retrying the broker
+            # When its supervisor stops it (SIGTERM: Kubernetes deleting the pod, compose down)
+            stopped_at = time.monotonic()
+            process.send_signal(signal.SIGTERM)
+            # Then it exits within seconds, as with its broker up, and says why it did not wait
+            # (it waited for the broker until killed: the pod's whole grace period, every time)
+            assert process.wait(timeout=20) == 0
+            assert time.monotonic() - stopped_at < 12
+            assert "without waiting for the broker" in log.read_text()
+    finally:
+        redis_server.stop()
