@@ -168,9 +168,9 @@ def class_metrics(name: str, index: int) -> tuple[dict[str, str] | None, str]:
     one given and the port after the previous class's. ``None``: the command's own environment.
     """
     # deferred: `aipool` imports every command at start; settings load pydantic-settings
-    from aipool.metrics.endpoint import EVERY_INTERFACE
     from aipool.metrics.endpoint import TOKEN as METRICS_TOKEN
     from aipool.settings import settings
+    from aipool.settings.model import EVERY_INTERFACE
     from aipool.views.http_server import address
 
     s = settings()

@@ -33,9 +33,6 @@ PROBE_PATH = "/healthz"
 #: The name the refusal and the log line give the endpoint.
 SERVER = "the worker's metrics endpoint"
 TOKEN = "AIPOOL_METRICS_TOKEN"
-#: Every interface, the default (``AIPOOL_METRICS_HOST``): Prometheus scrapes a worker from
-#: outside its container.
-EVERY_INTERFACE = "0.0.0.0"
 PLAIN = "text/plain; charset=utf-8"
 
 

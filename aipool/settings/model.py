@@ -152,6 +152,11 @@ class AlertSettings(BaseModel):
 DEFAULT_HARD_LIMIT_S = 120
 
 
+#: Every interface: where a worker's metrics listen unless ``AIPOOL_METRICS_HOST`` names one
+#: address (:mod:`aipool.metrics.endpoint`).
+EVERY_INTERFACE = "0.0.0.0"
+
+
 class Settings(BaseSettings):
     """Every setting of the pool. Build it with :func:`aipool.settings.settings` (the current
     environment, checked) or :func:`aipool.settings.read_settings` (any mapping, with where each
@@ -242,7 +247,7 @@ class Settings(BaseSettings):
     metrics_port: int = Field(default=9808, ge=1, le=65535)
     #: The address a worker's metrics endpoint listens on: every interface by default, since
     #: Prometheus scrapes a worker from outside its container; one address keeps it there.
-    metrics_host: str = "0.0.0.0"
+    metrics_host: str = EVERY_INTERFACE
     prometheus_multiproc_dir: Path | None = None
     secrets_dir: Path = Path("/run/secrets")
     runtime_dir: Path | None = None

@@ -20,7 +20,7 @@ def served() -> Iterator[str]:
     """The endpoint's base URL, serving a registry with one counter and asking for ``TOKEN``."""
     registry = CollectorRegistry()
     Counter("spend_total", "a counter", registry=registry).inc(3)
-    server = endpoint.serve(registry, endpoint.EVERY_INTERFACE, 0, TOKEN)
+    server = endpoint.serve(registry, "0.0.0.0", 0, TOKEN)
     try:
         yield f"http://127.0.0.1:{server.server_port}"
     finally:
