@@ -109,6 +109,8 @@ DEFAULT_OK: dict[str, str] = {
     "aipool_health_token secret file in compose (empty: the usage report does not start)",
     "AIPOOL_METRICS_TOKEN": "the workers' metrics bearer token: the aipool-metrics Secret on k8s, "
     "the aipool_metrics_token secret file in compose (empty: a worker does not start)",
+    "AIPOOL_METRICS_HOST": "every interface (0.0.0.0): Prometheus scrapes the workers from outside "
+    "their containers; one address only where a scraper on the same host reads them",
     "FLOWER_ADDRESS": "loopback; compose and k8s give Flower --address=0.0.0.0 (tests/deploy/test_servers.py)",
     "FLOWER_PORT": "5555; compose and k8s give --port",
     "FLOWER_AUTH": "OAuth instead of FLOWER_BASIC_AUTH, optional",
