@@ -224,3 +224,48 @@ def test_a_claim_riding_with_its_message_that_finds_another_request_there_is_ref
         assert (answer["status"], answer["error"]["code"]) == ("error", "task_id_reused")
     finally:
         clean_redis.delete("test-claim-rides")
+
+
+_SEND_COUNTING_WRITES = """
+import dataclasses, json
+from redis.connection import AbstractConnection
+from workers.app import app
+from tasks.client import route, send
+
+sent = []
+write = AbstractConnection.send_packed_command
+
+
+def counted(self, command, *args, **kwargs):
+    sent.append(command if isinstance(command, bytes) else b"".join(command))
+    return write(self, command, *args, **kwargs)
+
+
+AbstractConnection.send_packed_command = counted
+dispatch = dataclasses.replace(route({"prompt": "What is a pod?"}), queue="test-claim-rides")
+result = send(dispatch, app=app)
+claims = [written for written in sent if b"aipool:task-id:" in written]
+print(json.dumps({"id": result.id, "claims": len(claims), "with": [b"LPUSH" in c for c in claims]}))
+"""
+
+
+def test_through_sentinel_a_minted_task_id_is_claimed_in_its_messages_round_trip(
+    sentinel_set,
+):  # type: ignore[no-untyped-def]
+    import json
+
+    from aipool.attempt.task_ids import claim_key
+    from tests.conftest import worker_env
+
+    # Given the pool's Redis behind Sentinel (a master, a replica, three sentinels), and a
+    # producer process of its own whose writes to Redis are counted
+    redis_set = sentinel_set()
+    # When it sends a request to a queue no worker serves
+    done = _python(_SEND_COUNTING_WRITES, worker_env(**redis_set.env))
+    assert done.returncode == 0, done.stderr
+    sent = json.loads(done.stdout.strip().splitlines()[-1])
+    # Then the claim went in the message's own round trip, and both are on the master
+    assert (sent["claims"], sent["with"]) == (1, [True])
+    master = redis_set.client()
+    assert master.llen("test-claim-rides") == 1
+    assert master.exists(claim_key(sent["id"]))
