@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -123,6 +124,17 @@ def _check_loopback(url: str) -> None:
     host = urlparse(url).hostname
     if host not in LOOPBACK:
         raise RuntimeError(f"the benchmark talks to loopback only, not {url}")
+
+
+def stop_on_sigterm() -> None:
+    """End this benchmark on SIGTERM as on Ctrl-C, through its ``finally`` blocks: the workers it
+    starts run in sessions of their own (:class:`~aipool.harness.worker.Worker`), and outlived a
+    benchmark that a supervisor, a CI timeout or ``kill`` stopped."""
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+
+
+def _exit_on_sigterm(signum: int, _frame: Any) -> None:
+    raise SystemExit(128 + signum)
 
 
 def prepare(quick: bool) -> Pool:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from rich.console import Console
 
 from bench.done_when import verdicts
+from bench.environment import stop_on_sigterm
 from bench.figures import Figure, Report
 
 GROUPS = (
@@ -262,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         "groups run replace theirs; the others' figures stay, each with its own commit)",
     )
     args = parser.parse_args(argv)
+    stop_on_sigterm()
     if args.write:
         from bench import page
 

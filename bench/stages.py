@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from bench.environment import stop_on_sigterm
 from bench.stage_meter import APP_ENV, PLAIN_STAGES, POOL_STAGES, STAGES_KEY, TASK
 
 #: The first requests of each side load the SDK and warm the process: not kept.
@@ -187,6 +188,7 @@ def main() -> None:
         "--fresh", action="store_true", help="a prompt the worker has not seen in every request"
     )
     args = parser.parse_args()
+    stop_on_sigterm()
     pool, plain, processes = _run(args.n, args.events, args.fresh)
     print(
         f"one hop, -c 1, {'task events on' if args.events else 'no task events'}, "
